@@ -1,0 +1,249 @@
+"""The typed events: the one contract between the engine, the disk and every view.
+
+The orchestrator emits events; the event log, the headless printer and the TUI
+subscribe. `DebateState` is a pure fold of the event stream (see `core.state`),
+which is what makes resume and replay exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from core.models import (
+    AgentInfo,
+    CallMetadata,
+    Contribution,
+    Phase,
+    Solution,
+    Summary,
+    ViewRecord,
+)
+
+log = logging.getLogger(__name__)
+
+
+class _Event(BaseModel):
+    debate_id: str = ""
+    ts: float = Field(default_factory=time.time)
+    seq: int = 0
+
+
+class DebateStarted(_Event):
+    type: Literal["debate_started"] = "debate_started"
+    problem: str
+    total_rounds: int
+    agents: list[AgentInfo]
+    judge: AgentInfo
+    prompts: dict[str, str]
+    config: dict[str, Any]
+    provider_label: str = ""
+
+
+class DebateResumed(_Event):
+    type: Literal["debate_resumed"] = "debate_resumed"
+    from_round: int
+
+
+class RoundStarted(_Event):
+    type: Literal["round_started"] = "round_started"
+    round: int
+
+
+class PhaseStarted(_Event):
+    type: Literal["phase_started"] = "phase_started"
+    round: int
+    phase: Phase
+
+
+class PhaseCompleted(_Event):
+    type: Literal["phase_completed"] = "phase_completed"
+    round: int
+    phase: Phase
+
+
+class CallStarted(_Event):
+    type: Literal["call_started"] = "call_started"
+    view: ViewRecord
+
+
+class Token(_Event):
+    """A streamed delta. Never written to disk; may be dropped for slow subscribers."""
+
+    type: Literal["token"] = "token"
+    call_id: str
+    agent_id: str
+    delta: str
+
+
+class CallFailed(_Event):
+    type: Literal["call_failed"] = "call_failed"
+    call_id: str
+    agent_id: str
+    error: str
+    will_retry: bool = False
+
+
+class ContributionAdded(_Event):
+    type: Literal["contribution_added"] = "contribution_added"
+    contribution: Contribution
+
+
+class SummaryAdded(_Event):
+    type: Literal["summary_added"] = "summary_added"
+    summary: Summary
+    judge: bool = False
+
+
+class SummaryRequested(_Event):
+    type: Literal["summary_requested"] = "summary_requested"
+    agent_id: str
+
+
+class SynthesisCompleted(_Event):
+    type: Literal["synthesis_completed"] = "synthesis_completed"
+    solution: Solution
+
+
+class Warning_(_Event):
+    type: Literal["warning"] = "warning"
+    message: str
+    agent_id: str | None = None
+
+
+class ControlChanged(_Event):
+    """Pause, resume or stop requested by the user; takes effect at the next call boundary."""
+
+    type: Literal["control"] = "control"
+    action: Literal["pause", "resume", "stop"]
+
+
+class DebateCompleted(_Event):
+    type: Literal["debate_completed"] = "debate_completed"
+    status: str = "completed"
+    totals: CallMetadata = Field(default_factory=CallMetadata)
+
+
+class DebateInterrupted(_Event):
+    type: Literal["debate_interrupted"] = "debate_interrupted"
+    status: str = "interrupted"
+    reason: str = ""
+
+
+class DebateFailed(_Event):
+    type: Literal["debate_failed"] = "debate_failed"
+    error: str
+    exit_code: int = 3
+
+
+Event = Annotated[
+    Union[
+        DebateStarted,
+        DebateResumed,
+        RoundStarted,
+        PhaseStarted,
+        PhaseCompleted,
+        CallStarted,
+        Token,
+        CallFailed,
+        ContributionAdded,
+        SummaryAdded,
+        SummaryRequested,
+        SynthesisCompleted,
+        Warning_,
+        ControlChanged,
+        DebateCompleted,
+        DebateInterrupted,
+        DebateFailed,
+    ],
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+TERMINAL_TYPES = frozenset({"debate_completed", "debate_interrupted", "debate_failed"})
+
+
+def parse_event(line: str | bytes) -> Event:
+    """Parse one JSON line of the event log (raises pydantic.ValidationError)."""
+    return EVENT_ADAPTER.validate_json(line)
+
+
+def dump_event(event: Event) -> str:
+    return event.model_dump_json(exclude_none=True)
+
+
+class Subscription:
+    """One subscriber's queue. Token events are dropped when it falls behind; others never."""
+
+    TOKEN_BACKLOG = 2000
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.dropped_tokens = 0
+
+    def offer(self, event: Event) -> None:
+        if event.type == "token" and self.queue.qsize() > self.TOKEN_BACKLOG:
+            self.dropped_tokens += 1
+            return
+        self.queue.put_nowait(event)
+
+    async def __aiter__(self):  # type: ignore[override]
+        while True:
+            event = await self.queue.get()
+            if event is None:
+                return
+            yield event
+
+
+class EventBus:
+    """Fan-out of events to subscribers, each with its own queue, so none stalls the debate.
+
+    Synchronous listeners (`listen`) run inline and must be cheap: the state fold uses it.
+    """
+
+    def __init__(self, debate_id: str = "") -> None:
+        self.debate_id = debate_id
+        self._subs: list[Subscription] = []
+        self._listeners: list[Any] = []
+        self._seq = 0
+
+    def set_seq(self, seq: int) -> None:
+        self._seq = seq
+
+    @property
+    def seq(self) -> int:
+        return self._seq
+
+    def subscribe(self, name: str) -> Subscription:
+        sub = Subscription(name)
+        self._subs.append(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        if sub in self._subs:
+            self._subs.remove(sub)
+        sub.queue.put_nowait(None)
+
+    def listen(self, fn: Any) -> None:
+        self._listeners.append(fn)
+
+    def emit(self, event: Event) -> Event:
+        event.debate_id = event.debate_id or self.debate_id
+        if event.type != "token":
+            self._seq += 1
+            event.seq = self._seq
+        for fn in self._listeners:
+            fn(event)
+        for sub in self._subs:
+            sub.offer(event)
+        return event
+
+    def close(self) -> None:
+        for sub in self._subs:
+            sub.queue.put_nowait(None)
+        self._subs.clear()

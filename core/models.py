@@ -1,0 +1,318 @@
+"""Pydantic models of a debate: its configuration and its state.
+
+JSON field names are snake_case everywhere. Configuration models forbid unknown
+fields so that a typo in a config file is an error, not a silently ignored key.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ROLES: tuple[str, ...] = (
+    "architect",
+    "performance",
+    "security",
+    "testing",
+    "kiss",
+    "generalist",
+    "data-modeling",
+)
+Role = Literal["architect", "performance", "security", "testing", "kiss", "generalist", "data-modeling"]
+ContributionType = Literal["proposal", "critique", "refinement"]
+Phase = Literal["summarize", "proposal", "critique", "refinement", "synthesis", "clarify"]
+SummaryMethod = Literal["llm", "rule-based", "hybrid"]
+SummaryStrategy = Literal["fresh", "rolling"]
+SummaryTrigger = Literal["chars", "tokens", "manual", "judge"]
+ProviderName = Literal["openai", "demo"]
+DebateStatus = Literal["running", "completed", "failed", "interrupted", "stopped", "stopped_budget"]
+
+JUDGE_ID = "judge"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# --------------------------------------------------------------------------- config
+
+
+class SummarizationConfig(_Strict):
+    """How and when an agent's perspective history is condensed."""
+
+    enabled: bool = True
+    """Summarize at all; `false` turns it off for one agent."""
+    threshold: int = Field(5000, ge=0)
+    """Characters of perspective history that trigger a summary (the anchor's rule)."""
+    trigger_ratio: float = Field(0.8, gt=0, le=1)
+    """Also trigger when the agent's view passes this fraction of its token budget."""
+    max_length: int = Field(2500, ge=100)
+    """Hard cap on a summary, in characters."""
+    max_summary_tokens: int = Field(1000, ge=32)
+    """Hard cap on a summary, in tokens (also the summarization call's max_tokens)."""
+    method: SummaryMethod = "llm"
+    """`llm` (role prompt on a model), `rule-based` (offline, extractive) or `hybrid` (both)."""
+    strategy: SummaryStrategy = "fresh"
+    """`fresh` re-summarizes the whole perspective; `rolling` folds only what aged out."""
+    model: str | None = None
+    """Model for LLM summaries; defaults to the agent's own model."""
+    prompt_path: str | None = None
+    """Debate-wide custom summary prompt (an agent's `summary_prompt_path` wins)."""
+
+
+class ContextConfig(_Strict):
+    """The token budget of one agent's view."""
+
+    max_context_tokens: int = Field(8000, ge=256)
+    """The whole request (messages) plus the reserved output must fit here."""
+    reserve_output_tokens: int = Field(1000, ge=16)
+    """Tokens kept free for the model's answer; also the call's max_tokens."""
+
+    @model_validator(mode="after")
+    def _reserve_fits(self) -> ContextConfig:
+        if self.reserve_output_tokens >= self.max_context_tokens:
+            raise ValueError(
+                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
+                f"max_context_tokens ({self.max_context_tokens})"
+            )
+        return self
+
+    @property
+    def input_budget(self) -> int:
+        return self.max_context_tokens - self.reserve_output_tokens
+
+
+class AgentConfig(_Strict):
+    """One debater (or the judge). Unset fields inherit the debate-wide values."""
+
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str | None = None
+    role: Role = "generalist"
+    model: str | None = None
+    provider: ProviderName | None = None
+    temperature: float = Field(0.5, ge=0, le=2)
+    system_prompt_path: str | None = None
+    summary_prompt_path: str | None = None
+    base_url: str | None = None
+    summarization: dict[str, Any] | None = None
+    """Per-agent overrides of `debate.summarization`, field by field."""
+    context: dict[str, Any] | None = None
+    """Per-agent overrides of `debate.context`, field by field."""
+    enabled: bool = True
+    fallback_models: list[str] = Field(default_factory=list)
+    """Models tried, in order, when the agent's own model keeps failing."""
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.id.replace("-", " ").title()
+
+    @field_validator("summarization")
+    @classmethod
+    def _check_summarization(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            SummarizationConfig(**value)  # validates names and types of the overrides
+        return value
+
+    @field_validator("context")
+    @classmethod
+    def _check_context(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            ContextConfig(**value)
+        return value
+
+
+class DebateSettings(_Strict):
+    rounds: int = Field(3, ge=1, le=1000)
+    max_concurrency: int = Field(4, ge=1, le=64)
+    carry_refinements: bool = False
+    """From round 2, reuse each agent's previous refinement as its proposal (no call)."""
+    summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    timeout_s: float = Field(120.0, gt=0)
+    """Per-call timeout in seconds."""
+    max_retries: int = Field(3, ge=0, le=20)
+    on_error: Literal["stop", "skip"] = "stop"
+    """What a failed proposal/refinement does: stop the debate (resumable) or skip that agent."""
+    prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    """Model → (input, output) USD per million tokens; overrides the built-in table."""
+
+
+class MootConfig(_Strict):
+    """The whole configuration file: `{"debate": {...}, "agents": [...], "judge": {...}}`."""
+
+    debate: DebateSettings = Field(default_factory=DebateSettings)
+    agents: list[AgentConfig] = Field(default_factory=list)
+    judge: AgentConfig = Field(default_factory=lambda: AgentConfig(id=JUDGE_ID, role="generalist"))
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> MootConfig:
+        seen: set[str] = set()
+        for agent in self.agents:
+            if agent.id in seen:
+                raise ValueError(f"duplicate agent id {agent.id!r}")
+            if agent.id == self.judge.id:
+                raise ValueError(f"agent id {agent.id!r} is the judge's id")
+            seen.add(agent.id)
+        return self
+
+    @property
+    def active_agents(self) -> list[AgentConfig]:
+        return [a for a in self.agents if a.enabled]
+
+
+# --------------------------------------------------------------------------- state
+
+
+class CallMetadata(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: int = 0
+    model: str = ""
+    provider: str = ""
+    cost_usd: float = 0.0
+    call_id: str | None = None
+    attempts: int = 1
+
+
+class Contribution(BaseModel):
+    id: str
+    agent_id: str
+    role: str
+    type: ContributionType
+    round: int
+    target_agent_id: str | None = None
+    content: str
+    metadata: CallMetadata = Field(default_factory=CallMetadata)
+    carried_from: str | None = None
+    """Set when a proposal reuses an earlier refinement (no LLM call was made)."""
+    ts: float = Field(default_factory=time.time)
+
+
+class SummaryMetadata(BaseModel):
+    before_chars: int = 0
+    after_chars: int = 0
+    before_tokens: int = 0
+    after_tokens: int = 0
+    latency_ms: int = 0
+    tokens_used: int = 0
+    model: str | None = None
+    fallback_reason: str | None = None
+    input_tokens: int = 0
+    """Tokens fed to the summarizer (all chunks); what `rolling` keeps flat."""
+    chunks: int = 1
+
+
+class Summary(BaseModel):
+    id: str
+    agent_id: str
+    role: str
+    round: int
+    summary: str
+    method: SummaryMethod
+    strategy: SummaryStrategy
+    trigger: SummaryTrigger
+    covered_ids: list[str] = Field(default_factory=list)
+    """Contributions this summary stands in for; later views show only newer ones verbatim."""
+    metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
+    ts: float = Field(default_factory=time.time)
+
+
+class TierTokens(BaseModel):
+    system: int = 0
+    summary: int = 0
+    history: int = 0
+    task: int = 0
+    total: int = 0
+    """Whole request in chat format (tiers plus per-message overhead)."""
+
+
+class ViewRecord(BaseModel):
+    """What one LLM call saw, by reference, so the exact messages can be rebuilt."""
+
+    call_id: str
+    agent_id: str
+    round: int
+    phase: Phase
+    target_agent_id: str | None = None
+    model: str = ""
+    system_key: str = ""
+    """Key into DebateState.prompts of the system prompt text."""
+    task_key: str = ""
+    """Key into DebateState.prompts of the task template."""
+    task_params: dict[str, Any] = Field(default_factory=dict)
+    summary_id: str | None = None
+    contribution_ids: list[str] = Field(default_factory=list)
+    """Verbatim history items, oldest first."""
+    dropped_ids: list[str] = Field(default_factory=list)
+    """History items that did not fit and were replaced by a marker."""
+    task_contribution_ids: list[str] = Field(default_factory=list)
+    """Contributions quoted inside the task (the critique's target, the critiques received)."""
+    inline: dict[str, str] = Field(default_factory=dict)
+    """Text used in the view that is not a stored contribution (e.g. summarization input)."""
+    tokens: TierTokens = Field(default_factory=TierTokens)
+    budget: int = 0
+    max_tokens: int = 0
+
+
+class Solution(BaseModel):
+    description: str
+    confidence: int | None = None
+    tradeoffs: list[str] = Field(default_factory=list)
+    recommendations: list[str] = Field(default_factory=list)
+    unresolved: list[str] = Field(default_factory=list)
+    synthesized_by: str = JUDGE_ID
+    parsed: bool = True
+    """False when the judge's reply was not JSON and was kept as plain text."""
+    metadata: CallMetadata = Field(default_factory=CallMetadata)
+
+
+class Round(BaseModel):
+    number: int
+    contributions: list[Contribution] = Field(default_factory=list)
+    summaries: dict[str, Summary] = Field(default_factory=dict)
+    """Keyed by agent id (the anchor's layout)."""
+    calls: list[ViewRecord] = Field(default_factory=list)
+    started_at: float = Field(default_factory=time.time)
+
+
+class AgentInfo(BaseModel):
+    id: str
+    name: str
+    role: str
+    model: str
+    provider: str
+    temperature: float
+    budget: int
+
+
+class DebateState(BaseModel):
+    id: str
+    problem: str
+    status: DebateStatus = "running"
+    current_round: int = 0
+    total_rounds: int = 3
+    rounds: list[Round] = Field(default_factory=list)
+    agents: list[AgentInfo] = Field(default_factory=list)
+    judge: AgentInfo | None = None
+    final_solution: Solution | None = None
+    judge_summary: Summary | None = None
+    prompts: dict[str, str] = Field(default_factory=dict)
+    """Every prompt text used, by key, so views can be rebuilt byte for byte."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The effective configuration (no secrets) so later commands can continue the debate."""
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    last_seq: int = 0
+    """Sequence number of the last event applied; resume replays the log after it."""
+    error: str | None = None
+    totals: CallMetadata = Field(default_factory=CallMetadata)
+
+    def round(self, number: int) -> Round:
+        while len(self.rounds) < number:
+            self.rounds.append(Round(number=len(self.rounds) + 1))
+        return self.rounds[number - 1]
+
+    def all_contributions(self) -> list[Contribution]:
+        return [c for r in self.rounds for c in r.contributions]

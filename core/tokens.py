@@ -1,0 +1,139 @@
+"""Token counting with tiktoken, offline.
+
+tiktoken downloads its BPE files on first use, which fails without a network. The
+`bpe-openai` package ships `cl100k_base` and `o200k_base` as `.tiktoken.gz` files
+whose contents hash to exactly what tiktoken expects; we load those, check the hash,
+and build `tiktoken.Encoding` objects ourselves. Nothing is fetched at run time.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import threading
+from functools import lru_cache
+from importlib import resources
+
+import tiktoken
+
+# The same values tiktoken's own `tiktoken_ext.openai_public` uses.
+_ENDOFTEXT = "<|endoftext|>"
+_ENCODINGS: dict[str, dict] = {
+    "cl100k_base": {
+        "sha256": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        "pat_str": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        "special_tokens": {
+            _ENDOFTEXT: 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    },
+    "o200k_base": {
+        "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        "pat_str": "|".join(
+            [
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        "special_tokens": {_ENDOFTEXT: 199999, "<|endofprompt|>": 200018},
+    },
+}
+
+# OpenAI's chat format: every message costs 3 tokens of framing, a `name` one more,
+# and every reply is primed with 3 (<|start|>assistant<|message|>).
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+
+_lock = threading.Lock()
+
+
+class EncodingUnavailable(RuntimeError):
+    pass
+
+
+def _load_ranks(name: str) -> dict[bytes, int]:
+    spec = _ENCODINGS[name]
+    try:
+        blob = resources.files("bpe_openai.data").joinpath(f"{name}.tiktoken.gz").read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError) as exc:  # pragma: no cover - install problem
+        raise EncodingUnavailable(
+            f"the {name} token table is missing; reinstall moot (it needs the bpe-openai package)"
+        ) from exc
+    contents = gzip.decompress(blob)
+    if hashlib.sha256(contents).hexdigest() != spec["sha256"]:  # pragma: no cover
+        raise EncodingUnavailable(f"the bundled {name} token table does not match tiktoken's hash")
+    ranks: dict[bytes, int] = {}
+    for line in contents.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@lru_cache(maxsize=None)
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """The named encoding, built from bundled files (thread-safe, loaded once)."""
+    if name not in _ENCODINGS:
+        raise EncodingUnavailable(f"unknown encoding {name!r}; known: {', '.join(_ENCODINGS)}")
+    with _lock:
+        spec = _ENCODINGS[name]
+        return tiktoken.Encoding(
+            name=name,
+            pat_str=spec["pat_str"],
+            mergeable_ranks=_load_ranks(name),
+            special_tokens=spec["special_tokens"],
+        )
+
+
+def encoding_name_for_model(model: str | None) -> str:
+    """gpt-4o, gpt-4.1, o-series and gpt-5 use o200k_base; everything else cl100k_base."""
+    m = (model or "").lower().rsplit("/", 1)[-1]  # "openai/gpt-4o" on OpenRouter
+    if m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "o1", "o3", "o4", "gpt-oss")):
+        return "o200k_base"
+    return "cl100k_base"
+
+
+def encoding_for_model(model: str | None) -> tiktoken.Encoding:
+    return get_encoding(encoding_name_for_model(model))
+
+
+def count_text(text: str, model: str | None = None) -> int:
+    """Tokens in plain text. `encode_ordinary`: special-token strings are just text here."""
+    if not text:
+        return 0
+    return len(encoding_for_model(model).encode_ordinary(text))
+
+
+def count_message(message: dict[str, str], model: str | None = None) -> int:
+    """One chat message with its framing (without the reply priming)."""
+    enc = encoding_for_model(model)
+    n = TOKENS_PER_MESSAGE
+    for key, value in message.items():
+        n += len(enc.encode_ordinary(value))
+        if key == "name":
+            n += TOKENS_PER_NAME
+    return n
+
+
+def count_messages(messages: list[dict[str, str]], model: str | None = None) -> int:
+    """A whole chat request as OpenAI counts it: every message plus the reply priming."""
+    return sum(count_message(m, model) for m in messages) + REPLY_PRIMING
+
+
+def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> str:
+    """The longest prefix of `text` that has at most `max_tokens` tokens."""
+    enc = encoding_for_model(model)
+    tokens = enc.encode_ordinary(text)
+    if len(tokens) <= max_tokens:
+        return text
+    return enc.decode(tokens[: max(0, max_tokens)])
