@@ -78,6 +78,8 @@ class Token(_Event):
     call_id: str
     agent_id: str
     delta: str
+    restart: bool = False
+    """The call started over after a failed attempt: drop what was streamed so far."""
 
 
 class CallFailed(_Event):

@@ -197,6 +197,10 @@ class SummaryMetadata(BaseModel):
     after_tokens: int = 0
     latency_ms: int = 0
     tokens_used: int = 0
+    """prompt_tokens + completion_tokens of the summarization calls (0 for rule-based)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
     model: str | None = None
     fallback_reason: str | None = None
     input_tokens: int = 0
@@ -213,8 +217,11 @@ class Summary(BaseModel):
     method: SummaryMethod
     strategy: SummaryStrategy
     trigger: SummaryTrigger
-    covered_ids: list[str] = Field(default_factory=list)
-    """Contributions this summary stands in for; later views show only newer ones verbatim."""
+    covered_through: str | None = None
+    """The newest perspective item this summary stands in for (with all older ones);
+    later views show only the items after it verbatim. An id, not a list, so that
+    summaries stay small however long the debate."""
+    covered_count: int = 0
     metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
     ts: float = Field(default_factory=time.time)
 

@@ -28,7 +28,7 @@ class PromptError(Exception):
 @lru_cache(maxsize=None)
 def builtin(role: str, kind: str) -> str:
     """The shipped prompt text for a role (or "judge") and kind."""
-    if role != "judge" and role not in ROLES:
+    if role not in ("judge", "evaluator") and role not in ROLES:
         raise PromptError(f"unknown role {role!r}")
     try:
         return resources.files("core").joinpath("prompts", role, f"{kind}.md").read_text("utf-8")

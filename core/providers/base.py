@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -10,6 +10,9 @@ Message = dict[str, str]
 """An OpenAI chat message: {"role": "system" | "user" | "assistant", "content": str}."""
 
 DeltaCallback = Callable[[str], Awaitable[None] | None]
+
+RESTART = "\x00restart"
+"""Passed to on_delta when a call starts over after a failed attempt had streamed text."""
 
 
 @dataclass
@@ -60,8 +63,16 @@ class Provider(Protocol):
         hint: CallHint,
         on_delta: DeltaCallback | None = None,
         on_retry: Callable[[str], None] | None = None,
+        fallback_models: Sequence[str] = (),
     ) -> Completion:
-        """Stream one completion, calling `on_delta` per text chunk; raise ProviderError on failure."""
+        """Stream one completion, calling `on_delta` per text chunk.
+
+        Retries transient failures itself, calling `on_retry` with a one-line reason
+        before each new attempt, then tries `fallback_models` in order. Raises
+        ProviderError when every attempt failed. When a retry happens after some
+        deltas were already delivered, `on_delta` is called with RESTART (the empty
+        marker below) first, so listeners can clear what they showed.
+        """
         ...
 
     async def aclose(self) -> None: ...

@@ -1,0 +1,358 @@
+"""The `moot` command line.
+
+Exit codes: 0 ok, 2 bad arguments or input, 3 provider failure, 4 config error,
+130 interrupted. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from core.config import ConfigError, Overrides, load_config
+from core.models import ROLES
+
+EXIT_OK, EXIT_INPUT, EXIT_PROVIDER, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not the usage block
+        print(f"moot: {message} (see `moot {self.prog.split()[-1]} --help`)" if " " in self.prog
+              else f"moot: {message} (see `moot --help`)", file=sys.stderr)
+        raise SystemExit(EXIT_INPUT)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be ≥ 0: {text!r}")
+    return v
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be ≥ 1: {text!r}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="moot", description="Multi-agent LLM debates, watched live in the terminal.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def state_dir(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--state-dir", help="folder of saved debates (env MOOT_STATE_DIR, default ./debates)")
+
+    def provider_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--provider", choices=["demo", "openai"], help="default: openai when a key is set, else demo")
+        sp.add_argument("--model", help="model for every agent and the judge")
+        sp.add_argument("--base-url", help="OpenAI-compatible endpoint (OpenRouter, Ollama, vLLM, LM Studio…)")
+        sp.add_argument("--demo-delay", type=_positive_float, help="seconds between demo chunks (env MOOT_DEMO_DELAY)")
+
+    run = sub.add_parser("run", help="run a debate (TUI in a terminal, else headless)")
+    run.add_argument("problem", nargs="?", help="the problem statement (or use -p FILE)")
+    run.add_argument("-p", "--problem-file", help="read the problem from a file")
+    run.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)")
+    run.add_argument("-a", "--agents", help=f"comma-separated roles: {', '.join(ROLES)}")
+    run.add_argument("-r", "--rounds", type=_positive_int, help="number of rounds (default 3)")
+    run.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, solution on stdout")
+    run.add_argument("-o", "--output", help="also write the final solution (JSON or markdown by extension)")
+    run.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
+    run.add_argument("--allow-truncate", action="store_true", help="cut a problem that is larger than the budget")
+    provider_args(run)
+    state_dir(run)
+
+    ls = sub.add_parser("list", help="list saved debates")
+    state_dir(ls)
+
+    show = sub.add_parser("show", help="show a saved debate")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true", help="print the whole state as JSON")
+    state_dir(show)
+
+    ctx = sub.add_parser("context", help="show exactly what an agent saw in a round")
+    ctx.add_argument("id")
+    ctx.add_argument("--round", type=_positive_int, required=True)
+    ctx.add_argument("--agent", required=True, help="agent id, name or role (or judge)")
+    ctx.add_argument("--phase", choices=["summarize", "proposal", "critique", "refinement", "synthesis"])
+    ctx.add_argument("--json", action="store_true")
+    state_dir(ctx)
+
+    res = sub.add_parser("resume", help="continue an unfinished debate")
+    res.add_argument("id")
+    res.add_argument("--headless", action="store_true")
+    provider_args(res)
+    state_dir(res)
+    return p
+
+
+# ---------------------------------------------------------------- problem input
+
+
+def read_problem(args: argparse.Namespace) -> str:
+    if args.problem and args.problem_file:
+        raise CliError("give the problem as text or with -p FILE, not both")
+    if args.problem_file:
+        path = Path(args.problem_file)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise CliError(f"problem file not found: {path}") from None
+        except IsADirectoryError:
+            raise CliError(f"problem file is a directory: {path}") from None
+        except OSError as exc:
+            raise CliError(f"cannot read problem file {path}: {exc.strerror}") from None
+        if b"\x00" in raw:
+            raise CliError(f"problem file {path} looks binary; give a text file")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CliError(f"problem file {path} is not UTF-8 text") from None
+        if not text.strip():
+            raise CliError(f"problem file {path} is empty")
+        return text.strip()
+    if args.problem is None:
+        raise CliError("no problem given: `moot run \"Design a URL shortener\"` or `moot run -p problem.md`")
+    if not args.problem.strip():
+        raise CliError("the problem is empty")
+    return args.problem.strip()
+
+
+def check_problem_size(problem: str, budget: int, model: str | None, allow_truncate: bool) -> str:
+    """A problem that eats most of the smallest budget leaves no room for the debate."""
+    from core import tokens
+
+    limit = budget // 2
+    n = tokens.count_text(problem, model)
+    if n <= limit:
+        return problem
+    if not allow_truncate:
+        raise CliError(
+            f"the problem is {n} tokens; the limit is {limit} (half the smallest agent budget of {budget}); "
+            "shorten it, raise context.max_context_tokens, or pass --allow-truncate"
+        )
+    return tokens.truncate_to_tokens(problem, limit, model) + "\n[problem truncated to fit the context budget]"
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _wants_tui(args: argparse.Namespace) -> bool:
+    return not args.headless and sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("CI") is None
+
+
+def _tui_available() -> bool:
+    try:
+        import tui.app  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+async def _run_headless(session: Any, output: str | None) -> int:
+    from core.printer import print_events, solution_text
+
+    printer_sub = session.bus.subscribe("printer")
+    printer = asyncio.create_task(print_events(printer_sub))
+    session.start_writer()
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    stop_signals = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, main.cancel)  # type: ignore[union-attr]
+            stop_signals.append(sig)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover
+            pass
+    interrupted = False
+    try:
+        state = await session.run()
+    except asyncio.CancelledError:
+        interrupted = True
+        state = session.state
+        await session.close()
+    finally:
+        for sig in stop_signals:
+            loop.remove_signal_handler(sig)
+        session.bus.unsubscribe(printer_sub)
+        await printer
+    folder = session.folder.path
+    if interrupted or state.status in ("interrupted", "stopped"):
+        print(f"moot: debate {state.status}; saved in {folder}; continue with `moot resume {state.id}"
+              f"{_sd_flag(folder)}`", file=sys.stderr)
+        return EXIT_INTERRUPTED if interrupted else EXIT_OK
+    if state.status == "failed":
+        print(f"moot: {state.error}; saved in {folder}; continue with `moot resume {state.id}{_sd_flag(folder)}`",
+              file=sys.stderr)
+        return EXIT_CONFIG if "budget" in (state.error or "") and "token" in (state.error or "") else EXIT_PROVIDER
+    sys.stdout.write(solution_text(state))
+    sys.stdout.flush()
+    if output:
+        _write_output(Path(output), state)
+    print(f"saved in {folder}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _sd_flag(folder: Path) -> str:
+    root = folder.parent
+    return "" if root.resolve() == Path(os.environ.get("MOOT_STATE_DIR") or "debates").resolve() else f" --state-dir {root}"
+
+
+def _write_output(path: Path, state: Any) -> None:
+    from core.printer import solution_text
+    from core.store import write_atomic
+
+    if path.suffix.lower() == ".json":
+        data = state.final_solution.model_dump_json(indent=2) if state.final_solution else "null"
+    else:
+        data = f"# {state.problem.splitlines()[0]}\n\n" + solution_text(state)
+    try:
+        write_atomic(path, data.encode("utf-8"))
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrides:
+    roles = None
+    if getattr(args, "agents", None):
+        roles = [r.strip() for r in args.agents.split(",") if r.strip()]
+    return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None, roles=roles,
+                     provider=args.provider, model=args.model, base_url=args.base_url)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from core.runner import SessionOptions, new_session
+
+    problem = read_problem(args)
+    config = load_config(args.config, _overrides(args))
+    smallest = min(
+        (a.context or {}).get("max_context_tokens", config.debate.context.max_context_tokens)
+        - (a.context or {}).get("reserve_output_tokens", config.debate.context.reserve_output_tokens)
+        for a in [*config.active_agents, config.judge]
+    )
+    problem = check_problem_size(problem, smallest, args.model, args.allow_truncate)
+    session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=args.demo_delay))
+    if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
+        print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
+              file=sys.stderr)
+    if _wants_tui(args) and _tui_available():
+        from tui.app import run_app
+
+        return run_app(session, theme=args.theme)
+    return asyncio.run(_run_headless(session, args.output))
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from core.runner import SessionOptions, resume_session
+
+    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=args.demo_delay),
+                             _overrides(args, with_rounds=False))
+    if _wants_tui(args) and _tui_available():
+        from tui.app import run_app
+
+        return run_app(session, theme=None)
+    return asyncio.run(_run_headless(session, None))
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from core.store import StateDir, summarize_folder
+
+    sd = StateDir(args.state_dir)
+    rows = [summarize_folder(f) for f in sd.debates()]
+    if not rows:
+        print(f"no debates in {sd.root}", file=sys.stderr)
+        return EXIT_OK
+    for r in rows:
+        print(f"{r['id']}  {r['status']:<14} {str(r['rounds']):>7}  {r.get('created', ''):16}  {r['problem']}")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from core.printer import solution_text
+    from core.store import StateDir
+
+    state = StateDir(args.state_dir).open(args.id).load()
+    if args.json:
+        print(state.model_dump_json(indent=2))
+        return EXIT_OK
+    print(f"debate {state.id} · {state.status} · {len(state.rounds)}/{state.total_rounds} rounds")
+    print(f"problem: {state.problem.splitlines()[0] if state.problem else ''}")
+    print("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{a.model})" for a in state.agents))
+    for rnd in state.rounds:
+        kinds: dict[str, int] = {}
+        for c in rnd.contributions:
+            kinds[c.type] = kinds.get(c.type, 0) + 1
+        summ = ", ".join(f"{k} {s.metadata.before_tokens}→{s.metadata.after_tokens} tok" for k, s in rnd.summaries.items())
+        print(f"round {rnd.number}: " + ", ".join(f"{v} {k}s" for k, v in kinds.items()) + (f"; summaries: {summ}" if summ else ""))
+    print(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
+    if state.error:
+        print(f"error: {state.error}")
+    if state.final_solution:
+        print("\n" + solution_text(state))
+    return EXIT_OK
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    from core.context.inspect import calls_for, format_calls
+    from core.store import StateDir
+
+    state = StateDir(args.state_dir).open(args.id).load()
+    calls = calls_for(state, args.round, args.agent, args.phase)
+    if args.json:
+        print(json.dumps(calls, indent=2, ensure_ascii=False))
+    else:
+        print(format_calls(calls))
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "context": cmd_context}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from core.context.view import ContextOverflow
+    from core.prompts import PromptError
+    from core.providers.base import ProviderError
+    from core.store import StoreError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except CliError as exc:
+        print(f"moot: {exc}", file=sys.stderr)
+        return exc.code
+    except (ConfigError, PromptError, ContextOverflow) as exc:
+        print(f"moot: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except StoreError as exc:
+        print(f"moot: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except ProviderError as exc:
+        print(f"moot: {exc}", file=sys.stderr)
+        return EXIT_PROVIDER
+    except KeyboardInterrupt:
+        print("moot: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

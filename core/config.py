@@ -1,0 +1,190 @@
+"""Loading the configuration: file (JSON or TOML) → defaults → CLI overrides → validation.
+
+Two levels: `debate.summarization` / `debate.context` hold the debate-wide values and
+each agent's `summarization` / `context` override them field by field.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from core.models import (
+    JUDGE_ID,
+    ROLES,
+    AgentConfig,
+    ContextConfig,
+    MootConfig,
+    SummarizationConfig,
+)
+
+DEFAULT_ROLES = ("architect", "performance", "kiss")
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+DEFAULT_DEMO_MODEL = "demo"
+DEFAULT_CONFIG_NAME = "moot.toml"
+
+
+class ConfigError(Exception):
+    """A configuration problem, phrased as one line that names the field and the value."""
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def describe_validation_error(exc: ValidationError, source: str = "config") -> str:
+    """The first error of a pydantic ValidationError as one readable line."""
+    err = exc.errors()[0]
+    where = _loc(tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        return f"{source}: unknown field {where!r}"
+    if err["type"] == "literal_error" and where.endswith("role"):
+        msg = f"unknown role; expected one of {', '.join(ROLES)}"
+    value = err.get("input")
+    shown = "" if isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
+    where = f"{where}: " if where else ""
+    more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{source}: {where}{msg}{shown}{more}"
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse a JSON or TOML file into a dict; any problem becomes a ConfigError line."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            data: Any = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
+        raise ConfigError(f"config file {path} is not valid {kind}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path} is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold an object with debate/agents/judge")
+    return data
+
+
+@dataclass
+class Overrides:
+    """CLI flags that apply to every agent (and the judge)."""
+
+    rounds: int | None = None
+    roles: list[str] | None = None
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+
+
+def load_config(path: str | Path | None, overrides: Overrides | None = None, *, cwd: Path | None = None) -> MootConfig:
+    """The effective configuration: `path`, else ./moot.toml when present, else defaults."""
+    data: dict[str, Any] = {}
+    source = "config"
+    if path is not None:
+        data = read_config_file(Path(path))
+        source = str(path)
+    else:
+        default = (cwd or Path.cwd()) / DEFAULT_CONFIG_NAME
+        if default.is_file():
+            data = read_config_file(default)
+            source = str(default)
+    return build_config(data, overrides or Overrides(), source=source)
+
+
+def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config") -> MootConfig:
+    data = json.loads(json.dumps(data))  # deep copy, plain types
+    if ov.roles is not None:
+        bad = [r for r in ov.roles if r not in ROLES]
+        if bad:
+            raise ConfigError(f"unknown role {bad[0]!r}; expected one of {', '.join(ROLES)}")
+        data["agents"] = [{"id": r, "role": r} for r in ov.roles]
+    elif not data.get("agents"):
+        data["agents"] = [{"id": r, "role": r} for r in DEFAULT_ROLES]
+    if ov.rounds is not None:
+        data.setdefault("debate", {})
+        if not isinstance(data["debate"], dict):
+            raise ConfigError(f"{source}: debate: must be an object")
+        data["debate"]["rounds"] = ov.rounds
+    try:
+        cfg = MootConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, source)) from None
+    if not cfg.active_agents:
+        raise ConfigError(f"{source}: agents: at least one enabled agent is needed")
+    for agent in [*cfg.agents, cfg.judge]:
+        if ov.provider:
+            agent.provider = ov.provider  # type: ignore[assignment]
+        if ov.model:
+            agent.model = ov.model
+        if ov.base_url:
+            agent.base_url = ov.base_url
+    return cfg
+
+
+@dataclass(frozen=True)
+class ResolvedAgent:
+    """An agent with its two-level settings merged and its provider and model chosen."""
+
+    config: AgentConfig
+    summarization: SummarizationConfig
+    context: ContextConfig
+    provider: str
+    model: str
+
+    @property
+    def id(self) -> str:
+        return self.config.id
+
+    @property
+    def role(self) -> str:
+        return self.config.role
+
+    @property
+    def name(self) -> str:
+        return self.config.display_name
+
+
+def resolve_agent(agent: AgentConfig, cfg: MootConfig, default_provider: str) -> ResolvedAgent:
+    summ = cfg.debate.summarization.model_dump()
+    summ.update(agent.summarization or {})
+    ctx = cfg.debate.context.model_dump()
+    ctx.update(agent.context or {})
+    provider = agent.provider or default_provider
+    model = agent.model or (DEFAULT_DEMO_MODEL if provider == "demo" else DEFAULT_OPENAI_MODEL)
+    try:
+        return ResolvedAgent(
+            config=agent,
+            summarization=SummarizationConfig(**summ),
+            context=ContextConfig(**ctx),
+            provider=provider,
+            model=model,
+        )
+    except ValidationError as exc:
+        where = "judge" if agent.id == JUDGE_ID else f"agent {agent.id}"
+        raise ConfigError(describe_validation_error(exc, where)) from None
+
+
+def public_config(cfg: MootConfig) -> dict[str, Any]:
+    """The configuration as saved with a debate. It holds no secrets: keys never enter it."""
+    return cfg.model_dump(mode="json")

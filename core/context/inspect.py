@@ -1,0 +1,85 @@
+"""Rebuilding what an agent saw: the calls of one agent in one round, with their exact messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.context.index import DebateIndex
+from core.context.view import render_messages
+from core.models import JUDGE_ID, DebateState, ViewRecord
+
+
+class InspectError(Exception):
+    pass
+
+
+def resolve_agent_id(state: DebateState, name: str) -> str:
+    key = name.strip().lower()
+    if key in (JUDGE_ID, "judge") and state.judge:
+        return state.judge.id
+    for a in state.agents:
+        if key in (a.id.lower(), a.name.lower(), a.role.lower()):
+            return a.id
+    known = ", ".join(a.id for a in state.agents)
+    raise InspectError(f"no agent {name!r} in debate {state.id}; agents: {known}, judge")
+
+
+def records_for(state: DebateState, round_no: int, agent_id: str, phase: str | None = None) -> list[ViewRecord]:
+    if round_no < 1 or round_no > len(state.rounds):
+        raise InspectError(f"debate {state.id} has rounds 1–{len(state.rounds)}, not {round_no}")
+    calls = [c for c in state.rounds[round_no - 1].calls if c.agent_id == agent_id]
+    if phase:
+        calls = [c for c in calls if c.phase == phase]
+    return calls
+
+
+def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
+    return {
+        "call_id": record.call_id,
+        "phase": record.phase,
+        "target_agent_id": record.target_agent_id,
+        "model": record.model,
+        "messages": render_messages(record, index),
+        "tokens": record.tokens.model_dump(),
+        "budget": record.budget,
+        "max_tokens": record.max_tokens,
+        "summary_id": record.summary_id,
+        "contribution_ids": record.contribution_ids,
+        "dropped_ids": record.dropped_ids,
+    }
+
+
+def calls_for(state: DebateState, round_no: int, agent: str, phase: str | None = None) -> list[dict[str, Any]]:
+    """Every call `agent` made in `round_no` (optionally one phase), oldest first."""
+    agent_id = resolve_agent_id(state, agent)
+    index = DebateIndex(state)
+    return [call_view(r, index) for r in records_for(state, round_no, agent_id, phase)]
+
+
+def format_calls(calls: list[dict[str, Any]]) -> str:
+    """A readable view: each call, each message with its tier and token count."""
+    if not calls:
+        return "no calls recorded for that agent, round and phase"
+    out: list[str] = []
+    for c in calls:
+        t = c["tokens"]
+        target = f" → {c['target_agent_id']}" if c["target_agent_id"] else ""
+        out.append(f"═══ {c['phase']}{target} · {c['model']} · {t['total']} / {c['budget']} tokens"
+                   + (f" · {len(c['dropped_ids'])} items dropped" if c["dropped_ids"] else ""))
+        tiers = _tiers(c)
+        for (tier, n), m in zip(tiers, c["messages"]):
+            out.append(f"─── [{m['role']}] {tier} · {n} tokens")
+            out.append(m["content"])
+        out.append("")
+    return "\n".join(out)
+
+
+def _tiers(c: dict[str, Any]) -> list[tuple[str, int]]:
+    t = c["tokens"]
+    tiers = [("system", t["system"])]
+    if t["summary"]:
+        tiers.append(("summary", t["summary"]))
+    if t["history"]:
+        tiers.append(("history", t["history"]))
+    tiers.append(("task", t["task"]))
+    return tiers

@@ -1,0 +1,222 @@
+"""Summarizing an agent's perspective history: methods, strategies, caps and overflow.
+
+- methods: `llm` (role prompt on a model), `rule-based` (offline, extractive),
+  `hybrid` (rule-based facts, then LLM prose);
+- strategies: `fresh` feeds the whole perspective each time (the anchor's way);
+  `rolling` feeds the previous summary plus only what aged out since, so the input
+  stays bounded however long the debate;
+- the summarization request itself must fit its budget: input that would not is
+  split into chunks, each summarized, then the partial summaries are reduced
+  (recursively);
+- a failed LLM summary (provider error, empty, longer than its input) falls back to
+  rule-based with a warning; error text never reaches a summary.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from core import tokens
+from core.context.index import DebateIndex
+from core.context.rule_based import SourceItem, summarize_rule_based
+from core.context.view import ContextOverflow, ViewBuilder, format_item, item_label, render_messages
+from core.models import Contribution, Summary, SummaryMetadata, SummaryTrigger, ViewRecord
+from core.providers.base import Completion, Message, ProviderError
+
+CallFn = Callable[[ViewRecord, list[Message], int], Awaitable[Completion]]
+"""Makes one LLM call for a summarize record: (record, messages, max_tokens) → completion."""
+
+
+class SummaryRejected(Exception):
+    pass
+
+
+@dataclass
+class SummaryJob:
+    agent_id: str
+    role: str
+    round: int
+    trigger: SummaryTrigger
+    items: list[Contribution]
+    """What to fold in: the whole perspective (fresh) or what aged out (rolling)."""
+    previous: Summary | None
+    """The summary being extended (rolling only)."""
+    method: str
+    strategy: str
+    max_chars: int
+    max_tokens: int
+    model: str
+    budget: int
+    """Input-token budget of the summarization request."""
+    reserve: int
+    system_key: str
+    task_key: str
+    summary_id: str
+    judge: bool = False
+
+
+def cap_text(text: str, max_chars: int, max_tokens: int, model: str) -> str:
+    """Cut `text` to both caps, at a word boundary, marking the cut with an ellipsis."""
+    text = text.strip()
+    if len(text) <= max_chars and tokens.count_text(text, model) <= max_tokens:
+        return text
+    cut = tokens.truncate_to_tokens(text, max(1, max_tokens - 1), model)[: max(1, max_chars - 1)]
+    if " " in cut[len(cut) // 2 :]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip() + "…"
+
+
+class Summarizer:
+    def __init__(self, index: DebateIndex, builder: ViewBuilder, call: CallFn, new_id: Callable[[str], str]) -> None:
+        self.index = index
+        self.builder = builder
+        self.call = call
+        self.new_id = new_id
+
+    def source_items(self, job: SummaryJob) -> list[SourceItem]:
+        return [SourceItem(item_label(c, job.agent_id, self.index), c.content) for c in job.items]
+
+    def rule_based(self, job: SummaryJob, max_chars: int, max_tokens: int) -> str:
+        return summarize_rule_based(
+            self.source_items(job),
+            max_chars=max_chars,
+            max_tokens=max_tokens,
+            model=job.model,
+            previous=job.previous.summary if job.previous else None,
+        )
+
+    async def run(self, job: SummaryJob) -> tuple[Summary, str | None]:
+        """Summarize; returns the summary and the fallback reason (None when none was needed)."""
+        started = time.perf_counter()
+        before = "\n\n".join(
+            ([job.previous.summary] if job.previous else [])
+            + [format_item(c, job.agent_id, self.index) for c in job.items]
+        )
+        meta = SummaryMetadata(before_chars=len(before), before_tokens=tokens.count_text(before, job.model))
+        fallback: str | None = None
+        text = ""
+        if job.method == "rule-based":
+            text = self.rule_based(job, job.max_chars, job.max_tokens)
+        else:
+            facts = ""
+            chars, toks = job.max_chars, job.max_tokens
+            if job.method == "hybrid":
+                facts = self.rule_based(job, job.max_chars // 2, job.max_tokens // 2)
+                chars = max(100, job.max_chars - len(facts) - 2)
+                toks = max(32, job.max_tokens - tokens.count_text(facts, job.model) - 2)
+            try:
+                prose = await self._llm(job, chars, toks, meta)
+                text = f"{facts}\n\n{prose}" if facts else prose
+                if len(text.strip()) > meta.before_chars:
+                    raise SummaryRejected("the summary was longer than its input")
+            except (ProviderError, SummaryRejected, ContextOverflow) as exc:
+                fallback = f"{'LLM summary failed' if isinstance(exc, ProviderError) else 'LLM summary rejected'}: {exc}"
+                text = self.rule_based(job, job.max_chars, job.max_tokens)
+            meta.model = job.model
+        text = cap_text(text, job.max_chars, job.max_tokens, job.model)
+        meta.after_chars = len(text)
+        meta.after_tokens = tokens.count_text(text, job.model)
+        meta.latency_ms = int((time.perf_counter() - started) * 1000)
+        meta.tokens_used = meta.prompt_tokens + meta.completion_tokens
+        meta.fallback_reason = fallback
+        if not job.items and job.previous is not None:
+            through, count = job.previous.covered_through, job.previous.covered_count
+        else:
+            through = job.items[-1].id if job.items else None
+            count = len(job.items) + (job.previous.covered_count if job.previous else 0)
+        summary = Summary(
+            id=job.summary_id,
+            agent_id=job.agent_id,
+            role=job.role,
+            round=job.round,
+            summary=text,
+            method=job.method,  # type: ignore[arg-type]
+            strategy=job.strategy,  # type: ignore[arg-type]
+            trigger=job.trigger,
+            covered_through=through,
+            covered_count=count,
+            metadata=meta,
+        )
+        return summary, fallback
+
+    # ----------------------------------------------------------------- llm + chunking
+
+    def _record(self, job: SummaryJob, ids: list[str], prev: str | None, parts: dict[str, str], max_chars: int) -> ViewRecord:
+        return ViewRecord(
+            call_id=self.new_id("call"),
+            agent_id=job.agent_id,
+            round=job.round,
+            phase="summarize",
+            model=job.model,
+            system_key=job.system_key,
+            task_key=job.task_key,
+            task_params={"max_length": max_chars, "owner": job.agent_id},
+            summary_id=prev,
+            task_contribution_ids=ids,
+            inline=parts,
+        )
+
+    def _fits(self, job: SummaryJob, record: ViewRecord) -> tuple[bool, list[Message]]:
+        messages = render_messages(record, self.index)
+        return tokens.count_messages(messages, job.model) <= job.budget, messages
+
+    async def _one(self, job: SummaryJob, record: ViewRecord, max_chars: int, max_tokens: int, meta: SummaryMetadata) -> str:
+        messages = self.builder.build(record, [], job.budget)  # shortens quotes if one item is huge
+        out_tokens = max(16, min(max_tokens, job.reserve))
+        completion = await self.call(record, messages, out_tokens)
+        meta.prompt_tokens += completion.prompt_tokens
+        meta.completion_tokens += completion.completion_tokens
+        meta.input_tokens += record.tokens.total
+        text = completion.content.strip()
+        if not text:
+            raise SummaryRejected("the model returned an empty summary")
+        return cap_text(text, max_chars, max_tokens, job.model)
+
+    async def _llm(self, job: SummaryJob, max_chars: int, max_tokens: int, meta: SummaryMetadata) -> str:
+        prev = job.previous.id if job.previous else None
+        ids = [c.id for c in job.items]
+        whole = self._record(job, ids, prev, {}, max_chars)
+        fits, _ = self._fits(job, whole)
+        if fits:
+            meta.chunks = 1
+            return await self._one(job, whole, max_chars, max_tokens, meta)
+        # Map: pack items into chunks that each fit (the previous summary rides with the first).
+        empty = self._record(job, [], prev, {}, max_chars)
+        room = job.budget - tokens.count_messages(render_messages(empty, self.index), job.model) - 16
+        if room < 64:
+            raise ContextOverflow(f"summarization budget of {job.budget} tokens leaves no room for input")
+        chunks: list[list[str]] = [[]]
+        used = 0
+        for c in job.items:
+            n = self.builder.item_tokens(c, job.agent_id, job.model)
+            if chunks[-1] and used + n > room:
+                chunks.append([])
+                used = 0
+            chunks[-1].append(c.id)
+            used += n
+        part_chars = max(100, min(max_chars, (room * 3) // max(2, len(chunks))))
+        part_tokens = max(32, min(max_tokens, room // max(2, len(chunks))))
+        parts: list[str] = []
+        for i, chunk in enumerate(chunks):
+            rec = self._record(job, chunk, prev if i == 0 else None, {}, part_chars)
+            parts.append(await self._one(job, rec, part_chars, part_tokens, meta))
+        meta.chunks = len(chunks)
+        return await self._reduce(job, parts, max_chars, max_tokens, meta, depth=0)
+
+    async def _reduce(self, job: SummaryJob, parts: list[str], max_chars: int, max_tokens: int, meta: SummaryMetadata, depth: int) -> str:
+        if depth > 8:
+            raise ContextOverflow("chunk-and-reduce did not converge")
+        labelled = {f"part{i:04d}": f"### Partial summary {i + 1}\n\n{p}" for i, p in enumerate(parts)}
+        rec = self._record(job, [], None, labelled, max_chars)
+        fits, _ = self._fits(job, rec)
+        if fits or len(parts) == 1:
+            meta.chunks += 1
+            return await self._one(job, rec, max_chars, max_tokens, meta)
+        half = (len(parts) + 1) // 2
+        groups = [parts[:half], parts[half:]]
+        merged = []
+        for g in groups:
+            merged.append(await self._reduce(job, g, max_chars // 2 or 100, max(32, max_tokens // 2), meta, depth + 1))
+        return await self._reduce(job, merged, max_chars, max_tokens, meta, depth + 1)

@@ -1,0 +1,218 @@
+"""Building an agent's view for one call, under its token budget, and rebuilding it later.
+
+A view is first chosen as a `ViewRecord` (ids, keys, parameters), then rendered into
+messages by `render_messages`. The live call sends exactly what `render_messages`
+returns, and `moot context` calls the same function on the stored record, so what
+is shown is byte for byte what was sent.
+
+Messages: system prompt · summary of older perspective history (if any) · recent
+perspective items verbatim (if any) · the phase's task. When they do not fit, the
+oldest verbatim items give way first (a marker says so), then quoted material in
+the task is shortened, then the summary; a request over budget is never sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core import tokens
+from core.context.index import DebateIndex
+from core.models import Contribution, Summary, TierTokens, ViewRecord
+from core.prompts import render
+from core.providers.base import Message
+
+HISTORY_PHASES = frozenset({"proposal", "critique", "refinement"})
+TRUNCATION_NOTE = "\n\n[… shortened to fit the context budget]"
+
+
+class ContextOverflow(Exception):
+    """Even the system prompt and a minimal task do not fit the budget."""
+
+
+def item_label(c: Contribution, owner: str, index: DebateIndex) -> str:
+    if c.agent_id == owner:
+        return f"Round {c.round} · your {c.type}"
+    if c.type == "critique" and c.target_agent_id == owner:
+        return f"Round {c.round} · critique from {index.name(c.agent_id)} ({c.role})"
+    return f"Round {c.round} · {c.type} by {index.name(c.agent_id)} ({c.role})"
+
+
+def format_item(c: Contribution, owner: str, index: DebateIndex) -> str:
+    return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}"
+
+
+def summary_message(s: Summary) -> str:
+    return (
+        f"## Summary of your earlier debate (made in round {s.round}; "
+        f"covers {s.covered_count} items)\n\n{s.summary.strip()}"
+    )
+
+
+def history_message(items: list[str], dropped: int) -> str:
+    parts = ["## Your recent debate history (verbatim, oldest first)"]
+    if dropped:
+        parts.append(f"[{dropped} older item{'s' if dropped != 1 else ''} omitted to fit the context budget]")
+    parts.extend(items)
+    return "\n\n".join(parts)
+
+
+def _quote(text: str, limit: int | None, model: str) -> str:
+    if limit is None:
+        return text.strip()
+    cut = tokens.truncate_to_tokens(text.strip(), limit, model)
+    return cut if cut == text.strip() else cut + TRUNCATION_NOTE
+
+
+def render_task(record: ViewRecord, index: DebateIndex) -> str:
+    """The phase's task message, from the record's template key, parameters and ids."""
+    p: dict[str, Any] = dict(record.task_params)
+    limit = p.pop("quote_limit", None)
+    m = record.model
+    ids = record.task_contribution_ids
+    phase = record.phase
+    if phase == "critique":
+        p["target_proposal"] = _quote(index.contributions[ids[0]].content, limit, m)
+    elif phase == "refinement":
+        p["own_proposal"] = _quote(index.contributions[ids[0]].content, limit, m)
+        crits = [index.contributions[i] for i in ids[1:]]
+        p["critiques"] = "\n\n".join(
+            f"### Critique from {index.name(c.agent_id)} ({c.role})\n\n{_quote(c.content, limit, m)}" for c in crits
+        ) or "(no critiques were received)"
+    elif phase == "summarize":
+        blocks: list[str] = []
+        if record.summary_id:
+            blocks.append("### Earlier summary\n\n" + index.summaries[record.summary_id].summary.strip())
+        owner = record.task_params.get("owner", record.agent_id)
+        blocks += [format_item(index.contributions[i], owner, index) for i in ids]
+        blocks += [record.inline[k] for k in sorted(record.inline) if k.startswith("part")]
+        p["history"] = _quote("\n\n".join(blocks), limit, m)
+    elif phase in ("synthesis", "score"):
+        if record.summary_id and phase == "synthesis":
+            material = "### Summary of the final round\n\n" + index.summaries[record.summary_id].summary.strip()
+        else:
+            material = "\n\n".join(
+                f"### {index.name(c.agent_id)} ({c.role}) · round {c.round} {c.type}\n\n{_quote(c.content, limit, m)}"
+                for c in (index.contributions[i] for i in ids)
+            )
+        p["material"] = material
+    p.pop("owner", None)
+    text = render(index.prompts[record.task_key], **p)
+    notes = record.inline.get("notes")
+    if notes:
+        text += "\n\n" + notes
+    return text
+
+
+def render_messages(record: ViewRecord, index: DebateIndex) -> list[Message]:
+    """The exact messages of a call, rebuilt from its record."""
+    messages: list[Message] = [{"role": "system", "content": index.prompts[record.system_key]}]
+    if record.summary_id and record.phase in HISTORY_PHASES:
+        messages.append({"role": "user", "content": summary_message(index.summaries[record.summary_id])})
+    if record.contribution_ids or record.dropped_ids:
+        owner = record.agent_id
+        blocks = [format_item(index.contributions[i], owner, index) for i in record.contribution_ids]
+        messages.append({"role": "user", "content": history_message(blocks, len(record.dropped_ids))})
+    messages.append({"role": "user", "content": render_task(record, index)})
+    return messages
+
+
+def tier_tokens(record: ViewRecord, messages: list[Message]) -> TierTokens:
+    m = record.model
+    t = TierTokens(system=tokens.count_message(messages[0], m), task=tokens.count_message(messages[-1], m))
+    rest = messages[1:-1]
+    if record.summary_id and record.phase in HISTORY_PHASES and rest:
+        t.summary = tokens.count_message(rest.pop(0), m)
+    if rest:
+        t.history = tokens.count_message(rest[0], m)
+    t.total = t.system + t.summary + t.history + t.task + tokens.REPLY_PRIMING
+    return t
+
+
+@dataclass
+class ViewBuilder:
+    """Chooses what goes into a view so that it fits, using cached per-item token counts."""
+
+    index: DebateIndex
+    _item_tokens: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    def item_tokens(self, c: Contribution, owner: str, model: str) -> int:
+        key = (c.id, owner, model)
+        n = self._item_tokens.get(key)
+        if n is None:
+            n = tokens.count_text(format_item(c, owner, self.index), model) + 2  # "\n\n" joints
+            self._item_tokens[key] = n
+        return n
+
+    def build(self, record: ViewRecord, history: list[Contribution], budget: int) -> list[Message]:
+        """Fill `record` (history ids, tokens, budget) so the view fits; return its messages."""
+        record.budget = budget
+        m = record.model
+        keep: list[Contribution] = list(history)
+        record.contribution_ids = [c.id for c in keep]
+        messages = render_messages(record, self.index)
+        total = tokens.count_messages(messages, m)
+        if total > budget and keep:
+            fixed_msgs = [messages[0], *([messages[1]] if record.summary_id and record.phase in HISTORY_PHASES else []), messages[-1]]
+            room = budget - tokens.count_messages(fixed_msgs, m) - 40  # history header, marker, framing
+            chosen: list[Contribution] = []
+            for c in reversed(keep):  # newest first
+                n = self.item_tokens(c, record.agent_id, m)
+                if n > room:
+                    break
+                room -= n
+                chosen.append(c)
+            chosen.reverse()
+            record.dropped_ids = [c.id for c in keep[: len(keep) - len(chosen)]]
+            keep = chosen
+            while True:
+                record.contribution_ids = [c.id for c in keep]
+                messages = render_messages(record, self.index)
+                total = tokens.count_messages(messages, m)
+                if total <= budget or not keep:
+                    break
+                record.dropped_ids.append(keep.pop(0).id)
+        if total > budget:
+            messages, total = self._shrink_task(record, budget)
+        record.tokens = tier_tokens(record, messages)
+        return messages
+
+    def _shrink_task(self, record: ViewRecord, budget: int) -> tuple[list[Message], int]:
+        """Shorten quoted material, then drop the summary; raise when nothing more can give."""
+        m = record.model
+        quotes = max(1, len(record.task_contribution_ids) + (1 if record.phase == "summarize" else 0))
+        for drop_summary in (False, True):
+            if drop_summary:
+                if not (record.summary_id and record.phase in HISTORY_PHASES):
+                    break
+                record.inline["dropped_summary"] = record.summary_id
+                record.summary_id = None
+            record.task_params.pop("quote_limit", None)
+            base = render_messages(record, self.index)
+            total = tokens.count_messages(base, m)
+            if total <= budget:
+                return base, total
+            limit = 1024
+            while limit >= 16:
+                record.task_params["quote_limit"] = limit
+                messages = render_messages(record, self.index)
+                total = tokens.count_messages(messages, m)
+                if total <= budget:
+                    # grow back toward the budget: the largest limit that still fits
+                    step = max(1, (budget - total) // quotes)
+                    while step >= 1:
+                        record.task_params["quote_limit"] = limit + step
+                        trial = render_messages(record, self.index)
+                        n = tokens.count_messages(trial, m)
+                        if n <= budget:
+                            limit, messages, total = limit + step, trial, n
+                        else:
+                            record.task_params["quote_limit"] = limit
+                            step //= 2
+                    return messages, total
+                limit //= 2
+            record.task_params.pop("quote_limit", None)
+        raise ContextOverflow(
+            f"the {record.phase} view of {record.agent_id} needs more than its {budget}-token budget "
+            "even with history dropped; raise context.max_context_tokens"
+        )

@@ -1,0 +1,500 @@
+"""The debate engine: rounds and phases, emitting a typed event for every step.
+
+Per round: summarization → proposals (parallel) → critiques (every agent critiques
+every other agent's proposal, parallel) → refinements (parallel, each agent sees
+the critiques aimed at it); after the last round the judge synthesizes.
+
+State changes only by folding the events the engine emits (`core.state.apply`), so
+a debate resumed from its log skips every call whose result was recorded and
+redoes the ones that were in flight. Commands come in through a narrow door:
+`request_summary`, `pause`, `resume`, `stop`, `inject`, each honoured at the next
+call boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from core import prompts
+from core.config import ResolvedAgent, public_config, resolve_agent
+from core.context.index import DebateIndex
+from core.context.summarize import SummaryJob, Summarizer
+from core.context.view import ContextOverflow, ViewBuilder
+from core.events import (
+    CallFailed,
+    CallStarted,
+    ContributionAdded,
+    ControlChanged,
+    DebateCompleted,
+    DebateFailed,
+    DebateInterrupted,
+    DebateResumed,
+    DebateStarted,
+    Event,
+    EventBus,
+    PhaseCompleted,
+    PhaseStarted,
+    RoundStarted,
+    SummaryAdded,
+    SummaryRequested,
+    SynthesisCompleted,
+    Token,
+    Warning_,
+)
+from core.judge import parse_solution
+from core.models import (
+    JUDGE_ID,
+    AgentInfo,
+    CallMetadata,
+    Contribution,
+    DebateState,
+    MootConfig,
+    Summary,
+    SummaryTrigger,
+    ViewRecord,
+)
+from core.providers.base import RESTART, CallHint, Completion, Message, ProviderError
+from core.providers.pool import ProviderPool
+from core.secrets import redact
+from core.state import apply, find_contribution, new_state
+
+
+class StopRequested(Exception):
+    pass
+
+
+class DebateAborted(Exception):
+    """The debate cannot go on (a required call failed for good). Resumable."""
+
+    def __init__(self, message: str, exit_code: int = 3) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class Ids:
+    """Id factory; deterministic when seeded (tests and snapshots)."""
+
+    prefix: str = ""
+    seed: str | None = None
+
+    def __post_init__(self) -> None:
+        self._counter = itertools.count(1)
+
+    def __call__(self, kind: str) -> str:
+        if self.seed is not None:
+            return f"{kind}-{self.seed}{next(self._counter):05d}"
+        return f"{kind}-{secrets.token_hex(5)}"
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        config: MootConfig,
+        problem: str,
+        *,
+        debate_id: str,
+        providers: ProviderPool,
+        default_provider: str = "demo",
+        state: DebateState | None = None,
+        bus: EventBus | None = None,
+        ids: Ids | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.config = config
+        self.problem = problem
+        self.debate_id = debate_id
+        self.providers = providers
+        self.bus = bus or EventBus(debate_id)
+        self.bus.debate_id = debate_id
+        self.ids = ids or Ids()
+        self.clock = clock
+        self.resuming = state is not None and bool(state.problem)
+        self.state = state if state is not None else new_state(debate_id)
+        self.bus.set_seq(self.state.last_seq)
+        self.index = DebateIndex(self.state)
+        self.builder = ViewBuilder(self.index)
+        self.agents = [resolve_agent(a, config, default_provider) for a in config.active_agents]
+        self.judge = resolve_agent(config.judge, config, default_provider)
+        self._by_id = {a.id: a for a in [*self.agents, self.judge]}
+        self.bus.listen(self._fold)
+        self._sem = asyncio.Semaphore(config.debate.max_concurrency)
+        self._running = asyncio.Event()
+        self._running.set()
+        self._stop = False
+        self._pending_summaries: set[str] = set()
+        self._summary_locks: dict[str, asyncio.Lock] = {}
+        self.summarizer = Summarizer(self.index, self.builder, self._summarize_call, self.ids)
+        self.phase: str = ""
+
+    # ------------------------------------------------------------------ commands
+
+    def request_summary(self, agent_id: str) -> None:
+        """Summarize this agent at its next call boundary, even below the threshold."""
+        agent = self.find_agent(agent_id)
+        if agent is None:
+            raise KeyError(agent_id)
+        self._pending_summaries.add(agent.id)
+        self.emit(SummaryRequested(agent_id=agent.id))
+
+    def pause(self) -> None:
+        if self._running.is_set():
+            self._running.clear()
+            self.emit(ControlChanged(action="pause"))
+
+    def resume(self) -> None:
+        if not self._running.is_set():
+            self._running.set()
+            self.emit(ControlChanged(action="resume"))
+
+    def stop(self) -> None:
+        if not self._stop:
+            self._stop = True
+            self._running.set()
+            self.emit(ControlChanged(action="stop"))
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def find_agent(self, name: str) -> ResolvedAgent | None:
+        """An agent by id, display name or role (case-insensitive)."""
+        key = name.strip().lower()
+        for a in self.agents:
+            if key in (a.id.lower(), a.name.lower(), a.role.lower()):
+                return a
+        return None
+
+    # ------------------------------------------------------------------ events
+
+    def emit(self, event: Event) -> Event:
+        if self.clock is not None:
+            event.ts = self.clock()
+        return self.bus.emit(event)
+
+    def _fold(self, event: Event) -> None:
+        apply(self.state, event)
+        self.index.on_event(event)
+
+    # ------------------------------------------------------------------ the debate
+
+    def _info(self, a: ResolvedAgent) -> AgentInfo:
+        return AgentInfo(id=a.id, name=a.name, role=a.role, model=a.model, provider=a.provider,
+                         temperature=a.config.temperature, budget=a.context.input_budget)
+
+    def _collect_prompts(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for a in self.agents:
+            for kind in prompts.PROMPT_KINDS:
+                override = None
+                if kind == "system":
+                    override = a.config.system_prompt_path
+                elif kind == "summarize":
+                    override = a.config.summary_prompt_path or a.summarization.prompt_path
+                out[f"{a.id}/{kind}"] = prompts.load(a.role, kind, override)
+        j = self.judge
+        for kind in prompts.JUDGE_KINDS:
+            override = j.config.system_prompt_path if kind == "system" else (
+                j.config.summary_prompt_path if kind == "summarize" else None)
+            out[f"{JUDGE_ID}/{kind}"] = prompts.load("judge", kind, override)
+        return out
+
+    async def run(self) -> DebateState:
+        try:
+            if self.resuming:
+                self.emit(DebateResumed(from_round=max(1, self.state.current_round)))
+            else:
+                self.emit(DebateStarted(
+                    problem=self.problem,
+                    total_rounds=self.config.debate.rounds,
+                    agents=[self._info(a) for a in self.agents],
+                    judge=self._info(self.judge),
+                    prompts=self._collect_prompts(),
+                    config=public_config(self.config),
+                    provider_label=", ".join(sorted({a.provider for a in [*self.agents, self.judge]})),
+                ))
+            total = self.state.total_rounds
+            for r in range(max(1, self.state.current_round), total + 1):
+                if self.state.current_round < r:
+                    self.emit(RoundStarted(round=r))
+                await self._phase(r, "summarize", self._summarization_phase)
+                await self._phase(r, "proposal", self._proposal_phase)
+                await self._phase(r, "critique", self._critique_phase)
+                await self._phase(r, "refinement", self._refinement_phase)
+            if self.state.final_solution is None:
+                await self._phase(total, "synthesis", self._synthesis_phase)
+            self.emit(DebateCompleted(status="completed", totals=self.state.totals))
+        except StopRequested:
+            self.emit(DebateInterrupted(status="stopped", reason="stopped by the user"))
+        except asyncio.CancelledError:
+            self.emit(DebateInterrupted(status="interrupted", reason="interrupted"))
+            raise
+        except DebateAborted as exc:
+            self.emit(DebateFailed(error=str(exc), exit_code=exc.exit_code))
+        except ContextOverflow as exc:
+            self.emit(DebateFailed(error=str(exc), exit_code=4))
+        return self.state
+
+    async def _phase(self, r: int, phase: str, body: Callable[[int], Awaitable[None]]) -> None:
+        self.phase = phase
+        self.emit(PhaseStarted(round=r, phase=phase))  # type: ignore[arg-type]
+        await body(r)
+        self.emit(PhaseCompleted(round=r, phase=phase))  # type: ignore[arg-type]
+
+    async def _gate(self) -> None:
+        """The call boundary: wait while paused, stop when asked."""
+        if self._stop:
+            raise StopRequested
+        await self._running.wait()
+        if self._stop:
+            raise StopRequested
+
+    async def _gather(self, coros: list[Awaitable[None]]) -> None:
+        tasks = [asyncio.ensure_future(c) for c in coros]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    # ------------------------------------------------------------------ phases
+
+    async def _summarization_phase(self, r: int) -> None:
+        async def one(agent: ResolvedAgent) -> None:
+            if agent.id in self.state.round(r).summaries:
+                return  # done before a resume
+            trigger = self._auto_trigger(agent, r)
+            if trigger:
+                await self._summarize(agent, r, trigger)
+
+        await self._gather([one(a) for a in self.agents])
+
+    def _auto_trigger(self, agent: ResolvedAgent, r: int) -> SummaryTrigger | None:
+        cfg = agent.summarization
+        if not cfg.enabled:
+            return None
+        summary = self.index.latest_summary.get(agent.id)
+        fresh_items = self.index.uncovered_items(agent.id, summary)
+        if not fresh_items:
+            return None
+        counted = self.index.perspective_items(agent.id) if cfg.strategy == "fresh" else fresh_items
+        if sum(len(c.content) for c in counted) >= cfg.threshold:
+            return "chars"
+        record = self._record(agent, r, "proposal")
+        view_tokens = self._estimate_view(agent, record, summary, fresh_items)
+        if view_tokens >= cfg.trigger_ratio * agent.context.input_budget:
+            return "tokens"
+        return None
+
+    def _estimate_view(self, agent: ResolvedAgent, record: ViewRecord, summary: Summary | None, items: list[Contribution]) -> int:
+        from core import tokens
+        from core.context.view import render_messages
+
+        record.summary_id = summary.id if summary else None
+        record.contribution_ids = []
+        base = tokens.count_messages(render_messages(record, self.index), agent.model)
+        return base + sum(self.builder.item_tokens(c, agent.id, agent.model) for c in items) + 30
+
+    async def _summarize(self, agent: ResolvedAgent, r: int, trigger: SummaryTrigger) -> Summary | None:
+        lock = self._summary_locks.setdefault(agent.id, asyncio.Lock())
+        async with lock:
+            cfg = agent.summarization
+            previous = self.index.latest_summary.get(agent.id)
+            if cfg.strategy == "rolling":
+                items = self.index.uncovered_items(agent.id, previous)
+            else:
+                items = self.index.perspective_items(agent.id)
+                previous = None
+            if not items:
+                return None
+            job = SummaryJob(
+                agent_id=agent.id, role=agent.role, round=r, trigger=trigger, items=items, previous=previous,
+                method=cfg.method, strategy=cfg.strategy, max_chars=cfg.max_length, max_tokens=cfg.max_summary_tokens,
+                model=cfg.model or agent.model, budget=agent.context.input_budget,
+                reserve=agent.context.reserve_output_tokens, system_key=f"{agent.id}/system",
+                task_key=f"{agent.id}/summarize", summary_id=self.ids("sum"),
+            )
+            summary, fallback = await self.summarizer.run(job)
+            if fallback:
+                self.emit(Warning_(message=f"{agent.id}: {fallback}; used a rule-based summary", agent_id=agent.id))
+            self.emit(SummaryAdded(summary=summary))
+            return summary
+
+    async def _maybe_manual_summary(self, agent: ResolvedAgent, r: int) -> None:
+        if agent.id in self._pending_summaries:
+            self._pending_summaries.discard(agent.id)
+            if self.index.perspective.get(agent.id):
+                await self._summarize(agent, r, "manual")
+            else:
+                self.emit(Warning_(message=f"{agent.id} has no history to summarize yet", agent_id=agent.id))
+
+    async def _proposal_phase(self, r: int) -> None:
+        async def one(agent: ResolvedAgent) -> None:
+            if find_contribution(self.state, r, agent.id, "proposal"):
+                return
+            if r > 1 and self.config.debate.carry_refinements:
+                prev = find_contribution(self.state, r - 1, agent.id, "refinement")
+                if prev is not None:
+                    self.emit(ContributionAdded(contribution=Contribution(
+                        id=self.ids("c"), agent_id=agent.id, role=agent.role, type="proposal", round=r,
+                        content=prev.content, carried_from=prev.id, metadata=CallMetadata(model=agent.model))))
+                    return
+            await self._contribute(agent, r, "proposal", required=True)
+
+        await self._gather([one(a) for a in self.agents])
+
+    async def _critique_phase(self, r: int) -> None:
+        jobs = []
+        for critic in self.agents:
+            for target in self.agents:
+                if target.id == critic.id or find_contribution(self.state, r, critic.id, "critique", target.id):
+                    continue
+                if find_contribution(self.state, r, target.id, "proposal") is None:
+                    continue  # the target was skipped this round
+                jobs.append(self._contribute(critic, r, "critique", target=target, required=False))
+        await self._gather(jobs)
+
+    async def _refinement_phase(self, r: int) -> None:
+        async def one(agent: ResolvedAgent) -> None:
+            if find_contribution(self.state, r, agent.id, "refinement"):
+                return
+            if find_contribution(self.state, r, agent.id, "proposal") is None:
+                return
+            await self._contribute(agent, r, "refinement", required=True)
+
+        await self._gather([one(a) for a in self.agents])
+
+    async def _synthesis_phase(self, r: int) -> None:
+        await self._gate()
+        j = self.judge
+        final = [c for c in self.state.round(r).contributions if c.type in ("proposal", "refinement")]
+        summary_id = None
+        cfg = j.summarization
+        if cfg.enabled and final and sum(len(c.content) for c in final) >= cfg.threshold:
+            summary = self.state.judge_summary
+            if summary is None or summary.round != r:
+                job = SummaryJob(
+                    agent_id=j.id, role=j.role, round=r, trigger="judge", items=final, previous=None,
+                    method=cfg.method, strategy="fresh", max_chars=cfg.max_length, max_tokens=cfg.max_summary_tokens,
+                    model=cfg.model or j.model, budget=j.context.input_budget, reserve=j.context.reserve_output_tokens,
+                    system_key=f"{JUDGE_ID}/system", task_key=f"{JUDGE_ID}/summarize", summary_id=self.ids("sum"),
+                    judge=True,
+                )
+                summary, fallback = await self.summarizer.run(job)
+                if fallback:
+                    self.emit(Warning_(message=f"judge: {fallback}; used a rule-based summary", agent_id=j.id))
+                self.emit(SummaryAdded(summary=summary, judge=True))
+            summary_id = self.state.judge_summary.id if self.state.judge_summary else None
+        record = self._record(j, r, "synthesis")
+        record.summary_id = summary_id
+        record.task_contribution_ids = [] if summary_id else [c.id for c in final]
+        messages = self.builder.build(record, [], j.context.input_budget)
+        hint = CallHint(phase="synthesis", role=j.role, agent_id=j.id, round=r, problem=self.problem,
+                        extra={"agents": [a.role for a in self.agents]})
+        try:
+            completion = await self._complete(j, record, messages, hint)
+        except ProviderError as exc:
+            raise DebateAborted(f"judge synthesis failed: {exc}") from None
+        solution = parse_solution(completion.content)
+        solution.metadata = self._meta(j, record, completion)
+        if not solution.parsed:
+            self.emit(Warning_(message="the judge's answer was not JSON; kept it as the solution text", agent_id=j.id))
+        self.emit(SynthesisCompleted(solution=solution))
+
+    # ------------------------------------------------------------------ calls
+
+    def _record(self, agent: ResolvedAgent, r: int, phase: str, target: ResolvedAgent | None = None) -> ViewRecord:
+        task_kind = {"proposal": "propose", "critique": "critique", "refinement": "refine",
+                     "synthesis": "synthesize", "score": "score", "clarify": "clarify"}[phase]
+        params: dict[str, object] = {"problem": self.problem}
+        if phase == "proposal":
+            params.update(round=r, total_rounds=self.state.total_rounds)
+        if target is not None:
+            params.update(target_name=target.name, target_role=target.role)
+        return ViewRecord(
+            call_id=self.ids("call"), agent_id=agent.id, round=r, phase=phase,  # type: ignore[arg-type]
+            target_agent_id=target.id if target else None, model=agent.model,
+            system_key=f"{agent.id}/system", task_key=f"{agent.id}/{task_kind}", task_params=params,
+        )
+
+    async def _contribute(self, agent: ResolvedAgent, r: int, kind: str, *, target: ResolvedAgent | None = None,
+                          required: bool) -> None:
+        await self._gate()
+        await self._maybe_manual_summary(agent, r)
+        record = self._record(agent, r, kind, target)
+        if kind == "critique":
+            assert target is not None
+            record.task_contribution_ids = [find_contribution(self.state, r, target.id, "proposal").id]
+        elif kind == "refinement":
+            own = find_contribution(self.state, r, agent.id, "proposal")
+            crits = [c for c in self.state.round(r).contributions if c.type == "critique" and c.target_agent_id == agent.id]
+            record.task_contribution_ids = [own.id, *(c.id for c in crits)]
+        summary = self.index.latest_summary.get(agent.id)
+        record.summary_id = summary.id if summary else None
+        in_task = set(record.task_contribution_ids)
+        history = [c for c in self.index.uncovered_items(agent.id, summary) if c.id not in in_task]
+        messages = self.builder.build(record, history, agent.context.input_budget)
+        hint = CallHint(phase=kind, role=agent.role, agent_id=agent.id, round=r, problem=self.problem,
+                        target_agent_id=target.id if target else None, target_role=target.role if target else None)
+        try:
+            completion = await self._complete(agent, record, messages, hint)
+        except ProviderError as exc:
+            if required and self.config.debate.on_error == "stop":
+                raise DebateAborted(f"{agent.id} {kind} in round {r} failed: {exc}") from None
+            self.emit(Warning_(message=f"{agent.id} {kind} in round {r} failed and was skipped: {exc}", agent_id=agent.id))
+            return
+        self.emit(ContributionAdded(contribution=Contribution(
+            id=self.ids("c"), agent_id=agent.id, role=agent.role, type=kind, round=r,  # type: ignore[arg-type]
+            target_agent_id=target.id if target else None, content=completion.content,
+            metadata=self._meta(agent, record, completion),
+        )))
+
+    def _meta(self, agent: ResolvedAgent, record: ViewRecord, completion: Completion) -> CallMetadata:
+        return CallMetadata(
+            prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
+            latency_ms=completion.latency_ms, model=completion.model or agent.model, provider=agent.provider,
+            call_id=record.call_id, attempts=completion.attempts,
+        )
+
+    async def _summarize_call(self, record: ViewRecord, messages: list[Message], max_tokens: int) -> Completion:
+        agent = self._by_id[record.agent_id]
+        record.max_tokens = max_tokens
+        hint = CallHint(phase="summarize", role=agent.role, agent_id=agent.id, round=record.round, problem=self.problem,
+                        extra={"max_chars": record.task_params.get("max_length", 2500)})
+        return await self._complete(agent, record, messages, hint, max_tokens=max_tokens, model=record.model)
+
+    async def _complete(self, agent: ResolvedAgent, record: ViewRecord, messages: list[Message], hint: CallHint,
+                        *, max_tokens: int | None = None, model: str | None = None) -> Completion:
+        provider = self.providers.get(agent)
+        record.max_tokens = max_tokens or agent.context.reserve_output_tokens
+        async with self._sem:
+            self.emit(CallStarted(view=record))
+            call_id = record.call_id
+
+            def on_delta(delta: str) -> None:
+                if delta == RESTART:
+                    self.emit(Token(call_id=call_id, agent_id=agent.id, delta="", restart=True))
+                else:
+                    self.emit(Token(call_id=call_id, agent_id=agent.id, delta=delta))
+
+            def on_retry(reason: str) -> None:
+                self.emit(CallFailed(call_id=call_id, agent_id=agent.id, error=redact(reason, self.providers.secrets),
+                                     will_retry=True))
+
+            try:
+                return await provider.complete(
+                    messages, model=model or agent.model, temperature=agent.config.temperature,
+                    max_tokens=record.max_tokens, hint=hint, on_delta=on_delta, on_retry=on_retry,
+                    fallback_models=agent.config.fallback_models,
+                )
+            except ProviderError as exc:
+                message = redact(str(exc), self.providers.secrets)
+                self.emit(CallFailed(call_id=call_id, agent_id=agent.id, error=message, will_retry=False))
+                raise ProviderError(message, status=exc.status) from None
+

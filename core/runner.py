@@ -1,0 +1,124 @@
+"""Running one debate end to end: lock the folder, write the log, run the engine, flush.
+
+The CLI (headless), the TUI and the tests all start debates through `DebateSession`,
+so the disk side is the same however a debate is watched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.config import ConfigError, Overrides, build_config, load_config
+from core.events import EventBus, Subscription
+from core.models import DebateState, MootConfig
+from core.orchestrator import Ids, Orchestrator
+from core.providers.pool import ProviderPool, default_provider_name
+from core.store import DebateFolder, DebateLock, EventLogWriter, StateDir, StoreError
+
+
+@dataclass
+class SessionOptions:
+    state_dir: Path | str | None = None
+    demo_delay: float | None = None
+    debate_id: str | None = None
+    deterministic_ids: bool = False
+    backoff_base_s: float = 0.5
+    clock: object | None = None
+
+
+@dataclass
+class DebateSession:
+    """An orchestrator bound to its folder on disk, ready to run."""
+
+    orchestrator: Orchestrator
+    folder: DebateFolder
+    lock: DebateLock
+    providers: ProviderPool
+    writer: EventLogWriter
+    _writer_sub: Subscription | None = None
+    _writer_task: asyncio.Task | None = None
+    extra_tasks: list[asyncio.Task] = field(default_factory=list)
+
+    @property
+    def bus(self) -> EventBus:
+        return self.orchestrator.bus
+
+    @property
+    def state(self) -> DebateState:
+        return self.orchestrator.state
+
+    def start_writer(self) -> None:
+        self._writer_sub = self.bus.subscribe("event-log")
+        self._writer_task = asyncio.create_task(self.writer.run(self._writer_sub))
+
+    async def run(self) -> DebateState:
+        """Run to the end (or stop/failure), then flush the log and release the lock."""
+        if self._writer_task is None:
+            self.start_writer()
+        try:
+            return await self.orchestrator.run()
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        if self._writer_sub is not None and self._writer_task is not None:
+            self.bus.unsubscribe(self._writer_sub)
+            await asyncio.shield(self._writer_task)
+            self._writer_sub = None
+        await self.providers.aclose()
+        self.lock.release()
+
+
+def new_session(
+    problem: str,
+    config: MootConfig,
+    opts: SessionOptions,
+) -> DebateSession:
+    """Create the debate folder and an orchestrator for a new debate."""
+    base_url = next((a.base_url for a in config.agents if a.base_url), None)
+    default = default_provider_name(base_url)
+    providers = ProviderPool(demo_delay=opts.demo_delay, timeout_s=config.debate.timeout_s,
+                             max_retries=config.debate.max_retries, backoff_base_s=opts.backoff_base_s)
+    folder = StateDir(opts.state_dir).create(opts.debate_id)
+    lock = folder.lock()
+    lock.acquire()
+    ids = Ids(seed="" if opts.deterministic_ids else None)
+    orch = Orchestrator(config, problem, debate_id=folder.id, providers=providers, default_provider=default, ids=ids,
+                        clock=opts.clock)  # type: ignore[arg-type]
+    # Fail on a missing key before anything runs.
+    for agent in [*orch.agents, orch.judge]:
+        providers.get(agent)
+    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+
+
+def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | None = None) -> DebateSession:
+    """An orchestrator for a saved debate, continuing where its log ends."""
+    folder = StateDir(opts.state_dir).open(debate_id)
+    lock = folder.lock()
+    lock.acquire()
+    try:
+        folder.repair_log()
+        state = folder.load()
+        if state.status == "completed":
+            raise StoreError(f"debate {folder.id} is already completed")
+        if not state.config:
+            raise StoreError(f"debate {folder.id} has no saved configuration to resume from")
+        ov = overrides or Overrides()
+        config = build_config(state.config, Overrides(provider=ov.provider, model=ov.model, base_url=ov.base_url))
+        base_url = next((a.base_url for a in config.agents if a.base_url), None)
+        providers = ProviderPool(demo_delay=opts.demo_delay, timeout_s=config.debate.timeout_s,
+                                 max_retries=config.debate.max_retries, backoff_base_s=opts.backoff_base_s)
+        orch = Orchestrator(config, state.problem, debate_id=folder.id, providers=providers,
+                            default_provider=default_provider_name(base_url), state=state,
+                            ids=Ids(seed=f"r{state.last_seq}-" if opts.deterministic_ids else None))
+        for agent in [*orch.agents, orch.judge]:
+            providers.get(agent)
+    except (StoreError, ConfigError):
+        lock.release()
+        raise
+    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder, state))
+
+
+__all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session", "load_config", "Overrides"]

@@ -1,0 +1,89 @@
+"""DebateState as a fold of the event stream.
+
+Every change to a debate's state goes through `apply`. The orchestrator folds the
+events it emits, the store folds what it writes, and resume folds the event log on
+top of the last snapshot, so all three agree by construction.
+"""
+
+from __future__ import annotations
+
+from core.events import Event
+from core.models import DebateState
+
+
+def new_state(debate_id: str) -> DebateState:
+    return DebateState(id=debate_id, problem="")
+
+
+def apply(state: DebateState, event: Event) -> DebateState:
+    """Fold one event into `state` (in place) and return it. Token events change nothing."""
+    t = event.type
+    if t == "token":
+        return state
+    if event.seq and event.seq <= state.last_seq:
+        return state  # already folded (a snapshot taken after this event)
+    if t == "debate_started":
+        state.problem = event.problem
+        state.total_rounds = event.total_rounds
+        state.agents = list(event.agents)
+        state.judge = event.judge
+        state.prompts = dict(event.prompts)
+        state.config = dict(event.config)
+        state.created_at = event.ts
+        state.status = "running"
+    elif t == "debate_resumed":
+        state.status = "running"
+        state.error = None
+    elif t == "round_started":
+        state.round(event.round).started_at = event.ts
+        state.current_round = event.round
+    elif t == "call_started":
+        view = event.view
+        if view.phase != "synthesis" or view.round:
+            rnd = state.round(max(1, view.round))
+            rnd.calls = [c for c in rnd.calls if c.call_id != view.call_id]
+            rnd.calls.append(view)
+    elif t == "contribution_added":
+        c = event.contribution
+        rnd = state.round(c.round)
+        if not any(x.id == c.id for x in rnd.contributions):
+            rnd.contributions.append(c)
+            _add_usage(state, c.metadata)
+    elif t == "summary_added":
+        s = event.summary
+        if event.judge:
+            state.judge_summary = s
+        else:
+            state.round(s.round).summaries[s.agent_id] = s
+        _add_usage(state, s.metadata)
+    elif t == "synthesis_completed":
+        state.final_solution = event.solution
+        _add_usage(state, event.solution.metadata)
+    elif t == "debate_completed":
+        state.status = event.status  # type: ignore[assignment]
+    elif t == "debate_interrupted":
+        state.status = event.status  # type: ignore[assignment]
+        state.error = event.reason or None
+    elif t == "debate_failed":
+        state.status = "failed"
+        state.error = event.error
+    if event.seq:
+        state.last_seq = event.seq
+    state.updated_at = event.ts
+    return state
+
+
+def _add_usage(state: DebateState, meta) -> None:  # type: ignore[no-untyped-def]
+    state.totals.prompt_tokens += meta.prompt_tokens
+    state.totals.completion_tokens += meta.completion_tokens
+    state.totals.cost_usd += meta.cost_usd
+
+
+def find_contribution(state: DebateState, round_no: int, agent_id: str, kind: str, target: str | None = None):  # type: ignore[no-untyped-def]
+    """The recorded contribution for one call slot, if any (what resume skips)."""
+    if round_no > len(state.rounds):
+        return None
+    for c in state.rounds[round_no - 1].contributions:
+        if c.agent_id == agent_id and c.type == kind and c.target_agent_id == target:
+            return c
+    return None

@@ -1,0 +1,274 @@
+"""Debates on disk: one folder each, an append-only event log and an atomic state snapshot.
+
+```
+<state-dir>/<debate-id>/events.jsonl   one event per line, append-only (the truth)
+<state-dir>/<debate-id>/state.json     the whole state, written atomically as a checkpoint
+<state-dir>/<debate-id>/.lock          held by the one process writing this debate
+```
+Appending event k costs O(size of event k). The snapshot is rewritten only when the
+log has doubled since the last one (and at the end), so total bytes written stay
+linear in the debate's length. Between checkpoints, state = snapshot + later events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiofiles
+from pydantic import ValidationError
+
+from core.events import TERMINAL_TYPES, Event, Subscription, dump_event, parse_event
+from core.models import DebateState
+from core.state import apply, new_state
+
+EVENTS_FILE = "events.jsonl"
+STATE_FILE = "state.json"
+LOCK_FILE = ".lock"
+MIN_CHECKPOINT_BYTES = 64 * 1024
+
+
+class StoreError(Exception):
+    """A problem with the files of a debate, phrased as one line."""
+
+
+def new_debate_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def default_state_dir() -> Path:
+    return Path(os.environ.get("MOOT_STATE_DIR") or "debates")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a file so that a crash leaves either the old or the new content, never a mix."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:  # pragma: no cover - some filesystems refuse directory fsync
+        pass
+
+
+def read_events(path: Path) -> Iterator[Event]:
+    """Events of a log, in order. A torn last line (a crash mid-append) is skipped;
+    a bad line anywhere else is corruption and raises StoreError naming the line."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise StoreError(f"no event log at {path}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+    lines = data.split(b"\n")
+    last = len(lines) - 1
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            yield parse_event(line)
+        except (ValidationError, ValueError, RecursionError):
+            if i == last:  # no newline after it: the append was cut short
+                return
+            raise StoreError(f"{path}: line {i + 1} is not a moot event (the log is corrupt)") from None
+
+
+@dataclass
+class DebateFolder:
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / EVENTS_FILE
+
+    @property
+    def state_path(self) -> Path:
+        return self.path / STATE_FILE
+
+    def load(self) -> DebateState:
+        """The debate's state: the snapshot when readable, plus every later event.
+
+        A corrupt or missing snapshot is rebuilt from the event log alone."""
+        state: DebateState | None = None
+        if self.state_path.exists():
+            try:
+                state = DebateState.model_validate_json(self.state_path.read_bytes())
+            except (ValidationError, ValueError, OSError, RecursionError):
+                state = None
+        if not self.events_path.exists():
+            if state is None:
+                raise StoreError(f"{self.path} holds no readable moot debate")
+            return state
+        if state is None:
+            state = new_state(self.id)
+        for event in read_events(self.events_path):
+            apply(state, event)
+        if not state.problem:
+            raise StoreError(f"{self.path} holds no readable moot debate (no debate_started event)")
+        return state
+
+    def repair_log(self) -> int:
+        """Cut a torn last line (a crash mid-append) so new events start on a fresh line.
+        Returns the number of bytes removed. Only the lock holder may call this."""
+        try:
+            with open(self.events_path, "rb+") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                if size == 0:
+                    return 0
+                back = min(size, 1 << 20)
+                fh.seek(size - back)
+                tail = fh.read(back)
+                if tail.endswith(b"\n"):
+                    return 0
+                cut = tail.rfind(b"\n")
+                keep = size - back + cut + 1 if cut != -1 else (size - back if back < size else 0)
+                fh.truncate(keep)
+                os.fsync(fh.fileno())
+                return size - keep
+        except FileNotFoundError:
+            return 0
+
+    def lock(self) -> DebateLock:
+        return DebateLock(self.path / LOCK_FILE)
+
+
+class DebateLock:
+    """An exclusive, non-blocking flock: one writer per debate folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreError(
+                f"debate {self.path.parent.name} is being written by another moot process"
+            ) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+class StateDir:
+    """The folder that holds every debate."""
+
+    def __init__(self, root: Path | str | None = None) -> None:
+        self.root = Path(root) if root is not None else default_state_dir()
+
+    def create(self, debate_id: str | None = None) -> DebateFolder:
+        debate_id = debate_id or new_debate_id()
+        path = self.root / debate_id
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            raise StoreError(f"debate {debate_id} already exists in {self.root}") from None
+        except PermissionError:
+            raise StoreError(f"cannot write to state dir {self.root}: permission denied") from None
+        except OSError as exc:
+            raise StoreError(f"cannot create {path}: {exc.strerror}") from None
+        if not os.access(path, os.W_OK):
+            raise StoreError(f"cannot write to state dir {self.root}: permission denied")
+        return DebateFolder(path)
+
+    def open(self, debate_id: str) -> DebateFolder:
+        if not debate_id or "/" in debate_id or debate_id.startswith("."):
+            raise StoreError(f"invalid debate id {debate_id!r}")
+        path = self.root / debate_id
+        if not path.is_dir():
+            matches = [p for p in self.debates() if p.id.startswith(debate_id)]
+            if len(matches) == 1:
+                return matches[0]
+            hint = " (ambiguous prefix)" if matches else ""
+            raise StoreError(f"no debate {debate_id!r} in {self.root}{hint}; try `moot list`")
+        return DebateFolder(path)
+
+    def debates(self) -> list[DebateFolder]:
+        if not self.root.is_dir():
+            return []
+        found = [DebateFolder(p) for p in self.root.iterdir() if p.is_dir() and (p / EVENTS_FILE).exists()]
+        return sorted(found, key=lambda f: f.id)
+
+
+class EventLogWriter:
+    """The disk subscriber: appends every non-token event and checkpoints the state.
+
+    It keeps its own fold of what it has written, so the snapshot always matches
+    the log it sits beside."""
+
+    def __init__(self, folder: DebateFolder, state: DebateState | None = None) -> None:
+        self.folder = folder
+        self.state = state.model_copy(deep=True) if state is not None else new_state(folder.id)
+        self.bytes_written = 0
+        self.log_bytes = folder.events_path.stat().st_size if folder.events_path.exists() else 0
+        self._checkpoint_at = max(MIN_CHECKPOINT_BYTES, 2 * self.log_bytes)
+        self.snapshots = 0
+
+    async def run(self, sub: Subscription) -> None:
+        async with aiofiles.open(self.folder.events_path, "a", encoding="utf-8") as fh:
+            async for event in sub:
+                if event.type == "token":
+                    continue
+                line = dump_event(event) + "\n"
+                await fh.write(line)
+                await fh.flush()
+                n = len(line.encode("utf-8"))
+                self.bytes_written += n
+                self.log_bytes += n
+                apply(self.state, event)
+                if event.type in TERMINAL_TYPES:
+                    await self.checkpoint()
+                elif self.log_bytes >= self._checkpoint_at:
+                    await self.checkpoint()
+                    self._checkpoint_at = 2 * self.log_bytes
+
+    async def checkpoint(self) -> None:
+        data = self.state.model_dump_json().encode("utf-8")
+        self.bytes_written += len(data)
+        self.snapshots += 1
+        await asyncio.to_thread(write_atomic, self.folder.state_path, data)
+
+
+def summarize_folder(folder: DebateFolder) -> dict[str, object]:
+    """One row of `moot list`, cheap enough for hundreds of debates: read the snapshot
+    when present, else fold the log."""
+    try:
+        state = folder.load()
+    except StoreError as exc:
+        return {"id": folder.id, "status": "unreadable", "problem": str(exc), "rounds": 0}
+    return {
+        "id": folder.id,
+        "status": state.status,
+        "problem": state.problem.strip().splitlines()[0][:80] if state.problem.strip() else "",
+        "rounds": f"{len(state.rounds)}/{state.total_rounds}",
+        "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at)),
+    }
+
+
+def dumps_pretty(obj: object) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False)

@@ -1,0 +1,395 @@
+"""A loopback OpenAI-compatible server, so tests drive the real `openai` SDK offline.
+
+It speaks enough of the real protocol (SSE streaming with a usage chunk, JSON
+errors, Retry-After, keep-alive) that the SDK cannot tell it from the real thing,
+and it can misbehave on purpose (`Faults`) so retry paths are tested for real.
+Standard library only; runs in a background thread or as `python -m tests.loopback`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from core.tokens import count_messages, count_text
+
+ReplyFn = Callable[[dict[str, Any], int], str]
+
+REPLY_CHARS = 600
+"""Default length of a plain (non-JSON) reply, in characters."""
+
+_FILLER = (
+    "The proposal keeps the moving parts few and the interfaces narrow.",
+    "Each component owns one concern, so failures stay local and easy to trace.",
+    "Measure before optimising: the hot path is the network call, not the parsing.",
+    "Validate input at the boundary and keep secrets out of logs and saved state.",
+    "Tests pin the contract first; property tests cover the edge cases we forget.",
+    "Prefer boring, well-known tools over clever ones the team has to learn.",
+)
+
+
+@dataclass
+class Faults:
+    """Misbehaviour by call number (1-based). Faulted calls are still recorded."""
+
+    fail_every: int | None = None
+    """Every k-th call answers 500 with a JSON error."""
+    status_script: list[int] = field(default_factory=list)
+    """The first calls answer these statuses in order (200 means answer normally)."""
+    retry_after: float = 1
+    """Seconds sent in the Retry-After header of a 429."""
+    cut_every: int | None = None
+    """Every k-th call sends about half its chunks, then drops the connection."""
+    hang_every: int | None = None
+    """Every k-th call does not answer for `hang_s` seconds (past the client's timeout)."""
+    hang_s: float = 30.0
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            return message["content"]
+    return ""
+
+
+def default_reply(body: dict[str, Any], n: int, reply_chars: int = REPLY_CHARS) -> str:
+    """Deterministic text; JSON when the prompt asks for the judge's or the clarifier's JSON."""
+    ask = _last_user_text(body)
+    low = ask.lower()
+    if "json" in low and "confidence" in low:
+        return json.dumps(
+            {
+                "solution": f"## Synthesis (call {n})\n\n- Keep the design simple.\n- Measure, then optimise.",
+                "confidence": 80,
+                "tradeoffs": ["simplicity over peak throughput"],
+                "recommendations": ["add load tests before launch"],
+                "unresolved": ["exact retention period"],
+            }
+        )
+    if "json" in low and "questions" in low:
+        return json.dumps({"questions": []})
+    words = " ".join(ask.split()[:8]) or "(no user message)"
+    text = f"## Reply {n}\n\nOn *{words}*:\n"
+    i = 0
+    while len(text) < reply_chars:
+        text += f"\n- {_FILLER[(n + i) % len(_FILLER)]}"
+        i += 1
+    if len(text) > reply_chars:
+        cut = text.rfind(" ", 0, reply_chars)
+        text = text[: cut if cut > len(text) // 2 else reply_chars].rstrip()
+    return text
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    owner: LoopbackServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients that time out and hang up are part of the tests, not errors worth a traceback."""
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as httpx expects
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet tests
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._track(self.connection, False)
+
+    def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_error(self, status: int, headers: dict[str, str] | None = None) -> None:
+        messages = {
+            401: "Incorrect API key provided: " + self.headers.get("Authorization", "").removeprefix("Bearer "),
+            429: "Rate limit reached for requests (loopback fault).",
+        }
+        message = messages.get(status, f"Loopback fault: status {status}.")
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+        self._send_json(status, {"error": {"message": message, "type": kind, "code": None}}, headers)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _abort(self) -> None:
+        """Close mid-reply, like a proxy that died (a FIN, not an RST, so sent chunks arrive)."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _not_found(self) -> None:
+        self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_GET(self) -> None:
+        if not self.path.rstrip("/").endswith("/models"):
+            return self._not_found()
+        models = [{"id": "loopback-model", "object": "model", "created": 0, "owned_by": "loopback"}]
+        self._send_json(200, {"object": "list", "data": models})
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            return self._not_found()
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            return
+        n = owner._record(body, {k.lower(): v for k, v in self.headers.items()})
+        faults = owner.faults
+        if owner.delay and owner._stopping.wait(owner.delay):
+            return self._abort()
+        if n <= len(faults.status_script) and faults.status_script[n - 1] != 200:
+            status = faults.status_script[n - 1]
+            extra = {"Retry-After": f"{faults.retry_after:g}"} if status == 429 else None
+            return self._send_error(status, extra)
+        if faults.fail_every and n % faults.fail_every == 0:
+            return self._send_error(500)
+        if faults.hang_every and n % faults.hang_every == 0:
+            owner._stopping.wait(faults.hang_s)
+            return self._abort()
+        cut = bool(faults.cut_every and n % faults.cut_every == 0)
+        model = str(body.get("model") or "loopback-model")
+        try:
+            reply = owner.reply(body, n)
+        except Exception as exc:  # a broken reply function in a test: say so, as a 500
+            return self._send_json(500, {"error": {"message": f"reply failed: {exc!r}", "type": "server_error"}})
+        usage = {
+            "prompt_tokens": count_messages(body.get("messages") or [], model),
+            "completion_tokens": count_text(reply, model),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut)
+        elif cut:
+            self._abort()
+        else:
+            message = {"role": "assistant", "content": reply, "refusal": None}
+            payload = {
+                "id": f"chatcmpl-loopback-{n}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+            }
+            if owner.send_usage:
+                payload["usage"] = usage
+            self._send_json(200, payload)
+
+    def _stream(
+        self, n: int, model: str, reply: str, usage: dict[str, int] | None, include_usage: bool, cut: bool
+    ) -> None:
+        owner = self.server.owner
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        base = {"id": f"chatcmpl-loopback-{n}", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+        size = max(1, owner.chunk_chars)
+        pieces = [reply[i : i + size] for i in range(0, len(reply), size)] or [""]
+
+        def event(choices: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> None:
+            payload = {**base, "choices": choices, **(extra or {})}
+            if include_usage and extra is None:
+                payload["usage"] = None  # what OpenAI sends on every chunk but the last
+            self._chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+        try:
+            for i, piece in enumerate(pieces):
+                if cut and i >= max(1, len(pieces) // 2):
+                    return self._abort()
+                delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
+                event([{"index": 0, "delta": delta, "finish_reason": None, "logprobs": None}])
+                if owner.chunk_delay and owner._stopping.wait(owner.chunk_delay):
+                    return self._abort()
+            if cut:  # a one-chunk reply: cut before the finish
+                return self._abort()
+            event([{"index": 0, "delta": {}, "finish_reason": "stop", "logprobs": None}])
+            if include_usage and usage is not None:
+                event([], {"usage": usage})
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")  # end of the chunked body; the connection stays open
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+class LoopbackServer:
+    """An OpenAI-compatible server on 127.0.0.1 in a background thread."""
+
+    def __init__(
+        self,
+        reply: ReplyFn | None = None,
+        *,
+        delay: float = 0.0,
+        chunk_chars: int = 16,
+        chunk_delay: float = 0.0,
+        faults: Faults | None = None,
+        reply_chars: int = REPLY_CHARS,
+        send_usage: bool = True,
+        port: int = 0,
+    ) -> None:
+        self.reply: ReplyFn = reply or functools.partial(default_reply, reply_chars=reply_chars)
+        self.delay = delay
+        self.chunk_chars = chunk_chars
+        self.chunk_delay = chunk_delay
+        self.faults = faults or Faults()
+        self.send_usage = send_usage
+        """False: no usage in any reply, as some OpenAI-compatible servers do."""
+        self._port = port
+        self._lock = threading.Lock()
+        self._requests: list[dict[str, Any]] = []
+        self._headers: list[dict[str, str]] = []
+        self._conns: set[socket.socket] = set()
+        self.connections = 0
+        """TCP connections accepted so far (keep-alive reuse keeps this low)."""
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> int:
+        with self._lock:
+            self._requests.append(body)
+            self._headers.append(headers)
+            return len(self._requests)
+
+    def _track(self, conn: socket.socket, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._conns.add(conn)
+                self.connections += 1
+            else:
+                self._conns.discard(conn)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Received request bodies in arrival order (a snapshot)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_headers(self) -> list[dict[str, str]]:
+        """Headers of each request (lower-case names), parallel to `requests`."""
+        with self._lock:
+            return list(self._headers)
+
+    @property
+    def calls(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("server not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> LoopbackServer:
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        self._server = _Server(("127.0.0.1", self._port), _Handler)
+        self._server.owner = self
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="loopback-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread (the subprocess entry point)."""
+        self.start()
+        assert self._thread is not None
+        self._thread.join()
+
+    def stop(self) -> None:
+        """Stop serving, wake hanging handlers and drop open keep-alive connections."""
+        if self._server is None:
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m tests.loopback --port 0`: prints `PORT <n>` first, then serves until killed."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--chunk-delay", type=float, default=0.0)
+    parser.add_argument("--reply-chars", type=int, default=REPLY_CHARS)
+    parser.add_argument("--fail-every", type=int, default=None)
+    args = parser.parse_args(argv)
+    server = LoopbackServer(
+        delay=args.delay,
+        chunk_delay=args.chunk_delay,
+        reply_chars=args.reply_chars,
+        faults=Faults(fail_every=args.fail_every),
+        port=args.port,
+    ).start()
+    sys.stdout.write(f"PORT {server.port}\n")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
