@@ -52,6 +52,10 @@ class Faults:
     hang_every: int | None = None
     """Every k-th call does not answer for `hang_s` seconds (past the client's timeout)."""
     hang_s: float = 30.0
+    fail_models: frozenset[str] = frozenset()
+    """Requests for these models always answer 500 (a broken summarization model, say)."""
+    usage_offset: int = 0
+    """Added to the reported prompt_tokens, so tests can tell server usage from local counts."""
 
 
 def _last_user_text(body: dict[str, Any]) -> str:
@@ -179,6 +183,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_error(status, extra)
         if faults.fail_every and n % faults.fail_every == 0:
             return self._send_error(500)
+        if str(body.get("model")) in faults.fail_models:
+            return self._send_error(500)
         if faults.hang_every and n % faults.hang_every == 0:
             owner._stopping.wait(faults.hang_s)
             return self._abort()
@@ -189,7 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a broken reply function in a test: say so, as a 500
             return self._send_json(500, {"error": {"message": f"reply failed: {exc!r}", "type": "server_error"}})
         usage = {
-            "prompt_tokens": count_messages(body.get("messages") or [], model),
+            "prompt_tokens": count_messages(body.get("messages") or [], model) + faults.usage_offset,
             "completion_tokens": count_text(reply, model),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -233,8 +234,6 @@ def test_resolve_api_key_env_and_dotenv(tmp_path: Path) -> None:
     assert resolve_api_key("https://openrouter.ai/api/v1", env={}, dotenv_path=dotenv) == "sk-from-file"
     assert resolve_api_key(None, env={}, dotenv_path=dotenv) == "sk-from-file"  # the other name
     assert resolve_api_key(None, env={"OPENAI_API_KEY": " sk-env "}, dotenv_path=dotenv) == "sk-env"
-    import os
-
     assert "sk-from-file" not in os.environ.values()
 
 

@@ -674,6 +674,10 @@ class DemoProvider:
 
     def _summarize(self, material: str, max_chars: int) -> str:
         """Headline + first sentence of each block, capped below the material's length."""
+        # Summarize only the material inside the prompt's <history> tags, not the instructions.
+        start, end = material.find("<history>"), material.rfind("</history>")
+        if start != -1 and end > start:
+            material = material[start + len("<history>") : end]
         limit = min(max_chars, len(material.strip()) - 1)
         if limit <= 0:
             return ""

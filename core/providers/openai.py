@@ -18,9 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx2
 import openai
 from dotenv import dotenv_values
+
+try:  # openai 3.x runs on httpx2; older releases on httpx
+    import httpx2 as _httpx
+except ImportError:  # pragma: no cover
+    import httpx as _httpx  # type: ignore[no-redef]
 
 from core.providers.base import RESTART, CallHint, Completion, DeltaCallback, Message, ProviderError
 from core.secrets import redact
@@ -86,7 +90,7 @@ class _Failure(Exception):
     """Deltas of this attempt were already delivered (the next one must send RESTART)."""
 
 
-def _retry_after(response: httpx2.Response) -> float | None:
+def _retry_after(response: _httpx.Response) -> float | None:
     """Seconds from `retry-after-ms` or `Retry-After` (seconds form only), capped."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         raw = response.headers.get(name)
@@ -119,9 +123,9 @@ def _classify(exc: Exception, timeout_s: float) -> _Failure:
         retryable = status in (408, 429) or status >= 500
         retry_after = _retry_after(exc.response) if status == 429 or status == 503 else None
         return _Failure(f"{status} from server", retryable, status, _server_message(exc), retry_after)
-    if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
+    if isinstance(exc, (openai.APITimeoutError, _httpx.TimeoutException)):
         return _Failure(f"no answer within {timeout_s:g}s", True, detail="timed out")
-    if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError)):
+    if isinstance(exc, (openai.APIConnectionError, _httpx.TransportError)):
         cause = exc.__cause__ or exc
         return _Failure("connection error", True, detail=f"{type(cause).__name__}: {cause}")
     if isinstance(exc, openai.APIError):  # an error event inside the stream
@@ -284,7 +288,7 @@ class OpenAIProvider:
                             await _emit(on_delta, text)
                         if choice.finish_reason:
                             finished = True
-        except (openai.APIError, httpx2.TransportError) as exc:
+        except (openai.APIError, _httpx.TransportError) as exc:
             if not finished:  # an error after the finish only costs us the usage chunk
                 failure = _classify(exc, self.timeout_s)
                 if streaming and failure.reason == "connection error":

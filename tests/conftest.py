@@ -1,0 +1,76 @@
+"""Shared fixtures: an isolated environment, a loopback server, and a debate runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.config import Overrides, build_config
+from core.models import DebateState
+from core.runner import SessionOptions, new_session
+from core.store import DebateFolder
+from tests.loopback import Faults, LoopbackServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No real keys, no stray .env, no user settings: every test starts clean."""
+    for var in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "MOOT_STATE_DIR", "MOOT_DEMO_DELAY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MOOT_CONFIG_DIR", str(tmp_path / "user-config"))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def server():
+    with LoopbackServer() as srv:
+        yield srv
+
+
+def make_server(**kwargs: Any) -> LoopbackServer:
+    return LoopbackServer(**kwargs).start()
+
+
+async def run_debate(
+    tmp_path: Path,
+    problem: str = "Design a URL shortener",
+    config: dict[str, Any] | None = None,
+    *,
+    rounds: int | None = 2,
+    provider: str = "demo",
+    base_url: str | None = None,
+    roles: list[str] | None = None,
+    before_run: Any = None,
+) -> tuple[DebateState, DebateFolder]:
+    """Run a whole debate in-process with its event log on disk."""
+    cfg = build_config(config or {}, Overrides(rounds=rounds, roles=roles, provider=provider, base_url=base_url))
+    session = new_session(problem, cfg, SessionOptions(state_dir=tmp_path / "debates", demo_delay=0,
+                                                       backoff_base_s=0.01))
+    if before_run is not None:
+        before_run(session)
+    state = await session.run()
+    return state, session.folder
+
+
+def moot(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the real CLI in a subprocess (headless: stdout is a pipe)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY")}
+    full_env["PYTHONPATH"] = str(ROOT)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, cwd=cwd)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+__all__ = ["Faults", "LoopbackServer", "make_server", "moot", "read_jsonl", "run_debate"]
