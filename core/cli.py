@@ -327,6 +327,7 @@ COMMANDS = {"run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_
 
 
 def main(argv: list[str] | None = None) -> int:
+    from core.context.inspect import InspectError
     from core.context.view import ContextOverflow
     from core.prompts import PromptError
     from core.providers.base import ProviderError
@@ -341,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, PromptError, ContextOverflow) as exc:
         print(f"moot: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    except StoreError as exc:
+    except (StoreError, InspectError) as exc:
         print(f"moot: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except ProviderError as exc:
@@ -352,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # the promise: one line, never a traceback (MOOT_DEBUG=1 shows it)
+        if os.environ.get("MOOT_DEBUG"):
+            raise
+        print(f"moot: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

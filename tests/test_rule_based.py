@@ -81,6 +81,49 @@ def test_extracts_critique_facts() -> None:
     assert f.questions == ["Have you measured the hit rate on real traffic?", "Thundering herd when a hot key expires."]
 
 
+PROJECT_CRITIQUE = """## Strengths
+- The cache layer is a clean boundary; keep it.
+
+## Weaknesses
+- Invalidation through the outbox lags by 200 ms under load, so users read stale prices (severity: high).
+- No story for a cold cache after deploys.
+
+## Concrete improvements
+1. Version the keys per catalog release.
+
+## Verdict
+Sound direction, but the invalidation path must be fixed before launch.
+"""
+
+PROJECT_REFINEMENT = """## Responses to critiques
+- **Accepted**: versioned keys per catalog release replace outbox invalidation.
+- **Rejected**: a second cache tier; one tier meets the 50 ms target.
+
+## Position
+Keep the single Redis tier and switch to versioned keys.
+
+## Key decisions
+- Versioned keys, because they need no invalidation fan-out.
+"""
+
+
+def test_project_prompt_structure() -> None:
+    """The debate prompts ask for Position / Key decisions / Risks, and Verdict last in critiques."""
+    c = extract_facts(PROJECT_CRITIQUE)
+    assert c.position == "Sound direction, but the invalidation path must be fixed before launch."
+    assert c.questions == [
+        "Invalidation through the outbox lags by 200 ms under load, so users read stale prices (severity: high).",
+        "No story for a cold cache after deploys.",
+    ]
+    r = extract_facts(PROJECT_REFINEMENT)
+    assert r.position == "Keep the single Redis tier and switch to versioned keys."
+    assert r.decisions == [
+        "Accepted: versioned keys per catalog release replace outbox invalidation.",
+        "Rejected: a second cache tier; one tier meets the 50 ms target.",
+        "Versioned keys, because they need no invalidation fan-out.",
+    ]
+
+
 def test_position_falls_back_to_first_sentence_after_headings() -> None:
     f = extract_facts("# Caching plan for the API\n\nOk.\n\nShard the cache by tenant id. It has 4 shards.")
     assert f.position == "Shard the cache by tenant id."
@@ -146,6 +189,13 @@ def test_newest_kept_when_caps_are_tiny() -> None:
     out = summarize_rule_based(items, max_chars=80, max_tokens=20)
     assert out.startswith("**Round 29 · your proposal**") and out.endswith("…")
     _check_caps(out, 80, 20)
+
+
+@pytest.mark.parametrize(("max_chars", "max_tokens"), [(1, 1), (2, 1), (5, 2), (1, 100), (1000, 1)])
+def test_absurdly_small_caps_still_say_something(max_chars: int, max_tokens: int) -> None:
+    out = summarize_rule_based([_item(1)], max_chars=max_chars, max_tokens=max_tokens)
+    _check_caps(out, max_chars, max_tokens)
+    assert out
 
 
 def test_previous_included_and_shortened_last() -> None:

@@ -42,8 +42,8 @@ class Facts:
 
 # Patterns run on lowercased text where case does not matter: re.I is several times slower.
 _SECTIONS = (  # heading / label words -> section; first match wins ("Decision summary" is decisions)
-    ("open", re.compile(r"\b(?:open questions?|questions?|risks?|unknowns?|unresolved|open issues?)\b")),
-    ("decision", re.compile(r"\b(?:decisions?|decided|choices)\b")),
+    ("open", re.compile(r"\b(?:questions?|risks?|unknowns?|unresolved|open issues?|weakness(?:es)?|concerns?)\b")),
+    ("decision", re.compile(r"\b(?:decisions?|decided|choices|responses? to)\b")),
     ("position", re.compile(r"\b(?:position|summary|proposal|recommendations?|stance|thesis|verdict|tl;?dr"
                             r"|bottom line|conclusions?)\b")),
 )
@@ -145,10 +145,7 @@ def _units(content: str) -> tuple[list[tuple[str, str, bool]], str]:
         label = _LABEL.match(text) if text.find(":", 0, 80) > 0 else None
         labelled = _section_of(label.group(1)) if label else None
         if kind == "heading" or (kind == "para" and raw[:2] == "**" and _BOLD_ONLY.match(raw)):
-            title = title or text
-            section = labelled or _section_of(text) or "other"
-            if labelled and label and label.group(2):  # "## Proposal: use Redis"
-                units.append((section, label.group(2), True))
+            title, section = title or text, labelled or _section_of(text) or "other"
             continue
         here = section
         if labelled and label:  # "**Verdict:** ...", "- Risk: ..."; a labelled paragraph opens a section
@@ -249,7 +246,8 @@ def _clip(text: str, max_chars: int, max_tokens: int, model: str | None) -> str:
         if len(out) <= max_chars and count_text(out, model) <= max_tokens:
             return out
         cut = cut[: len(cut) * 9 // 10] if len(cut) > 20 else cut[:-1]
-    return ""
+    bare = truncate_to_tokens(text[:max_chars], max_tokens, model).rstrip("\ufffd")  # caps too small for "…"
+    return bare if count_text(bare, model) <= max_tokens else ""
 
 
 def _fit(blocks: list[list[_Line]], previous: str, prev_tokens: int, max_chars: int, max_tokens: int,

@@ -1,0 +1,443 @@
+"""Where a debate screen's events come from, and where its commands go.
+
+A `Runtime` is not a widget: the screen's bridge reads `events()` and the command
+line calls the command methods. Four kinds:
+
+- `LiveRuntime`: a `DebateSession` run in this process (`moot run`, `moot resume`).
+- `WatchRuntime`: tails the events.jsonl of a debate (`moot watch`); read-only.
+- `ReplayRuntime`: plays a recorded debate with its original timing (`moot replay`);
+  pause/resume control the playback, the rest is read-only.
+- `ScriptedRuntime`: events pushed by a test or a benchmark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import aiofiles
+from pydantic import ValidationError
+
+from core.events import TERMINAL_TYPES, ContributionAdded, Event, Token, parse_event
+from core.models import DebateState
+from core.state import apply, new_state
+from core.store import DebateFolder, read_events
+
+if TYPE_CHECKING:
+    from core.runner import DebateSession
+
+log = logging.getLogger(__name__)
+
+READ_ONLY = "read-only: this debate is not running in this process"
+BACKLOG = 300
+"""How many recent events an opened debate shows in its event log."""
+
+Clock = Callable[[], float]
+
+
+class ReadOnlyError(Exception):
+    """A command that needs the engine, on a debate this process does not run."""
+
+
+@dataclass
+class Snapshot:
+    """What the screen starts from: the state so far and the recent events for the log."""
+
+    state: DebateState
+    backlog: list[Event] = field(default_factory=list)
+
+
+def find_agent_in_state(state: DebateState, name: str) -> str | None:
+    """An agent's id by id, display name or role (case-insensitive); not the judge."""
+    key = name.strip().lower()
+    for a in state.agents:
+        if key in (a.id.lower(), a.name.lower(), a.role.lower()):
+            return a.id
+    return None
+
+
+def exit_code_for(state: DebateState, failed_code: int = 3) -> int:
+    """The process exit code for a debate's final status (see `core.cli`)."""
+    if state.status == "failed":
+        return failed_code
+    if state.status == "interrupted":
+        return 130
+    return 0
+
+
+class Runtime:
+    """The base: a read-only source with nothing to read."""
+
+    mode: ClassVar[str] = "none"
+    read_only: ClassVar[bool] = True
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or time.time
+        self.failed_code = 3
+        self.error: str | None = None
+        """An unexpected engine error (a bug), shown on screen."""
+
+    async def start(self) -> Snapshot:
+        raise NotImplementedError
+
+    def events(self) -> AsyncIterator[Event]:
+        raise NotImplementedError
+
+    def now(self) -> float:
+        return self.clock()
+
+    @property
+    def paused(self) -> bool:
+        return False
+
+    @property
+    def running(self) -> bool:
+        """True while this process runs the debate and it has not ended."""
+        return False
+
+    def find_agent(self, state: DebateState, name: str) -> str | None:
+        return find_agent_in_state(state, name)
+
+    def request_summary(self, agent_id: str) -> None:
+        raise ReadOnlyError(READ_ONLY)
+
+    def pause(self) -> None:
+        raise ReadOnlyError(READ_ONLY)
+
+    def resume(self) -> None:
+        raise ReadOnlyError(READ_ONLY)
+
+    def stop(self) -> None:
+        raise ReadOnlyError(READ_ONLY)
+
+    async def shutdown(self) -> None:
+        """Stop whatever runs (the engine, a tail) and wait for it; idempotent."""
+
+
+class LiveRuntime(Runtime):
+    """A debate run by this process; commands go to its orchestrator."""
+
+    mode = "live"
+    read_only = False
+    STOP_GRACE_S = 3.0
+    """How long quitting waits for the debate to reach a call boundary before cancelling."""
+
+    def __init__(self, session: DebateSession, clock: Clock | None = None) -> None:
+        super().__init__(clock)
+        self.session = session
+        self.orchestrator = session.orchestrator
+        self._sub = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> Snapshot:
+        # Subscribe before the engine starts so no event is missed; copy the state
+        # (a resumed debate's history) before any new event is folded into it.
+        self._sub = self.session.bus.subscribe("tui")
+        state = self.session.state.model_copy(deep=True)
+        backlog: list[Event] = []
+        if state.problem and self.session.folder.events_path.exists():
+            backlog = await asyncio.to_thread(_tail_events, self.session.folder)
+        self.session.start_writer()
+        self._task = asyncio.create_task(self._run(), name="moot-debate")
+        return Snapshot(state, backlog)
+
+    async def _run(self) -> None:
+        try:
+            state = await self.session.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in the engine: show it, keep the app alive
+            log.exception("debate engine failed")
+            self.error = f"{type(exc).__name__}: {exc}"
+            return
+        if state.status == "failed":
+            self.failed_code = 4 if state.error and "budget" in state.error and "token" in state.error else 3
+
+    async def events(self) -> AsyncIterator[Event]:
+        assert self._sub is not None, "start() first"
+        async for event in self._sub:
+            yield event
+
+    @property
+    def paused(self) -> bool:
+        return self.orchestrator.paused
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def find_agent(self, state: DebateState, name: str) -> str | None:
+        agent = self.orchestrator.find_agent(name)
+        return agent.id if agent is not None else None
+
+    def request_summary(self, agent_id: str) -> None:
+        self.orchestrator.request_summary(agent_id)
+
+    def pause(self) -> None:
+        self.orchestrator.pause()
+
+    def resume(self) -> None:
+        self.orchestrator.resume()
+
+    def stop(self) -> None:
+        self.orchestrator.stop()
+
+    async def shutdown(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            self.orchestrator.stop()
+            # stop() acts at the next call boundary; a slow provider call is cancelled
+            # instead (the debate is still saved and resumable).
+            done, _ = await asyncio.wait({task}, timeout=self.STOP_GRACE_S)
+            if not done:
+                task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        if self._sub is not None:
+            self.session.bus.unsubscribe(self._sub)
+            self._sub = None
+
+
+def _tail_events(folder: DebateFolder, limit: int = BACKLOG) -> list[Event]:
+    try:
+        events = [e for e in read_events(folder.events_path)]
+    except Exception:  # the log is for display only here
+        return []
+    return events[-limit:]
+
+
+class WatchRuntime(Runtime):
+    """Follows a debate's event log on disk (finished or being written by another process)."""
+
+    mode = "watch"
+
+    def __init__(self, folder: DebateFolder, poll_s: float = 0.25, clock: Clock | None = None) -> None:
+        super().__init__(clock)
+        self.folder = folder
+        self.poll_s = poll_s
+        self._offset = 0
+        self._last_ts = 0.0
+        self._ended = False
+
+    async def start(self) -> Snapshot:
+        state = new_state(self.folder.id)
+        events = await self._read_new()
+        for event in events:
+            apply(state, event)
+        return Snapshot(state, events[-BACKLOG:])
+
+    async def _read_new(self) -> list[Event]:
+        try:
+            async with aiofiles.open(self.folder.events_path, "rb") as fh:
+                await fh.seek(self._offset)
+                data = await fh.read()
+        except FileNotFoundError:
+            return []
+        end = data.rfind(b"\n")
+        if end == -1:
+            return []  # nothing new, or a line still being written
+        self._offset += end + 1
+        out: list[Event] = []
+        for line in data[:end].split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                event = parse_event(line)
+            except (ValidationError, ValueError):
+                log.warning("skipping an unreadable line in %s", self.folder.events_path)
+                continue
+            out.append(event)
+            self._last_ts = event.ts
+            if event.type in TERMINAL_TYPES:
+                self._ended = True
+            elif event.type == "debate_resumed":
+                self._ended = False
+        return out
+
+    async def events(self) -> AsyncIterator[Event]:
+        while True:
+            await asyncio.sleep(self.poll_s)
+            for event in await self._read_new():
+                yield event
+
+    def now(self) -> float:
+        return self._last_ts if self._ended else self.clock()
+
+
+_WORDS = re.compile(r"\s*\S+|\s+")
+
+
+def synthesize_tokens(c: ContributionAdded, start_ts: float, call_id: str, max_chunks: int = 400) -> list[Token]:
+    """Token events that rebuild a contribution's text, spread evenly over its call."""
+    pieces = _WORDS.findall(c.contribution.content)
+    if not pieces:
+        return []
+    group = max(3, -(-len(pieces) // max_chunks))
+    chunks = ["".join(pieces[i:i + group]) for i in range(0, len(pieces), group)]
+    span = max(0.0, c.ts - start_ts)
+    n = len(chunks)
+    return [
+        Token(debate_id=c.debate_id, ts=start_ts + span * (i + 1) / (n + 1), call_id=call_id,
+              agent_id=c.contribution.agent_id, delta=text)
+        for i, text in enumerate(chunks)
+    ]
+
+
+def replay_timeline(events: Iterable[Event]) -> list[Event]:
+    """Recorded events plus synthesized token events, in time order."""
+    events = list(events)
+    call_start: dict[str, float] = {}
+    for e in events:
+        if e.type == "call_started":
+            call_start[e.view.call_id] = e.ts
+    timed: list[tuple[float, int, Event]] = []
+    for i, e in enumerate(events):
+        if e.type == "contribution_added":
+            call_id = e.contribution.metadata.call_id
+            if call_id and call_id in call_start:
+                for tok in synthesize_tokens(e, call_start[call_id], call_id):
+                    timed.append((tok.ts, i, tok))
+        timed.append((e.ts, i, e))
+    # Recorded order wins over clock order (clocks can repeat or step back); tokens
+    # sit between their call's start and its contribution.
+    out: list[Event] = []
+    tokens = sorted((t for t in timed if t[2].type == "token"), key=lambda t: (t[0], t[1]))
+    ti = 0
+    for ts, i, e in ((t[0], t[1], t[2]) for t in timed if t[2].type != "token"):
+        while ti < len(tokens) and tokens[ti][0] < ts and tokens[ti][1] <= i:
+            out.append(tokens[ti][2])
+            ti += 1
+        out.append(e)
+    out.extend(t[2] for t in tokens[ti:])
+    return out
+
+
+class ReplayRuntime(Runtime):
+    """Plays a recorded debate: original timing divided by `speed`, streaming synthesized."""
+
+    mode = "replay"
+    MAX_GAP_S = 3.0
+    """Longest real wait between two events (a debate resumed a day later should not stall)."""
+
+    def __init__(self, folder: DebateFolder, speed: float = 1.0, clock: Clock | None = None) -> None:
+        super().__init__(clock)
+        self.folder = folder
+        self.speed = speed
+        self._timeline: list[Event] = []
+        self._virtual = 0.0
+        self._playing = asyncio.Event()
+        self._playing.set()
+        self.finished = False
+
+    async def start(self) -> Snapshot:
+        events = await asyncio.to_thread(lambda: list(read_events(self.folder.events_path)))
+        self._timeline = replay_timeline(events)
+        if self._timeline:
+            self._virtual = self._timeline[0].ts
+        return Snapshot(new_state(self.folder.id), [])
+
+    async def events(self) -> AsyncIterator[Event]:
+        prev: float | None = None
+        for event in self._timeline:
+            if prev is not None and self.speed > 0:
+                wait = min(self.MAX_GAP_S, max(0.0, (event.ts - prev) / self.speed))
+                if wait > 0:
+                    await asyncio.sleep(wait)
+            await self._playing.wait()
+            prev = event.ts
+            self._virtual = max(self._virtual, event.ts)
+            yield event
+        self.finished = True
+        while True:  # stay open on the end of the recording
+            await asyncio.sleep(3600)
+
+    def now(self) -> float:
+        return self._virtual
+
+    @property
+    def paused(self) -> bool:
+        return not self._playing.is_set()
+
+    def pause(self) -> None:
+        self._playing.clear()
+
+    def resume(self) -> None:
+        self._playing.set()
+
+
+class ScriptedRuntime(Runtime):
+    """Events pushed by a test or a benchmark; commands are recorded, not executed."""
+
+    mode = "live"
+    read_only = False
+
+    def __init__(self, initial: DebateState | None = None, events: Iterable[Event] = (),
+                 clock: Clock | None = None, read_only: bool = False) -> None:
+        super().__init__(clock)
+        self.initial = initial
+        self._pending: list[Event] = list(events)
+        self._queue: asyncio.Queue[Event] | None = None
+        self.commands: list[tuple[str, str | None]] = []
+        self._paused = False
+        self._read_only = read_only
+        self.debate_running = True
+
+    async def start(self) -> Snapshot:
+        self._queue = asyncio.Queue()
+        for e in self._pending:
+            self._queue.put_nowait(e)
+        self._pending.clear()
+        return Snapshot(self.initial.model_copy(deep=True) if self.initial else new_state("scripted"), [])
+
+    def push(self, *events: Event) -> None:
+        for e in events:
+            if self._queue is None:
+                self._pending.append(e)
+            else:
+                self._queue.put_nowait(e)
+            if e.type in TERMINAL_TYPES:
+                self.debate_running = False
+
+    @property
+    def backlog(self) -> int:
+        return self._queue.qsize() if self._queue is not None else len(self._pending)
+
+    async def events(self) -> AsyncIterator[Event]:
+        assert self._queue is not None
+        while True:
+            yield await self._queue.get()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def running(self) -> bool:
+        return self.debate_running and not self._read_only
+
+    def _record(self, name: str, arg: str | None = None) -> None:
+        if self._read_only:
+            raise ReadOnlyError(READ_ONLY)
+        self.commands.append((name, arg))
+
+    def request_summary(self, agent_id: str) -> None:
+        self._record("summarize", agent_id)
+
+    def pause(self) -> None:
+        self._record("pause")
+        self._paused = True
+
+    def resume(self) -> None:
+        self._record("resume")
+        self._paused = False
+
+    def stop(self) -> None:
+        self._record("stop")
+        self.debate_running = False
