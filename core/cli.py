@@ -96,6 +96,30 @@ def build_parser() -> argparse.ArgumentParser:
     ctx.add_argument("--json", action="store_true")
     state_dir(ctx)
 
+    rep = sub.add_parser("report", help="write a markdown report of a debate")
+    rep.add_argument("id")
+    rep.add_argument("-o", "--output", help="write to FILE instead of stdout")
+    rep.add_argument("--verbose", action="store_true", help="add latency and tokens to each contribution")
+    state_dir(rep)
+
+    ev = sub.add_parser("eval", help="score a debate's final solution with evaluator agents")
+    ev.add_argument("id")
+    ev.add_argument("-c", "--config", required=True, help="evaluator config (JSON or TOML)")
+    ev.add_argument("-o", "--output", help="write results: .md table, .json or .csv by extension")
+    provider_args(ev)
+    state_dir(ev)
+
+    for name, helptext in (("watch", "watch a running or finished debate (tails its event log)"),
+                           ("replay", "play a recorded debate back with its original timing")):
+        w = sub.add_parser(name, help=helptext)
+        w.add_argument("id", nargs="?", help="debate id (default: pick from a list)")
+        w.add_argument("--theme", help="TUI theme")
+        if name == "replay":
+            w.add_argument("--speed", type=_positive_float, default=1.0, help="playback speed (default 1)")
+        else:
+            w.add_argument("--headless", action="store_true", help="print event lines instead of the TUI")
+        state_dir(w)
+
     res = sub.add_parser("resume", help="continue an unfinished debate")
     res.add_argument("id")
     res.add_argument("--headless", action="store_true")
@@ -161,7 +185,7 @@ def _wants_tui(args: argparse.Namespace) -> bool:
 
 def _tui_available() -> bool:
     try:
-        import tui.app  # noqa: F401
+        _load_tui()
     except ImportError:
         return False
     return True
@@ -254,9 +278,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
               file=sys.stderr)
     if _wants_tui(args) and _tui_available():
-        from tui.app import run_app
-
-        return run_app(session, theme=args.theme)
+        return _load_tui().run_app(session, theme=args.theme)
     return asyncio.run(_run_headless(session, args.output))
 
 
@@ -266,9 +288,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=args.demo_delay),
                              _overrides(args, with_rounds=False))
     if _wants_tui(args) and _tui_available():
-        from tui.app import run_app
-
-        return run_app(session, theme=None)
+        return _load_tui().run_app(session, theme=None)
     return asyncio.run(_run_headless(session, None))
 
 
@@ -323,7 +343,88 @@ def cmd_context(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "context": cmd_context}
+def cmd_report(args: argparse.Namespace) -> int:
+    from core.report import cmd_report as run_report
+
+    return run_report(args)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from core.evaluate import cmd_eval as run_eval
+
+    return run_eval(args)
+
+
+def _load_tui() -> Any:
+    """The Textual front end, loaded only when a terminal view is wanted.
+
+    This entry point is the one place in `core` that reaches `tui`; the engine,
+    the store and the context code never do."""
+    import importlib
+
+    return importlib.import_module("tui.app")
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from core.store import StateDir
+
+    sd = StateDir(args.state_dir)
+    if not _wants_tui(args):
+        if args.id is None:
+            raise CliError("give a debate id to watch without a terminal (see `moot list`)")
+        return asyncio.run(_tail_headless(sd.open(args.id)))
+    app = _load_tui()
+    if args.id is None:
+        return app.run_picker(sd.root, args.theme)
+    return app.run_watch(sd.open(args.id), args.theme)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from core.store import StateDir
+
+    sd = StateDir(args.state_dir)
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise CliError("replay needs a terminal; use `moot show` or `moot report` to read a debate")
+    app = _load_tui()
+    if args.id is None:
+        return app.run_picker(sd.root, args.theme)
+    return app.run_replay(sd.open(args.id), args.speed, args.theme)
+
+
+async def _tail_headless(folder: Any) -> int:
+    """Print a debate's events as they are appended, until it ends."""
+    from core.events import TERMINAL_TYPES, parse_event
+    from core.printer import describe
+
+    offset = 0
+    pending = b""
+    while True:
+        try:
+            with open(folder.events_path, "rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            raise CliError(f"no event log in {folder.path}") from None
+        offset += len(chunk)
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                event = parse_event(line)
+            except ValueError:
+                raise CliError(f"{folder.events_path} is corrupt") from None
+            text = describe(event)
+            if text:
+                print(text, flush=True)
+            if event.type in TERMINAL_TYPES:
+                return EXIT_OK
+        await asyncio.sleep(0.2)
+
+
+COMMANDS = {"run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "context": cmd_context,
+            "report": cmd_report, "eval": cmd_eval, "watch": cmd_watch, "replay": cmd_replay}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -412,7 +412,7 @@ class Orchestrator:
     def _record(self, agent: ResolvedAgent, r: int, phase: str, target: ResolvedAgent | None = None) -> ViewRecord:
         task_kind = {"proposal": "propose", "critique": "critique", "refinement": "refine",
                      "synthesis": "synthesize", "score": "score", "clarify": "clarify"}[phase]
-        params: dict[str, object] = {"problem": self.problem}
+        params: dict[str, object] = {}  # the problem comes from the debate, not each record
         if phase == "proposal":
             params.update(round=r, total_rounds=self.state.total_rounds)
         if target is not None:

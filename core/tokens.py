@@ -13,7 +13,8 @@ import gzip
 import hashlib
 import threading
 from functools import lru_cache
-from importlib import resources
+import importlib.util
+from pathlib import Path
 
 import tiktoken
 
@@ -63,9 +64,14 @@ class EncodingUnavailable(RuntimeError):
 
 def _load_ranks(name: str) -> dict[bytes, int]:
     spec = _ENCODINGS[name]
+    # find_spec locates the package without running its __init__, which loads every
+    # table it ships (seconds of start-up we do not need).
+    found = importlib.util.find_spec("bpe_openai")
     try:
-        blob = resources.files("bpe_openai.data").joinpath(f"{name}.tiktoken.gz").read_bytes()
-    except (ModuleNotFoundError, FileNotFoundError) as exc:  # pragma: no cover - install problem
+        if found is None or found.origin is None:
+            raise FileNotFoundError("bpe_openai")
+        blob = (Path(found.origin).parent / "data" / f"{name}.tiktoken.gz").read_bytes()
+    except FileNotFoundError as exc:  # pragma: no cover - install problem
         raise EncodingUnavailable(
             f"the {name} token table is missing; reinstall moot (it needs the bpe-openai package)"
         ) from exc
@@ -116,9 +122,16 @@ def count_text(text: str, model: str | None = None) -> int:
 
 def count_message(message: dict[str, str], model: str | None = None) -> int:
     """One chat message with its framing (without the reply priming)."""
-    enc = encoding_for_model(model)
+    return _count_message(tuple(message.items()), encoding_name_for_model(model))
+
+
+@lru_cache(maxsize=2048)
+def _count_message(items: tuple[tuple[str, str], ...], encoding: str) -> int:
+    # Cached: a view is counted when chosen and again per tier, and system prompts
+    # and tasks repeat across calls.
+    enc = get_encoding(encoding)
     n = TOKENS_PER_MESSAGE
-    for key, value in message.items():
+    for key, value in items:
         n += len(enc.encode_ordinary(value))
         if key == "name":
             n += TOKENS_PER_NAME

@@ -22,11 +22,13 @@ class DebateIndex:
         self.names: dict[str, tuple[str, str]] = {}
         """agent id → (display name, role)."""
         self.prompts: dict[str, str] = {}
+        self.problem = ""
         if state is not None:
             self.load(state)
 
     def load(self, state: DebateState) -> None:
         self.prompts = state.prompts
+        self.problem = state.problem
         for info in [*state.agents, *([state.judge] if state.judge else [])]:
             self.names[info.id] = (info.name, info.role)
         for rnd in state.rounds:
@@ -48,6 +50,7 @@ class DebateIndex:
                 self.add_summary(event.summary)
         elif event.type == "debate_started":
             self.prompts = dict(event.prompts)
+            self.problem = event.problem
             for info in [*event.agents, event.judge]:
                 self.names[info.id] = (info.name, info.role)
 

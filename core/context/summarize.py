@@ -90,11 +90,14 @@ class Summarizer:
     async def run(self, job: SummaryJob) -> tuple[Summary, str | None]:
         """Summarize; returns the summary and the fallback reason (None when none was needed)."""
         started = time.perf_counter()
-        before = "\n\n".join(
-            ([job.previous.summary] if job.previous else [])
-            + [format_item(c, job.agent_id, self.index) for c in job.items]
+        # What the summary replaces, measured from cached per-item counts: counting the
+        # joined text would re-tokenize the whole perspective every round (fresh).
+        prev_text = job.previous.summary if job.previous else ""
+        meta = SummaryMetadata(
+            before_chars=len(prev_text) + sum(len(format_item(c, job.agent_id, self.index)) + 2 for c in job.items),
+            before_tokens=tokens.count_text(prev_text, job.model)
+            + sum(self.builder.item_tokens(c, job.agent_id, job.model) for c in job.items),
         )
-        meta = SummaryMetadata(before_chars=len(before), before_tokens=tokens.count_text(before, job.model))
         fallback: str | None = None
         text = ""
         if job.method == "rule-based":

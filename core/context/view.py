@@ -66,7 +66,7 @@ def _quote(text: str, limit: int | None, model: str) -> str:
 
 def render_task(record: ViewRecord, index: DebateIndex) -> str:
     """The phase's task message, from the record's template key, parameters and ids."""
-    p: dict[str, Any] = dict(record.task_params)
+    p: dict[str, Any] = {"problem": index.problem, **record.task_params}
     limit = p.pop("quote_limit", None)
     m = record.model
     ids = record.task_contribution_ids
