@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", help="also write the final solution (JSON or markdown by extension)")
     run.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
     run.add_argument("--allow-truncate", action="store_true", help="cut a problem that is larger than the budget")
+    run.add_argument("--clarify", action="store_true", help="agents ask clarifying questions first; you answer")
+    run.add_argument("--termination", choices=["fixed", "convergence"],
+                     help="convergence: stop early when the judge's confidence reaches debate.convergence_threshold")
+    run.add_argument("--max-cost", type=_positive_float, metavar="USD", help="stop starting calls past this cost")
+    run.add_argument("--max-tokens", type=_positive_int, metavar="N", help="stop starting calls past N tokens")
+    run.add_argument("--report", metavar="FILE", help="write the markdown report at the end")
     provider_args(run)
     state_dir(run)
 
@@ -258,8 +264,17 @@ def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrid
     roles = None
     if getattr(args, "agents", None):
         roles = [r.strip() for r in args.agents.split(",") if r.strip()]
+    debate: dict[str, Any] = {}
+    if getattr(args, "clarify", False):
+        debate["clarify"] = True
+    if getattr(args, "termination", None):
+        debate["termination"] = args.termination
+    if getattr(args, "max_cost", None) is not None:
+        debate["max_cost_usd"] = args.max_cost
+    if getattr(args, "max_tokens", None) is not None:
+        debate["max_total_tokens"] = args.max_tokens
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None, roles=roles,
-                     provider=args.provider, model=args.model, base_url=args.base_url)
+                     provider=args.provider, model=args.model, base_url=args.base_url, debate=debate)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -273,13 +288,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         for a in [*config.active_agents, config.judge]
     )
     problem = check_problem_size(problem, smallest, args.model, args.allow_truncate)
-    session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=args.demo_delay))
+    from core.ask import ask_on_stdin
+
+    tui = _wants_tui(args) and _tui_available()
+    session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=args.demo_delay,
+                                                          clarifier=None if tui else ask_on_stdin))
     if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
         print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
               file=sys.stderr)
-    if _wants_tui(args) and _tui_available():
-        return _load_tui().run_app(session, theme=args.theme)
-    return asyncio.run(_run_headless(session, args.output))
+    if tui:
+        code = _load_tui().run_app(session, theme=args.theme)
+    else:
+        code = asyncio.run(_run_headless(session, args.output))
+    if args.report and session.state.final_solution is not None:
+        from core.report import render_report
+        from core.store import write_atomic
+
+        try:
+            write_atomic(Path(args.report), render_report(session.state).encode("utf-8"))
+        except OSError as exc:
+            raise CliError(f"cannot write report {args.report}: {exc.strerror}") from None
+        print(f"report written to {args.report}", file=sys.stderr)
+    return code
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

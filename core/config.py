@@ -95,6 +95,8 @@ class Overrides:
     provider: str | None = None
     model: str | None = None
     base_url: str | None = None
+    debate: dict[str, Any] | None = None
+    """Debate-wide settings from flags (--clarify, --max-cost, …), merged over the file's."""
 
 
 def load_config(path: str | Path | None, overrides: Overrides | None = None, *, cwd: Path | None = None) -> MootConfig:
@@ -121,11 +123,14 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
         data["agents"] = [{"id": r, "role": r} for r in ov.roles]
     elif not data.get("agents"):
         data["agents"] = [{"id": r, "role": r} for r in DEFAULT_ROLES]
+    flags = dict(ov.debate or {})
     if ov.rounds is not None:
+        flags["rounds"] = ov.rounds
+    if flags:
         data.setdefault("debate", {})
         if not isinstance(data["debate"], dict):
             raise ConfigError(f"{source}: debate: must be an object")
-        data["debate"]["rounds"] = ov.rounds
+        data["debate"].update(flags)
     try:
         cfg = MootConfig.model_validate(data)
     except ValidationError as exc:

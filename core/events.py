@@ -17,6 +17,9 @@ from pydantic import BaseModel, Field, TypeAdapter
 from core.models import (
     AgentInfo,
     CallMetadata,
+    Clarification,
+    ConvergenceScore,
+    ModeratorNote,
     Contribution,
     Phase,
     Solution,
@@ -124,6 +127,46 @@ class ControlChanged(_Event):
     action: Literal["pause", "resume", "stop"]
 
 
+class ClarificationsAsked(_Event):
+    """Questions from the agents, waiting for the user's answers."""
+
+    type: Literal["clarifications_asked"] = "clarifications_asked"
+    round: int
+    questions: list[Clarification]
+
+
+class ClarificationsAnswered(_Event):
+    type: Literal["clarifications_answered"] = "clarifications_answered"
+    round: int
+    answers: list[Clarification]
+    done: bool = False
+    """True after the last clarification round: the debate proper starts."""
+
+
+class NoteInjected(_Event):
+    type: Literal["note_injected"] = "note_injected"
+    note: ModeratorNote
+
+
+class ConvergenceScored(_Event):
+    type: Literal["convergence_scored"] = "convergence_scored"
+    score: ConvergenceScore
+
+
+class Converged(_Event):
+    """The judge's confidence reached the threshold: the debate ends early."""
+
+    type: Literal["converged"] = "converged"
+    round: int
+    confidence: int
+    threshold: int
+
+
+class BudgetReached(_Event):
+    type: Literal["budget_reached"] = "budget_reached"
+    reason: str
+
+
 class DebateCompleted(_Event):
     type: Literal["debate_completed"] = "debate_completed"
     status: str = "completed"
@@ -158,6 +201,12 @@ Event = Annotated[
         SynthesisCompleted,
         Warning_,
         ControlChanged,
+        ClarificationsAsked,
+        ClarificationsAnswered,
+        NoteInjected,
+        ConvergenceScored,
+        Converged,
+        BudgetReached,
         DebateCompleted,
         DebateInterrupted,
         DebateFailed,

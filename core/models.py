@@ -22,7 +22,7 @@ ROLES: tuple[str, ...] = (
 )
 Role = Literal["architect", "performance", "security", "testing", "kiss", "generalist", "data-modeling"]
 ContributionType = Literal["proposal", "critique", "refinement"]
-Phase = Literal["summarize", "proposal", "critique", "refinement", "synthesis", "clarify"]
+Phase = Literal["summarize", "proposal", "critique", "refinement", "synthesis", "clarify", "score"]
 SummaryMethod = Literal["llm", "rule-based", "hybrid"]
 SummaryStrategy = Literal["fresh", "rolling"]
 SummaryTrigger = Literal["chars", "tokens", "manual", "judge"]
@@ -137,6 +137,18 @@ class DebateSettings(_Strict):
     """What a failed proposal/refinement does: stop the debate (resumable) or skip that agent."""
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     """Model → (input, output) USD per million tokens; overrides the built-in table."""
+    clarify: bool = False
+    """Before round 1, agents ask clarifying questions and the user answers."""
+    clarifications_max_per_agent: int = Field(5, ge=0, le=20)
+    clarification_rounds: int = Field(0, ge=0, le=3)
+    """Follow-up rounds of questions after the first answers."""
+    termination: Literal["fixed", "convergence"] = "fixed"
+    """`convergence`: after each round the judge scores confidence; end early at the threshold."""
+    convergence_threshold: int = Field(90, ge=0, le=100)
+    max_cost_usd: float | None = Field(None, gt=0)
+    """Stop starting calls once the debate has cost this much; the judge still synthesizes."""
+    max_total_tokens: int | None = Field(None, gt=0)
+    """Stop starting calls once this many tokens (prompt + completion) were used."""
 
 
 class MootConfig(_Strict):
@@ -275,6 +287,29 @@ class Solution(BaseModel):
     metadata: CallMetadata = Field(default_factory=CallMetadata)
 
 
+class Clarification(BaseModel):
+    agent_id: str
+    question: str
+    answer: str = ""
+    """Empty: the user gave no answer."""
+    round: int = 1
+    """Which clarification round (1 = the first questions)."""
+
+
+class ModeratorNote(BaseModel):
+    id: str
+    text: str
+    after_round: int
+    """Agents see it verbatim from their next call on."""
+    ts: float = Field(default_factory=time.time)
+
+
+class ConvergenceScore(BaseModel):
+    round: int
+    confidence: int | None
+    reason: str = ""
+
+
 class Round(BaseModel):
     number: int
     contributions: list[Contribution] = Field(default_factory=list)
@@ -315,6 +350,11 @@ class DebateState(BaseModel):
     """Sequence number of the last event applied; resume replays the log after it."""
     error: str | None = None
     totals: CallMetadata = Field(default_factory=CallMetadata)
+    clarifications: list[Clarification] = Field(default_factory=list)
+    notes: list[ModeratorNote] = Field(default_factory=list)
+    convergence: list[ConvergenceScore] = Field(default_factory=list)
+    clarified: bool = False
+    """The clarification step finished (resume does not ask again)."""
 
     def round(self, number: int) -> Round:
         while len(self.rounds) < number:

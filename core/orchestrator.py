@@ -25,7 +25,13 @@ from core.context.index import DebateIndex
 from core.context.summarize import SummaryJob, Summarizer
 from core.context.view import ContextOverflow, ViewBuilder
 from core.events import (
+    BudgetReached,
     CallFailed,
+    ClarificationsAnswered,
+    ClarificationsAsked,
+    Converged,
+    ConvergenceScored,
+    NoteInjected,
     CallStarted,
     ContributionAdded,
     ControlChanged,
@@ -45,12 +51,15 @@ from core.events import (
     Token,
     Warning_,
 )
-from core.judge import parse_solution
+from core.judge import parse_confidence, parse_json_object, parse_solution
 from core.models import (
     JUDGE_ID,
     AgentInfo,
     CallMetadata,
+    Clarification,
     Contribution,
+    ConvergenceScore,
+    ModeratorNote,
     DebateState,
     MootConfig,
     Summary,
@@ -58,6 +67,7 @@ from core.models import (
     ViewRecord,
 )
 from core.providers.base import RESTART, CallHint, Completion, Message, ProviderError
+from core.pricing import call_cost
 from core.providers.pool import ProviderPool
 from core.secrets import redact
 from core.state import apply, find_contribution, new_state
@@ -65,6 +75,14 @@ from core.state import apply, find_contribution, new_state
 
 class StopRequested(Exception):
     pass
+
+
+class BudgetExhausted(Exception):
+    """The cost or token cap was reached: start no more calls, but still synthesize."""
+
+
+Clarifier = Callable[[list[Clarification]], Awaitable[list[str]]]
+"""Asks the user: gets the questions, returns one answer per question ("" = no answer)."""
 
 
 class DebateAborted(Exception):
@@ -104,6 +122,7 @@ class Orchestrator:
         bus: EventBus | None = None,
         ids: Ids | None = None,
         clock: Callable[[], float] | None = None,
+        clarifier: Clarifier | None = None,
     ) -> None:
         self.config = config
         self.problem = problem
@@ -130,6 +149,9 @@ class Orchestrator:
         self._summary_locks: dict[str, asyncio.Lock] = {}
         self.summarizer = Summarizer(self.index, self.builder, self._summarize_call, self.ids)
         self.phase: str = ""
+        self.clarifier = clarifier
+        self._budget_hit = False
+        self._synthesizing = False
 
     # ------------------------------------------------------------------ commands
 
@@ -156,6 +178,15 @@ class Orchestrator:
             self._stop = True
             self._running.set()
             self.emit(ControlChanged(action="stop"))
+
+    def inject(self, text: str) -> ModeratorNote:
+        """A moderator note every agent sees verbatim, from its next call on."""
+        text = text.strip()
+        if not text:
+            raise ValueError("an empty note")
+        note = ModeratorNote(id=self.ids("note"), text=text, after_round=self.state.current_round)
+        self.emit(NoteInjected(note=note))
+        return note
 
     @property
     def paused(self) -> bool:
@@ -217,17 +248,33 @@ class Orchestrator:
                     config=public_config(self.config),
                     provider_label=", ".join(sorted({a.provider for a in [*self.agents, self.judge]})),
                 ))
+            settings = self.config.debate
+            if settings.clarify and not self.state.clarified:
+                await self._clarification_phase()
             total = self.state.total_rounds
-            for r in range(max(1, self.state.current_round), total + 1):
-                if self.state.current_round < r:
-                    self.emit(RoundStarted(round=r))
-                await self._phase(r, "summarize", self._summarization_phase)
-                await self._phase(r, "proposal", self._proposal_phase)
-                await self._phase(r, "critique", self._critique_phase)
-                await self._phase(r, "refinement", self._refinement_phase)
+            last = max(1, self.state.current_round)
+            status = "completed"
+            try:
+                for r in range(max(1, self.state.current_round), total + 1):
+                    last = r
+                    if self.state.current_round < r:
+                        self.emit(RoundStarted(round=r))
+                    await self._phase(r, "summarize", self._summarization_phase)
+                    await self._phase(r, "proposal", self._proposal_phase)
+                    await self._phase(r, "critique", self._critique_phase)
+                    await self._phase(r, "refinement", self._refinement_phase)
+                    if settings.termination == "convergence" and r < total and await self._converged(r):
+                        break
+            except BudgetExhausted as exc:
+                status = "stopped_budget"
+                self.emit(BudgetReached(reason=str(exc)))
             if self.state.final_solution is None:
-                await self._phase(total, "synthesis", self._synthesis_phase)
-            self.emit(DebateCompleted(status="completed", totals=self.state.totals))
+                if not self.state.all_contributions():
+                    raise DebateAborted("nothing to synthesize: no contribution was made")
+                self._synthesizing = True
+                final = max(r.number for r in self.state.rounds if r.contributions)
+                await self._phase(final if status != "completed" else last, "synthesis", self._synthesis_phase)
+            self.emit(DebateCompleted(status=status, totals=self.state.totals))
         except StopRequested:
             self.emit(DebateInterrupted(status="stopped", reason="stopped by the user"))
         except asyncio.CancelledError:
@@ -246,24 +293,104 @@ class Orchestrator:
         self.emit(PhaseCompleted(round=r, phase=phase))  # type: ignore[arg-type]
 
     async def _gate(self) -> None:
-        """The call boundary: wait while paused, stop when asked."""
+        """The call boundary: wait while paused, stop when asked, respect the budget."""
         if self._stop:
             raise StopRequested
         await self._running.wait()
         if self._stop:
             raise StopRequested
+        if not self._synthesizing:
+            self._check_budget()
+
+    def _check_budget(self) -> None:
+        s = self.config.debate
+        t = self.state.totals
+        if s.max_cost_usd is not None and t.cost_usd >= s.max_cost_usd:
+            raise BudgetExhausted(f"cost ${t.cost_usd:.4f} reached the cap of ${s.max_cost_usd:.4f}")
+        used = t.prompt_tokens + t.completion_tokens
+        if s.max_total_tokens is not None and used >= s.max_total_tokens:
+            raise BudgetExhausted(f"{used} tokens reached the cap of {s.max_total_tokens}")
 
     async def _gather(self, coros: list[Awaitable[None]]) -> None:
-        tasks = [asyncio.ensure_future(c) for c in coros]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        """Run calls in parallel. A stop or budget stop lets calls in flight finish (they
+        are paid for); any other error wins over them. Cancellation reaches every call."""
+        results = await asyncio.gather(*coros, return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        for e in errors:
+            if not isinstance(e, (StopRequested, BudgetExhausted)):
+                raise e
+        if errors:
+            raise errors[0]
 
     # ------------------------------------------------------------------ phases
+
+    async def _clarification_phase(self) -> None:
+        """Agents ask up to N questions each; the user answers; optional follow-up rounds."""
+        settings = self.config.debate
+        self.phase = "clarify"
+        for cr in range(1, settings.clarification_rounds + 2):
+            asked: list[Clarification] = []
+
+            async def ask(agent: ResolvedAgent) -> list[Clarification]:
+                await self._gate()
+                record = self._record(agent, 0, "clarify")
+                record.task_params["max_questions"] = settings.clarifications_max_per_agent
+                messages = self.builder.build(record, [], agent.context.input_budget)
+                hint = CallHint(phase="clarify", role=agent.role, agent_id=agent.id, round=cr, problem=self.problem,
+                                extra={"max_questions": settings.clarifications_max_per_agent})
+                try:
+                    completion = await self._complete(agent, record, messages, hint)
+                except ProviderError as exc:
+                    self.emit(Warning_(message=f"{agent.id} could not ask questions: {exc}", agent_id=agent.id))
+                    return []
+                return [Clarification(agent_id=agent.id, question=q, round=cr)
+                        for q in _questions(completion.content)[: settings.clarifications_max_per_agent]]
+
+            for qs in await asyncio.gather(*(ask(a) for a in self.agents)):
+                asked.extend(qs)
+            last = cr == settings.clarification_rounds + 1 or not asked
+            if asked:
+                self.emit(ClarificationsAsked(round=cr, questions=asked))
+                answers = await self._answers(asked)
+                for c, a in zip(asked, answers):
+                    c.answer = a.strip()
+            self.emit(ClarificationsAnswered(round=cr, answers=asked, done=last))
+            if last:
+                return
+
+    async def _answers(self, questions: list[Clarification]) -> list[str]:
+        if self.clarifier is None:
+            self.emit(Warning_(message="no one to answer the clarifying questions; going on without answers"))
+            return [""] * len(questions)
+        answers = list(await self.clarifier(questions))
+        return (answers + [""] * len(questions))[: len(questions)]
+
+    async def _converged(self, r: int) -> bool:
+        """The judge scores how converged round r is; True when at or above the threshold."""
+        if any(c.round == r for c in self.state.convergence):
+            score = next(c for c in self.state.convergence if c.round == r)
+        else:
+            await self._gate()
+            j = self.judge
+            record = self._record(j, r, "score")
+            record.task_contribution_ids = [c.id for c in self.state.round(r).contributions if c.type == "refinement"]
+            messages = self.builder.build(record, [], j.context.input_budget)
+            hint = CallHint(phase="score", role=j.role, agent_id=j.id, round=r, problem=self.problem)
+            self.phase = "score"
+            try:
+                completion = await self._complete(j, record, messages, hint)
+            except ProviderError as exc:
+                self.emit(Warning_(message=f"convergence check failed: {exc}; continuing", agent_id=j.id))
+                return False
+            obj = parse_json_object(completion.content) or {}
+            score = ConvergenceScore(round=r, confidence=parse_confidence(obj.get("confidence")),
+                                     reason=str(obj.get("reason", ""))[:300])
+            self.emit(ConvergenceScored(score=score))
+        threshold = self.config.debate.convergence_threshold
+        if score.confidence is not None and score.confidence >= threshold:
+            self.emit(Converged(round=r, confidence=score.confidence, threshold=threshold))
+            return True
+        return False
 
     async def _summarization_phase(self, r: int) -> None:
         async def one(agent: ResolvedAgent) -> None:
@@ -321,6 +448,8 @@ class Orchestrator:
                 task_key=f"{agent.id}/summarize", summary_id=self.ids("sum"),
             )
             summary, fallback = await self.summarizer.run(job)
+            md = summary.metadata
+            md.cost_usd = self._cost(agent, job.model, md.prompt_tokens, md.completion_tokens)
             if fallback:
                 self.emit(Warning_(message=f"{agent.id}: {fallback}; used a rule-based summary", agent_id=agent.id))
             self.emit(SummaryAdded(summary=summary))
@@ -387,6 +516,8 @@ class Orchestrator:
                     judge=True,
                 )
                 summary, fallback = await self.summarizer.run(job)
+                md = summary.metadata
+                md.cost_usd = self._cost(j, job.model, md.prompt_tokens, md.completion_tokens)
                 if fallback:
                     self.emit(Warning_(message=f"judge: {fallback}; used a rule-based summary", agent_id=j.id))
                 self.emit(SummaryAdded(summary=summary, judge=True))
@@ -417,11 +548,29 @@ class Orchestrator:
             params.update(round=r, total_rounds=self.state.total_rounds)
         if target is not None:
             params.update(target_name=target.name, target_role=target.role)
+        notes = self._notes_text()
         return ViewRecord(
             call_id=self.ids("call"), agent_id=agent.id, round=r, phase=phase,  # type: ignore[arg-type]
             target_agent_id=target.id if target else None, model=agent.model,
             system_key=f"{agent.id}/system", task_key=f"{agent.id}/{task_kind}", task_params=params,
+            inline={"notes": notes} if notes else {},
         )
+
+    def _notes_text(self) -> str:
+        """The user's answers to clarifying questions and the moderator's notes, verbatim.
+        They ride in every task (never in the summarized history), so they are never lost."""
+        parts: list[str] = []
+        answered = [c for c in self.state.clarifications]
+        if answered:
+            lines = ["## Clarifications from the user"]
+            for c in answered:
+                lines.append(f"- Q ({self.index.name(c.agent_id)}): {c.question}\n  A: {c.answer or '(no answer)'}")
+            parts.append("\n".join(lines))
+        if self.state.notes:
+            lines = ["## Moderator notes (follow them)"]
+            lines += [f"- {n.text}" for n in self.state.notes]
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts)
 
     async def _contribute(self, agent: ResolvedAgent, r: int, kind: str, *, target: ResolvedAgent | None = None,
                           required: bool) -> None:
@@ -456,11 +605,18 @@ class Orchestrator:
         )))
 
     def _meta(self, agent: ResolvedAgent, record: ViewRecord, completion: Completion) -> CallMetadata:
+        model = completion.model or agent.model
         return CallMetadata(
             prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
-            latency_ms=completion.latency_ms, model=completion.model or agent.model, provider=agent.provider,
+            latency_ms=completion.latency_ms, model=model, provider=agent.provider,
             call_id=record.call_id, attempts=completion.attempts,
+            cost_usd=self._cost(agent, model, completion.prompt_tokens, completion.completion_tokens),
         )
+
+    def _cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int) -> float:
+        if agent.provider == "demo":
+            return 0.0
+        return call_cost(model, prompt, completion, self.config.debate.prices)
 
     async def _summarize_call(self, record: ViewRecord, messages: list[Message], max_tokens: int) -> Completion:
         agent = self._by_id[record.agent_id]
@@ -498,3 +654,15 @@ class Orchestrator:
                 self.emit(CallFailed(call_id=call_id, agent_id=agent.id, error=message, will_retry=False))
                 raise ProviderError(message, status=exc.status) from None
 
+
+def _questions(text: str) -> list[str]:
+    """Questions from a clarify answer: JSON {"questions": [...]}, tolerant of strings or objects."""
+    obj = parse_json_object(text)
+    raw = obj.get("questions", []) if obj else []
+    out = []
+    for q in raw if isinstance(raw, list) else []:
+        if isinstance(q, dict):
+            q = q.get("question") or q.get("text") or ""
+        if isinstance(q, str) and q.strip():
+            out.append(q.strip()[:500])
+    return out

@@ -49,10 +49,24 @@ def describe(event: Event) -> str | None:
     if t == "synthesis_completed":
         conf = event.solution.confidence
         return f"── synthesis: confidence {conf if conf is not None else 'n/a'}"
+    if t == "clarifications_answered":
+        n = sum(1 for a in event.answers if a.answer)
+        return f"   clarify    {len(event.answers)} question(s), {n} answered"
+    if t == "note_injected":
+        return f"   note       moderator: {event.note.text}"
+    if t == "convergence_scored":
+        c = event.score.confidence
+        return f"   converge?  round {event.score.round}: judge confidence {c if c is not None else 'n/a'}"
+    if t == "converged":
+        return f"── converged after round {event.round} (confidence {event.confidence} ≥ {event.threshold})"
+    if t == "budget_reached":
+        return f"── budget reached: {event.reason}; the judge synthesizes from what exists"
     if t == "control":
         return f"   {event.action} requested"
     if t == "debate_completed":
-        return f"debate {event.status}: {_k(event.totals.prompt_tokens)} prompt + {_k(event.totals.completion_tokens)} completion tokens"
+        cost = f", ${event.totals.cost_usd:.4f}" if event.totals.cost_usd else ""
+        return (f"debate {event.status}: {_k(event.totals.prompt_tokens)} prompt + "
+                f"{_k(event.totals.completion_tokens)} completion tokens{cost}")
     if t == "debate_interrupted":
         return f"debate {event.status}: {event.reason}"
     if t == "debate_failed":

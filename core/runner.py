@@ -26,6 +26,8 @@ class SessionOptions:
     deterministic_ids: bool = False
     backoff_base_s: float = 0.5
     clock: object | None = None
+    clarifier: object | None = None
+    """Answers clarifying questions (see core.orchestrator.Clarifier); None: no answers."""
 
 
 @dataclass
@@ -86,7 +88,7 @@ def new_session(
     lock.acquire()
     ids = Ids(seed="" if opts.deterministic_ids else None)
     orch = Orchestrator(config, problem, debate_id=folder.id, providers=providers, default_provider=default, ids=ids,
-                        clock=opts.clock)  # type: ignore[arg-type]
+                        clock=opts.clock, clarifier=opts.clarifier)  # type: ignore[arg-type]
     # Fail on a missing key before anything runs.
     for agent in [*orch.agents, orch.judge]:
         providers.get(agent)
@@ -112,7 +114,8 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
                                  max_retries=config.debate.max_retries, backoff_base_s=opts.backoff_base_s)
         orch = Orchestrator(config, state.problem, debate_id=folder.id, providers=providers,
                             default_provider=default_provider_name(base_url), state=state,
-                            ids=Ids(seed=f"r{state.last_seq}-" if opts.deterministic_ids else None))
+                            ids=Ids(seed=f"r{state.last_seq}-" if opts.deterministic_ids else None),
+                            clarifier=opts.clarifier)  # type: ignore[arg-type]
         for agent in [*orch.agents, orch.judge]:
             providers.get(agent)
     except (StoreError, ConfigError):

@@ -59,6 +59,13 @@ def apply(state: DebateState, event: Event) -> DebateState:
     elif t == "synthesis_completed":
         state.final_solution = event.solution
         _add_usage(state, event.solution.metadata)
+    elif t == "clarifications_answered":
+        state.clarifications = [c for c in state.clarifications if c.round != event.round] + list(event.answers)
+        state.clarified = state.clarified or event.done
+    elif t == "note_injected":
+        state.notes.append(event.note)
+    elif t == "convergence_scored":
+        state.convergence = [c for c in state.convergence if c.round != event.score.round] + [event.score]
     elif t == "debate_completed":
         state.status = event.status  # type: ignore[assignment]
     elif t == "debate_interrupted":

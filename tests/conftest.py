@@ -60,13 +60,14 @@ async def run_debate(
     return state, session.folder
 
 
-def moot(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def moot(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None,
+         input_text: str | None = None) -> subprocess.CompletedProcess:
     """Run the real CLI in a subprocess (headless: stdout is a pipe)."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY")}
     full_env["PYTHONPATH"] = str(ROOT)
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, cwd=cwd)
+                          timeout=timeout, env=full_env, cwd=cwd, input=input_text if input_text is not None else "")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
