@@ -331,7 +331,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"no debates in {sd.root}", file=sys.stderr)
         return EXIT_OK
     for r in rows:
-        print(f"{r['id']}  {r['status']:<14} {str(r['rounds']):>7}  {r.get('created', ''):16}  {r['problem']}")
+        demo = " [DEMO]" if r.get("demo") else ""
+        print(f"{r['id']}  {r['status']:<14} {str(r['rounds']):>7}  {r.get('created', ''):16}  {r['problem']}{demo}")
     return EXIT_OK
 
 
@@ -346,6 +347,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"debate {state.id} · {state.status} · {len(state.rounds)}/{state.total_rounds} rounds")
     print(f"problem: {state.problem.splitlines()[0] if state.problem else ''}")
     print("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{a.model})" for a in state.agents))
+    if any(a.provider == "demo" for a in [*state.agents, *([state.judge] if state.judge else [])]):
+        print("provider: DEMO (offline, scripted answers, not a real model)")
     for rnd in state.rounds:
         kinds: dict[str, int] = {}
         for c in rnd.contributions:

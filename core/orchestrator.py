@@ -432,17 +432,18 @@ class Orchestrator:
         lock = self._summary_locks.setdefault(agent.id, asyncio.Lock())
         async with lock:
             cfg = agent.summarization
+            strategy = cfg.strategy
             previous = self.index.latest_summary.get(agent.id)
-            if cfg.strategy == "rolling":
-                items = self.index.uncovered_items(agent.id, previous)
-            else:
+            items = self.index.uncovered_items(agent.id, previous) if strategy == "rolling" else []
+            if strategy == "fresh" or (not items and trigger == "manual"):
+                # a manual request always yields a summary: with nothing new to fold, redo it whole
+                strategy, previous = "fresh", None
                 items = self.index.perspective_items(agent.id)
-                previous = None
             if not items:
                 return None
             job = SummaryJob(
                 agent_id=agent.id, role=agent.role, round=r, trigger=trigger, items=items, previous=previous,
-                method=cfg.method, strategy=cfg.strategy, max_chars=cfg.max_length, max_tokens=cfg.max_summary_tokens,
+                method=cfg.method, strategy=strategy, max_chars=cfg.max_length, max_tokens=cfg.max_summary_tokens,
                 model=cfg.model or agent.model, budget=agent.context.input_budget,
                 reserve=agent.context.reserve_output_tokens, system_key=f"{agent.id}/system",
                 task_key=f"{agent.id}/summarize", summary_id=self.ids("sum"),
