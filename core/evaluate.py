@@ -1,0 +1,333 @@
+"""`moot eval`: independent evaluator agents score a debate's final solution.
+
+Evaluators are configured separately from the debate (their own JSON/TOML file),
+run concurrently through the same Provider interface as the debaters, and are
+parsed tolerantly: one evaluator's garbage or failure is reported, never fatal,
+unless every evaluator fails. The debate folder is only read, never written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import io
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from core import prompts
+from core.config import (DEFAULT_DEMO_MODEL, DEFAULT_OPENAI_MODEL, ConfigError, ResolvedAgent,
+                         describe_validation_error, read_config_file)
+from core.judge import parse_json_object
+from core.models import AgentConfig, ContextConfig, DebateState, Solution, SummarizationConfig
+from core.providers.base import CallHint, ProviderError
+from core.providers.pool import ProviderPool, default_provider_name
+from core.report import cell, load_state, table, write_output
+from core.store import StateDir
+
+CRITERIA: tuple[str, ...] = ("functional_completeness", "performance", "security", "maintainability",
+                             "testability", "requirements_fulfilment", "overall")
+_ALIASES = {"requirements_fulfillment": "requirements_fulfilment", "requirements": "requirements_fulfilment",
+            "completeness": "functional_completeness", "overall_score": "overall"}
+_NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:/\s*10)?\s*$")
+EVAL_MAX_TOKENS = 1200
+FORMATS = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv"}
+
+
+class EvaluatorConfig(BaseModel):
+    """One evaluator. Unset provider/model fall back as for debaters (demo without a key)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str | None = None
+    model: str | None = None
+    provider: Literal["openai", "demo"] | None = None
+    base_url: str | None = None
+    temperature: float = Field(0.1, ge=0, le=2)
+    system_prompt_path: str | None = None
+    user_prompt_path: str | None = None
+    timeout_s: float = Field(60.0, gt=0)
+
+
+class EvalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agents: list[EvaluatorConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> EvalConfig:
+        ids = [a.id for a in self.agents]
+        dup = next((i for i in ids if ids.count(i) > 1), None)
+        if dup:
+            raise ValueError(f"duplicate evaluator id {dup!r}")
+        return self
+
+
+def load_eval_config(path: Path, *, provider: str | None = None, model: str | None = None,
+                     base_url: str | None = None) -> list[EvaluatorConfig]:
+    """Evaluators with CLI overrides applied and provider/model resolved; ConfigError (exit 4) if invalid."""
+    try:
+        cfg = EvalConfig.model_validate(read_config_file(path))
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, str(path))) from None
+    out = []
+    for ev in cfg.agents:
+        url = base_url or ev.base_url
+        prov = provider or ev.provider or default_provider_name(url)
+        mod = model or ev.model or (DEFAULT_DEMO_MODEL if prov == "demo" else DEFAULT_OPENAI_MODEL)
+        out.append(ev.model_copy(update={"provider": prov, "model": mod, "base_url": url}))
+    return out
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+@dataclass
+class Score:
+    value: int | None
+    """1–10, or None when the evaluator's value was missing or invalid (then `note` says why)."""
+    reason: str = ""
+    raw: Any = None
+    note: str | None = None
+
+
+@dataclass
+class EvaluatorResult:
+    id: str
+    name: str
+    provider: str
+    model: str
+    scores: dict[str, Score] = field(default_factory=dict)
+    error: str | None = None
+    latency_ms: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def parse_value(raw: Any) -> tuple[int | None, str | None]:
+    """An int 1–10 from an int, a float (rounded half up) or a numeric string like "8" or "7.5/10"."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        return None, "no score given" if raw is None else f"{raw!r} is not a number"
+    m = _NUMBER.match(raw) if isinstance(raw, str) else None
+    if isinstance(raw, str) and not m:
+        return None, f"{raw!r} is not a number"
+    number = float(m.group(1)) if m else float(raw)
+    if not math.isfinite(number) or not 1 <= number <= 10:
+        return None, f"{raw!r} is outside 1–10"
+    return int(math.floor(number + 0.5)), None
+
+
+def _key(name: object) -> str:
+    k = re.sub(r"[\s-]+", "_", str(name).strip().lower())
+    return _ALIASES.get(k, k)
+
+
+def parse_scores(text: str) -> dict[str, Score]:
+    """Scores per criterion from an evaluator's reply; ValueError when nothing usable is in it."""
+    obj = parse_json_object(text)
+    if obj is None:
+        snippet = " ".join(text.split())[:60]
+        raise ValueError(f"the answer is not JSON: {snippet!r}" if snippet else "the answer is empty")
+    found: dict[str, Any] = {}
+    raw_scores = obj.get("scores", obj)
+    if isinstance(raw_scores, list):  # [{"criterion": ..., "score": ..., "reason": ...}, ...]
+        raw_scores = {e.get("criterion", e.get("name")): e for e in raw_scores if isinstance(e, dict)}
+    if isinstance(raw_scores, dict):
+        for key, value in raw_scores.items():
+            found.setdefault(_key(key), value)
+    if not any(c in found for c in CRITERIA):
+        raise ValueError("the answer names none of the criteria")
+    scores: dict[str, Score] = {}
+    for c in CRITERIA:
+        entry = found.get(c)
+        raw, reason = entry, ""
+        if isinstance(entry, dict):
+            raw = next((entry[k] for k in ("score", "value", "rating") if k in entry), None)
+            reason = next((str(entry[k]) for k in ("reason", "justification", "rationale") if entry.get(k)), "")
+        value, note = parse_value(raw) if c in found else (None, "not scored")
+        scores[c] = Score(value, " ".join(reason.split()), raw, note)
+    if all(s.value is None for s in scores.values()):
+        first = next(f"{c}: {s.note}" for c, s in scores.items())
+        raise ValueError(f"no valid score in the answer ({first})")
+    return scores
+
+
+def averages(results: list[EvaluatorResult]) -> dict[str, float | None]:
+    """Mean per criterion over the valid scores only (invalid values and failed evaluators are excluded)."""
+    out: dict[str, float | None] = {}
+    for c in CRITERIA:
+        vals = [r.scores[c].value for r in results if not r.error and c in r.scores]
+        nums = [v for v in vals if v is not None]
+        out[c] = round(sum(nums) / len(nums), 2) if nums else None
+    return out
+
+
+# --------------------------------------------------------------------------- running
+
+
+def solution_block(sol: Solution) -> str:
+    """The final solution as the evaluators see it (without the judge's confidence, to avoid anchoring)."""
+    parts = [sol.description.strip()]
+    for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
+                         ("Unresolved points", sol.unresolved)):
+        if items:
+            parts.append(f"{title}:\n" + "\n".join(f"- {i}" for i in items))
+    return "\n\n".join(parts)
+
+
+async def run_evaluators(state: DebateState, evaluators: list[EvaluatorConfig], *,
+                         demo_delay: float | None = None) -> list[EvaluatorResult]:
+    """Every evaluator, concurrently; a failure is recorded on its result, never raised.
+
+    Prompts and providers are prepared first, so a bad prompt path or a missing key is
+    a configuration error (exit 4) before any call is made."""
+    assert state.final_solution is not None
+    solution = solution_block(state.final_solution)
+    pools: dict[float, ProviderPool] = {}
+    jobs = []
+    for ev in evaluators:
+        pool = pools.setdefault(ev.timeout_s, ProviderPool(demo_delay=demo_delay, timeout_s=ev.timeout_s,
+                                                           max_retries=2))
+        agent = AgentConfig(id=ev.id, name=ev.name, role="generalist", model=ev.model, provider=ev.provider,
+                            temperature=ev.temperature, base_url=ev.base_url)
+        provider = pool.get(ResolvedAgent(config=agent, summarization=SummarizationConfig(), context=ContextConfig(),
+                                          provider=str(ev.provider), model=str(ev.model)))
+        user = prompts.render(prompts.load("evaluator", "evaluate", ev.user_prompt_path),
+                              problem=state.problem, solution=solution)
+        messages = [{"role": "system", "content": prompts.load("evaluator", "system", ev.system_prompt_path)},
+                    {"role": "user", "content": user}]
+        jobs.append(_evaluate_one(ev, provider, messages, state.problem))
+    try:
+        return list(await asyncio.gather(*jobs))
+    finally:
+        for pool in pools.values():
+            await pool.aclose()
+
+
+async def _evaluate_one(ev: EvaluatorConfig, provider: Any, messages: list[dict[str, str]],
+                        problem: str) -> EvaluatorResult:
+    result = EvaluatorResult(ev.id, ev.name or ev.id, str(ev.provider), str(ev.model))
+    hint = CallHint(phase="evaluate", role="evaluator", agent_id=ev.id, problem=problem)
+    try:
+        done = await provider.complete(messages, model=str(ev.model), temperature=ev.temperature,
+                                       max_tokens=EVAL_MAX_TOKENS, hint=hint)
+    except ProviderError as exc:
+        result.error = str(exc)
+        return result
+    except Exception as exc:  # noqa: BLE001 - one evaluator must not sink the others
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    result.latency_ms, result.model = done.latency_ms, done.model or result.model
+    result.prompt_tokens, result.completion_tokens = done.prompt_tokens, done.completion_tokens
+    try:
+        result.scores = parse_scores(done.content)
+    except ValueError as exc:
+        result.error = str(exc)
+    return result
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _shown(s: Score | None) -> str:
+    if s is None:
+        return "—"
+    if s.value is not None:
+        return str(s.value)
+    return "missing" if s.raw is None else f"invalid ({s.raw})"
+
+
+def render_markdown(state: DebateState, results: list[EvaluatorResult]) -> str:
+    avg = averages(results)
+    ok = [r for r in results if not r.error]
+    conf = state.final_solution.confidence if state.final_solution else None
+    out = [f"# Evaluation: {state.problem.strip().splitlines()[0] if state.problem.strip() else state.id}", "",
+           f"Debate `{state.id}` · judge's confidence {conf if conf is not None else 'n/a'} · "
+           f"{len(results)} evaluators, {len(ok)} with valid scores", ""]
+    if any(r.provider == "demo" for r in results):
+        out += ["> **DEMO** — scores from the offline demo provider are scripted, not a model's judgement.", ""]
+    header = ["Criterion", *(r.id for r in results), "Average"]
+    rows = [[c, *("error" if r.error else _shown(r.scores.get(c)) for r in results),
+             "—" if avg[c] is None else f"{avg[c]:.1f}"] for c in CRITERIA]
+    out += [*table(header, rows, right=range(1, len(header))), "", "## Reasons", ""]
+    for r in results:
+        name = f"{cell(r.name)}; " if r.name != r.id else ""
+        out += [f"### {r.id} ({name}{r.provider}: {r.model})", ""]
+        if r.error:
+            out += [f"**Failed:** {r.error}", ""]
+            continue
+        for c, s in r.scores.items():
+            mark = str(s.value) if s.value is not None else f"{_shown(s)}, excluded: {s.note}"
+            out.append(f"- **{c}** — {mark}" + (f": {s.reason}" if s.reason else ""))
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_json(state: DebateState, results: list[EvaluatorResult]) -> str:
+    evaluators = [{
+        "id": r.id, "name": r.name, "provider": r.provider, "model": r.model, "error": r.error,
+        "latency_ms": r.latency_ms, "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
+        "scores": {c: {"score": s.value, "valid": s.value is not None, "reason": s.reason, "raw": s.raw,
+                       "note": s.note} for c, s in r.scores.items()},
+    } for r in results]
+    data = {"debate_id": state.id, "problem": state.problem, "criteria": list(CRITERIA),
+            "demo": any(r.provider == "demo" for r in results), "evaluators": evaluators,
+            "averages": averages(results)}
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def render_csv(results: list[EvaluatorResult]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["criterion", "evaluator", "score", "reason", "note"])
+    for r in results:
+        for c in CRITERIA:
+            s = r.scores.get(c)
+            if r.error or s is None:
+                w.writerow([c, r.id, "", "", f"error: {r.error}" if r.error else "not scored"])
+            else:
+                w.writerow([c, r.id, "" if s.value is None else s.value, s.reason, s.note or ""])
+    for c, a in averages(results).items():
+        w.writerow([c, "average", "" if a is None else f"{a:.2f}", "", ""])
+    return buf.getvalue()
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from core.cli import CliError
+
+    fmt = "md"
+    if args.output:
+        suffix = Path(args.output).suffix.lower()
+        if suffix not in FORMATS:
+            raise CliError(f"unknown output format {suffix or '(none)'!r} for {args.output}; use .md, .json or .csv")
+        fmt = FORMATS[suffix]
+    evaluators = load_eval_config(Path(args.config), provider=args.provider, model=args.model,
+                                  base_url=args.base_url)
+    state = load_state(StateDir(args.state_dir).open(args.id))
+    if state.final_solution is None:
+        raise CliError(f"debate {state.id} has no final solution (status {state.status}); nothing to evaluate")
+    demo = [ev.id for ev in evaluators if ev.provider == "demo"]
+    if demo:
+        verb = "uses" if len(demo) == 1 else "use"
+        print(f"moot: {', '.join(demo)} {verb} the offline DEMO provider (scripted scores)", file=sys.stderr)
+    results = asyncio.run(run_evaluators(state, evaluators, demo_delay=args.demo_delay))
+    failed = [r for r in results if r.error]
+    if len(failed) == len(results):
+        raise ProviderError(f"all {len(results)} evaluators failed; {failed[0].id}: {failed[0].error}")
+    for r in failed:
+        print(f"moot: evaluator {r.id} failed: {r.error}", file=sys.stderr)
+    text = (render_json(state, results) if fmt == "json" else render_csv(results) if fmt == "csv"
+            else render_markdown(state, results))
+    if args.output:
+        write_output(Path(args.output), text)
+        print(f"evaluation written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0

@@ -1,0 +1,307 @@
+"""`moot report`: a saved debate as one markdown document.
+
+The report is rendered from the folded DebateState alone (no provider, no network),
+so it can be produced for any debate on disk, finished or not. Contribution texts
+are markdown themselves; their headings are demoted below the report's own outline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from core.models import CallMetadata, Contribution, DebateState, Summary
+from core.store import DebateFolder, StateDir, StoreError, write_atomic
+
+_HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+STATUS_TEXT = {
+    "completed": "completed",
+    "running": "running (or ended without a final event)",
+    "failed": "failed",
+    "interrupted": "interrupted (resumable)",
+    "stopped": "stopped by the user",
+    "stopped_budget": "stopped: the token/cost budget was reached",
+}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def load_state(folder: DebateFolder) -> DebateState:
+    """The debate's state; anything unexpected in its files becomes a one-line StoreError.
+
+    `DebateFolder.load` already handles unreadable snapshots and torn logs; this also
+    covers events that parse but cannot be folded (a foreign or hand-edited log)."""
+    try:
+        return folder.load()
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+        raise StoreError(f"{folder.path}: the debate's files are corrupt ({type(exc).__name__})") from None
+
+
+def _outside_code(lines: list[str]) -> tuple[list[bool], str]:
+    """Per line: is it prose (not inside or opening/closing a fenced block)? Plus an unclosed fence."""
+    flags: list[bool] = []
+    fence = ""
+    for line in lines:
+        if f := _FENCE.match(line):
+            fence = f.group(1) if not fence else ("" if f.group(1) == fence else fence)
+            flags.append(False)
+        else:
+            flags.append(not fence)
+    return flags, fence
+
+
+def demote_headings(text: str, top: int) -> str:
+    """Shift markdown headings so the shallowest one sits at level `top` (max 6).
+
+    Headings inside fenced code blocks are left alone, text that is already deep
+    enough keeps its levels, and a code fence left open is closed."""
+    lines = text.splitlines()
+    prose, open_fence = _outside_code(lines)
+    levels = [len(m.group(2)) for line, ok in zip(lines, prose) if ok and (m := _HEADING.match(line))]
+    shift = max(0, top - min(levels)) if levels else 0
+    out: list[str] = []
+    for line, ok in zip(lines, prose):
+        if ok and shift and (m := _HEADING.match(line)):
+            line = m.group(1) + "#" * min(6, len(m.group(2)) + shift) + line[m.end():]
+        out.append(line)
+    if open_fence:  # an unclosed code block would swallow the rest of the report
+        out.append(open_fence)
+    return "\n".join(out).strip()
+
+
+def cell(value: object) -> str:
+    """A value made safe for one markdown table cell."""
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip() or " "
+
+
+def table(header: Iterable[str], rows: Iterable[Iterable[object]], right: Iterable[int] = ()) -> list[str]:
+    """Markdown table lines; columns listed in `right` are right-aligned (numbers)."""
+    header, right = list(header), set(right)
+    align = ["---:" if i in right else "---" for i in range(len(header))]
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _get(obj: Any, name: str, default: Any = "") -> Any:
+    """A field of a model or a dict (clarifications may arrive as either)."""
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+def _usd(value: float) -> str:
+    return f"${value:.4f}"
+
+
+def _meta_line(m: CallMetadata) -> str:
+    cost = f" · {_usd(m.cost_usd)}" if m.cost_usd else ""
+    tries = f" · {m.attempts} attempts" if m.attempts > 1 else ""
+    return (f"_model {m.model or 'n/a'} · {m.prompt_tokens} prompt + {m.completion_tokens} completion tokens"
+            f" · latency {m.latency_ms} ms{cost}{tries}_")
+
+
+def uses_demo(state: DebateState) -> bool:
+    people = [*state.agents, *([state.judge] if state.judge else [])]
+    return any(a.provider == "demo" for a in people)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _header(state: DebateState) -> list[str]:
+    title = state.problem.strip().splitlines()[0] if state.problem.strip() else state.id
+    status = STATUS_TEXT.get(state.status, state.status)
+    if state.error:
+        status += f" — {state.error}"
+    created = time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at))
+    out = [f"# Debate report: {title.lstrip('# ')}", "",
+           f"**Status:** {status} · **Rounds:** {len(state.rounds)}/{state.total_rounds} · "
+           f"**Debate:** `{state.id}` · **Created:** {created}", ""]
+    if uses_demo(state):
+        out += ["> **DEMO** — agents in this debate used the offline demo provider: every answer below is "
+                "scripted, not written by a language model.", ""]
+    return out + ["## Problem", "", demote_headings(state.problem, 3), ""]
+
+
+def _agents(state: DebateState) -> list[str]:
+    rows = [(a.id, a.name, a.role, a.model, a.provider, f"{a.temperature:g}") for a in state.agents]
+    if state.judge:
+        j = state.judge
+        rows.append((j.id if j.id == "judge" else f"{j.id} (judge)", j.name, j.role, j.model, j.provider, f"{j.temperature:g}"))
+    return ["## Agents", "", *table(["Id", "Name", "Role", "Model", "Provider", "Temperature"], rows), ""]
+
+
+def _clarifications(state: DebateState) -> list[str]:
+    items = list(getattr(state, "clarifications", None) or [])
+    if not items:
+        return []
+    out = ["## Clarifications", ""]
+    for c in items:
+        answer = str(_get(c, "answer")).strip() or "_(no answer)_"
+        out += [f"- **{_get(c, 'agent_id')}** asked: {_get(c, 'question')}", f"  - Answer: {answer}"]
+    return out + [""]
+
+
+def _contribution(c: Contribution, verbose: bool) -> list[str]:
+    if c.type == "critique":
+        title = f"### Critique: {c.agent_id} → {c.target_agent_id or '?'}"
+    else:
+        title = f"### {c.type.capitalize()}: {c.agent_id}"
+    out = [title, ""]
+    if c.carried_from:
+        out += [f"_Carried over from its previous refinement ({c.carried_from}); no new call._", ""]
+    elif verbose:
+        out += [_meta_line(c.metadata), ""]
+    return out + [demote_headings(c.content, 4) or "_(empty)_", ""]
+
+
+def _summary_rows(summaries: Iterable[Summary]) -> list[tuple[object, ...]]:
+    rows: list[tuple[object, ...]] = []
+    for s in summaries:
+        m = s.metadata
+        rows.append((s.agent_id, s.trigger, f"{s.method}/{s.strategy}", f"{m.before_tokens} → {m.after_tokens}",
+                     f"{m.before_chars} → {m.after_chars}", s.covered_count, m.fallback_reason or "—"))
+    return rows
+
+
+_SUMMARY_HEAD = ["Agent", "Trigger", "Method/strategy", "Tokens before → after", "Chars before → after",
+                 "Items covered", "Fallback"]
+
+
+def _summary_texts(summaries: Iterable[Summary], verbose: bool) -> list[str]:
+    out: list[str] = []
+    for s in summaries:
+        meta = f" {_meta_line_summary(s)}" if verbose else ""
+        out += ["<details>", f"<summary>Summary for {s.agent_id}{meta}</summary>", "",
+                demote_headings(s.summary, 5) or "_(empty)_", "", "</details>", ""]
+    return out
+
+
+def _meta_line_summary(s: Summary) -> str:
+    m = s.metadata
+    return f"(model {m.model or 'none'}, {m.prompt_tokens}+{m.completion_tokens} tokens, {m.latency_ms} ms)"
+
+
+def _rounds(state: DebateState, verbose: bool) -> list[str]:
+    out: list[str] = []
+    notes = list(getattr(state, "notes", None) or [])
+    scores = {int(_get(s, "round", 0)): s for s in getattr(state, "convergence", None) or []}
+    for rnd in state.rounds:
+        out += [f"## Round {rnd.number}", ""]
+        if rnd.summaries:
+            summaries = list(rnd.summaries.values())
+            out += ["### Summaries", "", *table(_SUMMARY_HEAD, _summary_rows(summaries), right=(5,)), ""]
+            out += _summary_texts(summaries, verbose)
+        order = {"proposal": 0, "critique": 1, "refinement": 2}
+        for c in sorted(rnd.contributions, key=lambda c: order.get(c.type, 3)):
+            out += _contribution(c, verbose)
+        if not rnd.contributions:
+            out += ["_No contributions recorded in this round._", ""]
+        if rnd.number in scores:
+            s = scores[rnd.number]
+            out += [f"**Judge's confidence after round {rnd.number}:** {_get(s, 'confidence', None)} — "
+                    f"{_get(s, 'reason')}", ""]
+        for n in notes:
+            if int(_get(n, "after_round", -1)) == rnd.number:
+                out += [f"> **Moderator note:** {_get(n, 'text')}", ""]
+    return out
+
+
+def _synthesis(state: DebateState, verbose: bool) -> list[str]:
+    out: list[str] = []
+    if state.judge_summary:
+        s = state.judge_summary
+        out += ["## Judge summary", "", "The judge's synthesis read this summary of the final round.", "",
+                *table(_SUMMARY_HEAD, _summary_rows([s]), right=(5,)), "", *_summary_texts([s], verbose)]
+    sol = state.final_solution
+    if sol is None:
+        return out + ["## Final synthesis", "", "_No final synthesis: the debate did not finish._", ""]
+    conf = f"{sol.confidence}/100" if sol.confidence is not None else "n/a"
+    out += ["## Final synthesis", "", f"**Confidence:** {conf} · synthesized by {sol.synthesized_by}", ""]
+    if verbose:
+        out += [_meta_line(sol.metadata), ""]
+    if not sol.parsed:
+        out += ["_The judge's reply was not structured JSON; it is shown as written._", ""]
+    out += [demote_headings(sol.description, 3), ""]
+    for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
+                         ("Unresolved", sol.unresolved)):
+        if items:
+            out += [f"### {title}", "", *(f"- {i.strip()}" for i in items), ""]
+    return out
+
+
+def _totals(state: DebateState) -> list[str]:
+    """Per-agent usage from each contribution's and summary's metadata; the total as recorded."""
+    people = [a.id for a in state.agents] + ([state.judge.id] if state.judge else [])
+    usage: dict[str, list[float]] = {p: [0, 0, 0, 0, 0.0] for p in people}  # calls, prompt, completion, summ, cost
+
+    def add(who: str, m: Any, summary: bool = False) -> None:
+        row = usage.setdefault(who, [0, 0, 0, 0, 0.0])
+        row[0] += 1
+        row[1] += m.prompt_tokens
+        row[2] += m.completion_tokens
+        row[3] += (m.prompt_tokens + m.completion_tokens) if summary else 0
+        row[4] += m.cost_usd
+
+    for rnd in state.rounds:
+        for c in rnd.contributions:
+            if not c.carried_from:
+                add(c.agent_id, c.metadata)
+        for s in rnd.summaries.values():
+            if s.metadata.prompt_tokens or s.metadata.completion_tokens or s.metadata.cost_usd:
+                add(s.agent_id, s.metadata, summary=True)
+    judge = state.judge.id if state.judge else "judge"
+    if state.judge_summary:
+        add(judge, state.judge_summary.metadata, summary=True)
+    if state.final_solution:
+        add(judge, state.final_solution.metadata)
+    rows: list[tuple[object, ...]] = [(who, int(r[0]), int(r[1]), int(r[2]), int(r[3]), _usd(r[4]))
+                                      for who, r in usage.items()]
+    t = state.totals
+    rows.append(("**Total**", "", t.prompt_tokens, t.completion_tokens, "", _usd(t.cost_usd)))
+    out = ["## Tokens and cost", "",
+           f"**{t.prompt_tokens + t.completion_tokens} tokens** ({t.prompt_tokens} prompt + "
+           f"{t.completion_tokens} completion) · **cost {_usd(t.cost_usd)}**", "",
+           *table(["Agent", "Calls", "Prompt", "Completion", "Summarization (included)", "Cost (USD)"], rows,
+                  right=(1, 2, 3, 4, 5)), ""]
+    if uses_demo(state):
+        out += ["_Demo provider calls are free; token counts are real tiktoken counts of the scripted text._", ""]
+    return out
+
+
+def render_report(state: DebateState, verbose: bool = False) -> str:
+    """The whole debate as markdown: pure, so the TUI or a library user can call it too."""
+    parts = [_header(state), _agents(state), _clarifications(state), _rounds(state, verbose),
+             _synthesis(state, verbose), _totals(state)]
+    text = "\n".join(line for part in parts for line in part)
+    return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write atomically; an unwritable path is a one-line error (exit 2)."""
+    from core.cli import CliError
+
+    try:
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    state = load_state(StateDir(args.state_dir).open(args.id))
+    text = render_report(state, verbose=bool(args.verbose))
+    if args.output:
+        write_output(Path(args.output), text)
+        print(f"report written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0
