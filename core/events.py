@@ -8,6 +8,7 @@ which is what makes resume and replay exact.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 from typing import Annotated, Any, Literal, Union
@@ -139,6 +140,8 @@ class ClarificationsAnswered(_Event):
     type: Literal["clarifications_answered"] = "clarifications_answered"
     round: int
     answers: list[Clarification]
+    usage: CallMetadata = Field(default_factory=CallMetadata)
+    """Tokens and cost of the calls that asked these questions."""
     done: bool = False
     """True after the last clarification round: the debate proper starts."""
 
@@ -151,6 +154,7 @@ class NoteInjected(_Event):
 class ConvergenceScored(_Event):
     type: Literal["convergence_scored"] = "convergence_scored"
     score: ConvergenceScore
+    usage: CallMetadata = Field(default_factory=CallMetadata)
 
 
 class Converged(_Event):
@@ -262,6 +266,8 @@ class EventBus:
         self._subs: list[Subscription] = []
         self._listeners: list[Any] = []
         self._seq = 0
+        self._pending: collections.deque[Event] = collections.deque()
+        self._dispatching = False
 
     def set_seq(self, seq: int) -> None:
         self._seq = seq
@@ -288,10 +294,21 @@ class EventBus:
         if event.type != "token":
             self._seq += 1
             event.seq = self._seq
-        for fn in self._listeners:
-            fn(event)
-        for sub in self._subs:
-            sub.offer(event)
+        # A listener may emit (a hook that injects a note): queue it, so every
+        # subscriber still sees events in sequence order.
+        self._pending.append(event)
+        if self._dispatching:
+            return event
+        self._dispatching = True
+        try:
+            while self._pending:
+                e = self._pending.popleft()
+                for fn in self._listeners:
+                    fn(e)
+                for sub in self._subs:
+                    sub.offer(e)
+        finally:
+            self._dispatching = False
         return event
 
     def close(self) -> None:

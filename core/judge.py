@@ -41,8 +41,8 @@ def parse_confidence(value: Any) -> int | None:
         number = float(m.group(0))
     if number != number:  # NaN
         return None
-    if 0 < number <= 1 and isinstance(value, float):
-        number *= 100  # 0.85 means 85
+    if 0 < number < 1 or (number == 1 and isinstance(value, float)):
+        number *= 100  # 0.85 (or "0.85") means 85
     return int(round(min(100.0, max(0.0, number))))
 
 

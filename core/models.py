@@ -119,7 +119,11 @@ class AgentConfig(_Strict):
     @classmethod
     def _check_context(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is not None:
-            ContextConfig(**value)
+            # names, types and bounds here; the pair is checked once merged with the debate's
+            probe = dict(value)
+            if not {"max_context_tokens", "reserve_output_tokens"} <= probe.keys():
+                probe = {"max_context_tokens": 10**9, "reserve_output_tokens": 16, **probe}
+            ContextConfig(**probe)
         return value
 
 
@@ -157,6 +161,11 @@ class MootConfig(_Strict):
     debate: DebateSettings = Field(default_factory=DebateSettings)
     agents: list[AgentConfig] = Field(default_factory=list)
     judge: AgentConfig = Field(default_factory=lambda: AgentConfig(id=JUDGE_ID, role="generalist"))
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _judge_id(cls, value: Any) -> Any:
+        return {"id": JUDGE_ID, "role": "generalist", **value} if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _unique_ids(self) -> MootConfig:
@@ -314,7 +323,10 @@ class Round(BaseModel):
     number: int
     contributions: list[Contribution] = Field(default_factory=list)
     summaries: dict[str, Summary] = Field(default_factory=dict)
-    """Keyed by agent id (the anchor's layout)."""
+    """Keyed by agent id (the anchor's layout): the agent's latest summary of the round."""
+    replaced_summaries: list[Summary] = Field(default_factory=list)
+    """Earlier summaries of the same round (an automatic one, then a manual one), kept
+    because calls made in between refer to them."""
     calls: list[ViewRecord] = Field(default_factory=list)
     started_at: float = Field(default_factory=time.time)
 

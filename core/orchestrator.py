@@ -53,7 +53,6 @@ from core.events import (
 )
 from core.judge import parse_confidence, parse_json_object, parse_solution
 from core.models import (
-    JUDGE_ID,
     AgentInfo,
     CallMetadata,
     Clarification,
@@ -231,7 +230,7 @@ class Orchestrator:
         for kind in prompts.JUDGE_KINDS:
             override = j.config.system_prompt_path if kind == "system" else (
                 j.config.summary_prompt_path if kind == "summarize" else None)
-            out[f"{JUDGE_ID}/{kind}"] = prompts.load("judge", kind, override)
+            out[f"{j.id}/{kind}"] = prompts.load("judge", kind, override)
         return out
 
     async def run(self) -> DebateState:
@@ -252,11 +251,9 @@ class Orchestrator:
             if settings.clarify and not self.state.clarified:
                 await self._clarification_phase()
             total = self.state.total_rounds
-            last = max(1, self.state.current_round)
             status = "completed"
             try:
                 for r in range(max(1, self.state.current_round), total + 1):
-                    last = r
                     if self.state.current_round < r:
                         self.emit(RoundStarted(round=r))
                     await self._phase(r, "summarize", self._summarization_phase)
@@ -273,7 +270,7 @@ class Orchestrator:
                     raise DebateAborted("nothing to synthesize: no contribution was made")
                 self._synthesizing = True
                 final = max(r.number for r in self.state.rounds if r.contributions)
-                await self._phase(final if status != "completed" else last, "synthesis", self._synthesis_phase)
+                await self._phase(final, "synthesis", self._synthesis_phase)
             self.emit(DebateCompleted(status=status, totals=self.state.totals))
         except StopRequested:
             self.emit(DebateInterrupted(status="stopped", reason="stopped by the user"))
@@ -328,8 +325,10 @@ class Orchestrator:
         """Agents ask up to N questions each; the user answers; optional follow-up rounds."""
         settings = self.config.debate
         self.phase = "clarify"
-        for cr in range(1, settings.clarification_rounds + 2):
+        start = 1 + max((c.round for c in self.state.clarifications), default=0)
+        for cr in range(start, settings.clarification_rounds + 2):
             asked: list[Clarification] = []
+            usage = CallMetadata()
 
             async def ask(agent: ResolvedAgent) -> list[Clarification]:
                 await self._gate()
@@ -343,6 +342,10 @@ class Orchestrator:
                 except ProviderError as exc:
                     self.emit(Warning_(message=f"{agent.id} could not ask questions: {exc}", agent_id=agent.id))
                     return []
+                meta = self._meta(agent, record, completion)
+                usage.prompt_tokens += meta.prompt_tokens
+                usage.completion_tokens += meta.completion_tokens
+                usage.cost_usd += meta.cost_usd
                 return [Clarification(agent_id=agent.id, question=q, round=cr)
                         for q in _questions(completion.content)[: settings.clarifications_max_per_agent]]
 
@@ -352,9 +355,9 @@ class Orchestrator:
             if asked:
                 self.emit(ClarificationsAsked(round=cr, questions=asked))
                 answers = await self._answers(asked)
-                for c, a in zip(asked, answers):
-                    c.answer = a.strip()
-            self.emit(ClarificationsAnswered(round=cr, answers=asked, done=last))
+                # copies: the asked event may not be on disk yet and must keep its blanks
+                asked = [c.model_copy(update={"answer": a.strip()}) for c, a in zip(asked, answers)]
+            self.emit(ClarificationsAnswered(round=cr, answers=asked, done=last, usage=usage))
             if last:
                 return
 
@@ -385,7 +388,7 @@ class Orchestrator:
             obj = parse_json_object(completion.content) or {}
             score = ConvergenceScore(round=r, confidence=parse_confidence(obj.get("confidence")),
                                      reason=str(obj.get("reason", ""))[:300])
-            self.emit(ConvergenceScored(score=score))
+            self.emit(ConvergenceScored(score=score, usage=self._meta(j, record, completion)))
         threshold = self.config.debate.convergence_threshold
         if score.confidence is not None and score.confidence >= threshold:
             self.emit(Converged(round=r, confidence=score.confidence, threshold=threshold))
@@ -393,11 +396,15 @@ class Orchestrator:
         return False
 
     async def _summarization_phase(self, r: int) -> None:
+        if self.state.round(r).contributions:
+            return  # the phase finished before the proposals began (a resumed debate)
+
         async def one(agent: ResolvedAgent) -> None:
             if agent.id in self.state.round(r).summaries:
                 return  # done before a resume
             trigger = self._auto_trigger(agent, r)
             if trigger:
+                await self._gate()
                 await self._summarize(agent, r, trigger)
 
         await self._gather([one(a) for a in self.agents])
@@ -513,7 +520,7 @@ class Orchestrator:
                     agent_id=j.id, role=j.role, round=r, trigger="judge", items=final, previous=None,
                     method=cfg.method, strategy="fresh", max_chars=cfg.max_length, max_tokens=cfg.max_summary_tokens,
                     model=cfg.model or j.model, budget=j.context.input_budget, reserve=j.context.reserve_output_tokens,
-                    system_key=f"{JUDGE_ID}/system", task_key=f"{JUDGE_ID}/summarize", summary_id=self.ids("sum"),
+                    system_key=f"{j.id}/system", task_key=f"{j.id}/summarize", summary_id=self.ids("sum"),
                     judge=True,
                 )
                 summary, fallback = await self.summarizer.run(job)
@@ -620,6 +627,7 @@ class Orchestrator:
         return call_cost(model, prompt, completion, self.config.debate.prices)
 
     async def _summarize_call(self, record: ViewRecord, messages: list[Message], max_tokens: int) -> Completion:
+        await self._gate()  # every chunk and reduce call is a call boundary
         agent = self._by_id[record.agent_id]
         record.max_tokens = max_tokens
         hint = CallHint(phase="summarize", role=agent.role, agent_id=agent.id, round=record.round, problem=self.problem,

@@ -45,12 +45,11 @@ def price_for(model: str, overrides: Mapping[str, tuple[float, float]] | None = 
     if overrides and model in overrides:
         return tuple(overrides[model])  # type: ignore[return-value]
     name = model.lower().rsplit("/", 1)[-1]
-    if overrides and name in overrides:
-        return tuple(overrides[name])  # type: ignore[return-value]
-    if name in BUILTIN_PRICES:
-        return BUILTIN_PRICES[name]
-    best = max((k for k in BUILTIN_PRICES if name.startswith(k)), key=len, default=None)
-    return BUILTIN_PRICES[best] if best else None
+    table = {**BUILTIN_PRICES, **{k.lower(): tuple(v) for k, v in (overrides or {}).items()}}
+    if name in table:
+        return table[name]  # type: ignore[return-value]
+    best = max((k for k in table if name.startswith(k)), key=len, default=None)
+    return table[best] if best else None  # type: ignore[return-value]
 
 
 def call_cost(model: str, prompt_tokens: int, completion_tokens: int,

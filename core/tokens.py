@@ -149,4 +149,5 @@ def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> 
     tokens = enc.encode_ordinary(text)
     if len(tokens) <= max_tokens:
         return text
-    return enc.decode(tokens[: max(0, max_tokens)])
+    # errors="ignore": a cut inside a multi-byte character drops it instead of adding U+FFFD
+    return enc.decode(tokens[: max(0, max_tokens)], errors="ignore")

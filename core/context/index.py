@@ -9,8 +9,6 @@ from __future__ import annotations
 from core.events import Event
 from core.models import Contribution, DebateState, Summary
 
-_PHASE_ORDER = {"proposal": 0, "critique": 1, "refinement": 2}
-
 
 class DebateIndex:
     def __init__(self, state: DebateState | None = None) -> None:
@@ -32,10 +30,9 @@ class DebateIndex:
         for info in [*state.agents, *([state.judge] if state.judge else [])]:
             self.names[info.id] = (info.name, info.role)
         for rnd in state.rounds:
-            items = sorted(rnd.contributions, key=lambda c: (_PHASE_ORDER[c.type], c.ts))
-            for c in items:
+            for c in rnd.contributions:  # already in the order they were emitted
                 self.add_contribution(c)
-            for s in rnd.summaries.values():
+            for s in [*rnd.replaced_summaries, *rnd.summaries.values()]:
                 self.add_summary(s)
         if state.judge_summary:
             self.summaries[state.judge_summary.id] = state.judge_summary

@@ -211,6 +211,8 @@ class Summarizer:
     async def _reduce(self, job: SummaryJob, parts: list[str], max_chars: int, max_tokens: int, meta: SummaryMetadata, depth: int) -> str:
         if depth > 8:
             raise ContextOverflow("chunk-and-reduce did not converge")
+        if len(parts) == 1 and depth == 0 and meta.chunks == 1:
+            return parts[0]  # one (huge) item made one chunk: its summary is the summary
         labelled = {f"part{i:04d}": f"### Partial summary {i + 1}\n\n{p}" for i, p in enumerate(parts)}
         rec = self._record(job, [], None, labelled, max_chars)
         fits, _ = self._fits(job, rec)
