@@ -8,7 +8,22 @@ top of the last snapshot, so all three agree by construction.
 from __future__ import annotations
 
 from core.events import Event
-from core.models import DebateState
+from core.models import DebateState, Round
+
+MAX_ROUND = 1000
+"""No debate has more rounds (`debate.rounds` ≤ 1000); a larger number in an event is corruption."""
+
+
+class StateError(ValueError):
+    """An event that cannot belong to this debate (a corrupt or foreign log)."""
+
+
+def _round(state: DebateState, number: int) -> Round:
+    """`state.round(number)`, refusing numbers no real event carries: round 0 would
+    silently pick the last round and a huge one would allocate rounds without end."""
+    if not 1 <= number <= MAX_ROUND:
+        raise StateError(f"round {number} is out of range (1..{MAX_ROUND})")
+    return state.round(number)
 
 
 def new_state(debate_id: str) -> DebateState:
@@ -16,7 +31,10 @@ def new_state(debate_id: str) -> DebateState:
 
 
 def apply(state: DebateState, event: Event) -> DebateState:
-    """Fold one event into `state` (in place) and return it. Token events change nothing."""
+    """Fold one event into `state` (in place) and return it. Token events change nothing.
+
+    Raises StateError for an event no debate could hold (the store turns it into a
+    one-line StoreError naming the log line)."""
     t = event.type
     if t == "token":
         return state
@@ -35,17 +53,17 @@ def apply(state: DebateState, event: Event) -> DebateState:
         state.status = "running"
         state.error = None
     elif t == "round_started":
-        state.round(event.round).started_at = event.ts
+        _round(state, event.round).started_at = event.ts
         state.current_round = event.round
     elif t == "call_started":
         view = event.view
         if view.phase != "synthesis" or view.round:
-            rnd = state.round(max(1, view.round))
+            rnd = _round(state, max(1, view.round))
             rnd.calls = [c for c in rnd.calls if c.call_id != view.call_id]
             rnd.calls.append(view)
     elif t == "contribution_added":
         c = event.contribution
-        rnd = state.round(c.round)
+        rnd = _round(state, c.round)
         if not any(x.id == c.id for x in rnd.contributions):
             rnd.contributions.append(c)
             _add_usage(state, c.metadata)
@@ -54,7 +72,11 @@ def apply(state: DebateState, event: Event) -> DebateState:
         if event.judge:
             state.judge_summary = s
         else:
-            state.round(s.round).summaries[s.agent_id] = s
+            rnd = _round(state, s.round)
+            old = rnd.summaries.get(s.agent_id)
+            if old is not None and old.id != s.id:
+                rnd.replaced_summaries.append(old)
+            rnd.summaries[s.agent_id] = s
         _add_usage(state, s.metadata)
     elif t == "synthesis_completed":
         state.final_solution = event.solution
@@ -62,10 +84,12 @@ def apply(state: DebateState, event: Event) -> DebateState:
     elif t == "clarifications_answered":
         state.clarifications = [c for c in state.clarifications if c.round != event.round] + list(event.answers)
         state.clarified = state.clarified or event.done
+        _add_usage(state, event.usage)
     elif t == "note_injected":
         state.notes.append(event.note)
     elif t == "convergence_scored":
         state.convergence = [c for c in state.convergence if c.round != event.score.round] + [event.score]
+        _add_usage(state, event.usage)
     elif t == "debate_completed":
         state.status = event.status  # type: ignore[assignment]
     elif t == "debate_interrupted":
