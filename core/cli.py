@@ -163,6 +163,10 @@ def read_problem(args: argparse.Namespace) -> str:
         raise CliError("no problem given: `moot run \"Design a URL shortener\"` or `moot run -p problem.md`")
     if not args.problem.strip():
         raise CliError("the problem is empty")
+    try:  # bytes that are not UTF-8 arrive as lone surrogates, which no log line can hold
+        args.problem.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CliError("the problem is not valid UTF-8 text") from None
     return args.problem.strip()
 
 
@@ -204,21 +208,34 @@ async def _run_headless(session: Any, output: str | None) -> int:
     printer = asyncio.create_task(print_events(printer_sub))
     session.start_writer()
     loop = asyncio.get_running_loop()
-    main = asyncio.current_task()
+    engine = asyncio.ensure_future(session.run())
+    interrupted = False
+
+    def on_signal() -> None:
+        # Ctrl-C / SIGTERM: cancel the debate at once (it records `interrupted` and
+        # flushes the log). Signals that come while it flushes are ignored, so a
+        # second Ctrl-C cannot tear the log.
+        nonlocal interrupted
+        if not interrupted and not engine.done():
+            interrupted = True
+            engine.cancel()
+
     stop_signals = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, main.cancel)  # type: ignore[union-attr]
+            loop.add_signal_handler(sig, on_signal)
             stop_signals.append(sig)
         except (NotImplementedError, RuntimeError):  # pragma: no cover
             pass
-    interrupted = False
     try:
-        state = await session.run()
-    except asyncio.CancelledError:
-        interrupted = True
-        state = session.state
-        await session.close()
+        try:
+            state = await engine
+        except asyncio.CancelledError:
+            if not interrupted:
+                raise
+            state = session.state
+            await session.close()
+            interrupted = state.status != "completed"  # the signal came during the final flush
     finally:
         for sig in stop_signals:
             loop.remove_signal_handler(sig)
@@ -226,7 +243,8 @@ async def _run_headless(session: Any, output: str | None) -> int:
         await printer
     folder = session.folder.path
     if interrupted or state.status in ("interrupted", "stopped"):
-        print(f"moot: debate {state.status}; saved in {folder}; continue with `moot resume {state.id}"
+        status = "interrupted" if interrupted else state.status
+        print(f"moot: debate {status}; saved in {folder}; continue with `moot resume {state.id}"
               f"{_sd_flag(folder)}`", file=sys.stderr)
         return EXIT_INTERRUPTED if interrupted else EXIT_OK
     if state.status == "failed":
@@ -461,27 +479,39 @@ COMMANDS = {"run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_
 
 
 def main(argv: list[str] | None = None) -> int:
+    import threading
+
     from core.context.inspect import InspectError
     from core.context.view import ContextOverflow
     from core.prompts import PromptError
     from core.providers.base import ProviderError
+    from core.secrets import known_secrets, redact
     from core.store import StoreError
 
+    def fail(message: object, code: int) -> int:
+        """The one error line on stderr, any API key masked (servers echo keys in errors)."""
+        print(f"moot: {redact(' '.join(str(message).split()), known_secrets())}", file=sys.stderr)
+        return code
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
     args = build_parser().parse_args(argv)
+    # SIGTERM before a debate's own handlers are in place acts like Ctrl-C (a line and
+    # exit 130), not a silent kill.
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         return COMMANDS[args.command](args)
     except CliError as exc:
-        print(f"moot: {exc}", file=sys.stderr)
-        return exc.code
+        return fail(exc, exc.code)
     except (ConfigError, PromptError, ContextOverflow) as exc:
-        print(f"moot: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return fail(exc, EXIT_CONFIG)
     except (StoreError, InspectError) as exc:
-        print(f"moot: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return fail(exc, EXIT_INPUT)
     except ProviderError as exc:
-        print(f"moot: {exc}", file=sys.stderr)
-        return EXIT_PROVIDER
+        return fail(exc, EXIT_PROVIDER)
     except KeyboardInterrupt:
         print("moot: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -490,8 +520,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the promise: one line, never a traceback (MOOT_DEBUG=1 shows it)
         if os.environ.get("MOOT_DEBUG"):
             raise
-        print(f"moot: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return fail(f"unexpected error: {type(exc).__name__}: {exc}", 1)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,7 +47,7 @@ def describe_validation_error(exc: ValidationError, source: str = "config") -> s
     """The first error of a pydantic ValidationError as one readable line."""
     err = exc.errors()[0]
     where = _loc(tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
-    msg = err["msg"]
+    msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         return f"{source}: unknown field {where!r}"
     if err["type"] == "literal_error" and where.endswith("role"):
@@ -115,7 +115,14 @@ def load_config(path: str | Path | None, overrides: Overrides | None = None, *, 
 
 
 def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config") -> MootConfig:
-    data = json.loads(json.dumps(data))  # deep copy, plain types
+    try:  # deep copy, plain types (TOML dates and times become strings, which validation then judges)
+        data = json.loads(json.dumps(data, default=str))
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{source}: holds text that is not valid Unicode (a lone surrogate escape such as "
+                          "\\ud800)") from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"{source}: cannot read the configuration ({type(exc).__name__})") from None
     if ov.roles is not None:
         bad = [r for r in ov.roles if r not in ROLES]
         if bad:

@@ -7,7 +7,7 @@ fields so that a typo in a config file is an error, not a silently ignored key.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -127,6 +127,10 @@ class AgentConfig(_Strict):
         return value
 
 
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""USD per million tokens. NaN or infinity would make every later cost unsavable (JSON has no NaN)."""
+
+
 class DebateSettings(_Strict):
     rounds: int = Field(3, ge=1, le=1000)
     max_concurrency: int = Field(4, ge=1, le=64)
@@ -139,7 +143,7 @@ class DebateSettings(_Strict):
     max_retries: int = Field(3, ge=0, le=20)
     on_error: Literal["stop", "skip"] = "stop"
     """What a failed proposal/refinement does: stop the debate (resumable) or skip that agent."""
-    prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    prices: dict[str, tuple[Price, Price]] = Field(default_factory=dict)
     """Model → (input, output) USD per million tokens; overrides the built-in table."""
     clarify: bool = False
     """Before round 1, agents ask clarifying questions and the user answers."""

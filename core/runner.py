@@ -15,7 +15,15 @@ from core.events import EventBus, Subscription
 from core.models import DebateState, MootConfig
 from core.orchestrator import Ids, Orchestrator
 from core.providers.pool import ProviderPool, default_provider_name
-from core.store import DebateFolder, DebateLock, EventLogWriter, StateDir, StoreError
+from core.store import (
+    DebateFolder,
+    DebateLock,
+    EventLogWriter,
+    StateDir,
+    StoreError,
+    default_state_dir,
+    new_debate_id,
+)
 
 
 @dataclass
@@ -56,21 +64,71 @@ class DebateSession:
         self._writer_task = asyncio.create_task(self.writer.run(self._writer_sub))
 
     async def run(self) -> DebateState:
-        """Run to the end (or stop/failure), then flush the log and release the lock."""
+        """Run to the end (or stop/failure), then flush the log and release the lock.
+
+        If the event log cannot be written (disk full, I/O error), the engine is
+        stopped at once rather than left running with nothing saved: a StoreError
+        says so, and the debate resumes from the last event that reached the disk."""
         if self._writer_task is None:
             self.start_writer()
+        assert self._writer_task is not None
+        engine = asyncio.ensure_future(self.orchestrator.run())
+
+        def writer_done(task: asyncio.Task) -> None:
+            if not task.cancelled() and task.exception() is not None and not engine.done():
+                engine.cancel()
+
+        self._writer_task.add_done_callback(writer_done)
         try:
-            return await self.orchestrator.run()
+            try:
+                state = await engine
+            except asyncio.CancelledError:
+                if self.writer_error is None or _cancelling():
+                    raise
         finally:
             await self.close()
+        if self.writer_error is not None:  # also when the engine finished before it noticed
+            raise self._write_failure()
+        return state
+
+    @property
+    def writer_error(self) -> BaseException | None:
+        task = self._writer_task
+        if task is None or not task.done() or task.cancelled():
+            return None
+        return task.exception()
+
+    def _write_failure(self) -> StoreError:
+        exc = self.writer_error
+        if isinstance(exc, OSError) and exc.strerror:
+            why = exc.strerror
+        elif isinstance(exc, StoreError):
+            why = str(exc)
+        else:
+            why = f"{type(exc).__name__}: {exc}"
+        root = self.folder.path.parent
+        flag = "" if root.resolve() == default_state_dir().resolve() else f" --state-dir {root}"
+        return StoreError(
+            f"cannot write the event log {self.folder.events_path}: {why}; the debate stopped and every event "
+            f"on disk is kept; once that is fixed, continue with `moot resume {self.folder.id}{flag}`"
+        )
 
     async def close(self) -> None:
         if self._writer_sub is not None and self._writer_task is not None:
             self.bus.unsubscribe(self._writer_sub)
-            await asyncio.shield(self._writer_task)
+            try:
+                await asyncio.shield(self._writer_task)
+            except Exception:  # noqa: BLE001 - reported by run() as a StoreError
+                pass
             self._writer_sub = None
         await self.providers.aclose()
         self.lock.release()
+
+
+def _cancelling() -> bool:
+    """True when the current task itself was cancelled (a signal, the TUI quitting)."""
+    task = asyncio.current_task()
+    return bool(task is not None and task.cancelling())
 
 
 def new_session(
@@ -83,15 +141,17 @@ def new_session(
     default = default_provider_name(base_url)
     providers = ProviderPool(demo_delay=opts.demo_delay, timeout_s=config.debate.timeout_s,
                              max_retries=config.debate.max_retries, backoff_base_s=opts.backoff_base_s)
-    folder = StateDir(opts.state_dir).create(opts.debate_id)
-    lock = folder.lock()
-    lock.acquire()
+    state_dir = StateDir(opts.state_dir)
+    debate_id = opts.debate_id or new_debate_id()
     ids = Ids(seed="" if opts.deterministic_ids else None)
-    orch = Orchestrator(config, problem, debate_id=folder.id, providers=providers, default_provider=default, ids=ids,
+    orch = Orchestrator(config, problem, debate_id=debate_id, providers=providers, default_provider=default, ids=ids,
                         clock=opts.clock, clarifier=opts.clarifier)  # type: ignore[arg-type]
-    # Fail on a missing key before anything runs.
+    # Fail on a missing key before anything runs, and before an empty folder is left behind.
     for agent in [*orch.agents, orch.judge]:
         providers.get(agent)
+    folder = state_dir.create(debate_id)
+    lock = folder.lock()
+    lock.acquire()
     return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
 
 
@@ -118,7 +178,7 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
                             clarifier=opts.clarifier)  # type: ignore[arg-type]
         for agent in [*orch.agents, orch.judge]:
             providers.get(agent)
-    except (StoreError, ConfigError):
+    except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
     return DebateSession(orch, folder, lock, providers, EventLogWriter(folder, state))

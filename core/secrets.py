@@ -6,8 +6,10 @@ sk-abc..."), so every message that leaves a provider goes through `redact`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 MASK = "sk-***"
 
@@ -28,3 +30,21 @@ def redact(text: str, secrets: Sequence[str] = ()) -> str:
         text = text.replace(secret, MASK)
     text = _BEARER_RE.sub(lambda m: m.group(1) + MASK, text)
     return _KEY_RE.sub(MASK, text)
+
+
+KEY_NAMES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
+
+
+def known_secrets(dotenv_path: str | Path | None = ".env") -> list[str]:
+    """Every configured API key (environment and `.env`), for masking error lines."""
+    found = [os.environ.get(name, "") for name in KEY_NAMES]
+    if dotenv_path is not None:
+        try:
+            if Path(dotenv_path).is_file():
+                from dotenv import dotenv_values
+
+                values = dotenv_values(dotenv_path)
+                found += [values.get(name) or "" for name in KEY_NAMES]
+        except Exception:  # noqa: BLE001 - an unreadable .env must not hide the real error
+            pass
+    return [s.strip() for s in found if s and s.strip()]

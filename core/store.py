@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from core.events import TERMINAL_TYPES, Event, Subscription, dump_event, parse_event
 from core.models import DebateState
-from core.state import apply, new_state
+from core.state import StateError, apply, new_state
 
 EVENTS_FILE = "events.jsonl"
 STATE_FILE = "state.json"
@@ -50,11 +50,18 @@ def default_state_dir() -> Path:
 def write_atomic(path: Path, data: bytes) -> None:
     """Write a file so that a crash leaves either the old or the new content, never a mix."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
     try:
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -68,6 +75,11 @@ def write_atomic(path: Path, data: bytes) -> None:
 def read_events(path: Path) -> Iterator[Event]:
     """Events of a log, in order. A torn last line (a crash mid-append) is skipped;
     a bad line anywhere else is corruption and raises StoreError naming the line."""
+    for _, event in _numbered_events(path):
+        yield event
+
+
+def _numbered_events(path: Path) -> Iterator[tuple[int, Event]]:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -80,11 +92,12 @@ def read_events(path: Path) -> Iterator[Event]:
         if not line.strip():
             continue
         try:
-            yield parse_event(line)
+            event = parse_event(line)
         except (ValidationError, ValueError, RecursionError):
             if i == last:  # no newline after it: the append was cut short
                 return
             raise StoreError(f"{path}: line {i + 1} is not a moot event (the log is corrupt)") from None
+        yield i + 1, event
 
 
 @dataclass
@@ -119,32 +132,56 @@ class DebateFolder:
             return state
         if state is None:
             state = new_state(self.id)
-        for event in read_events(self.events_path):
-            apply(state, event)
+        previous = 0
+        for lineno, event in _numbered_events(self.events_path):
+            if event.seq and event.seq <= previous:
+                raise StoreError(f"{self.events_path}: line {lineno} repeats or reorders event {event.seq} "
+                                 f"after event {previous} (the log is corrupt)")
+            previous = event.seq or previous
+            try:
+                apply(state, event)
+            except StateError as exc:
+                raise StoreError(f"{self.events_path}: line {lineno} cannot belong to this debate ({exc}); "
+                                 "the log is corrupt") from None
         if not state.problem:
             raise StoreError(f"{self.path} holds no readable moot debate (no debate_started event)")
         return state
 
     def repair_log(self) -> int:
-        """Cut a torn last line (a crash mid-append) so new events start on a fresh line.
-        Returns the number of bytes removed. Only the lock holder may call this."""
+        """Cut a torn last line (a crash mid-append) so new events start on a fresh line,
+        and drop snapshot temp files a crash left behind. Returns the number of bytes
+        removed from the log. Only the lock holder may call this."""
+        for tmp in self.path.glob(f".{STATE_FILE}.*.tmp"):
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
         try:
             with open(self.events_path, "rb+") as fh:
                 size = fh.seek(0, os.SEEK_END)
-                if size == 0:
+                keep = size
+                # Walk back to the last newline, however long the torn line is.
+                while keep > 0:
+                    start = max(0, keep - (1 << 20))
+                    fh.seek(start)
+                    block = fh.read(keep - start)
+                    if keep == size and block.endswith(b"\n"):
+                        return 0
+                    cut = block.rfind(b"\n")
+                    if cut != -1:
+                        keep = start + cut + 1
+                        break
+                    keep = start
+                if keep == size:
                     return 0
-                back = min(size, 1 << 20)
-                fh.seek(size - back)
-                tail = fh.read(back)
-                if tail.endswith(b"\n"):
-                    return 0
-                cut = tail.rfind(b"\n")
-                keep = size - back + cut + 1 if cut != -1 else (size - back if back < size else 0)
                 fh.truncate(keep)
+                fh.flush()
                 os.fsync(fh.fileno())
                 return size - keep
         except FileNotFoundError:
             return 0
+        except OSError as exc:
+            raise StoreError(f"cannot repair {self.events_path}: {exc.strerror}") from None
 
     def lock(self) -> DebateLock:
         return DebateLock(self.path / LOCK_FILE)
@@ -158,7 +195,10 @@ class DebateLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot lock debate {self.path.parent.name}: {exc.strerror} ({self.path})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -228,30 +268,54 @@ class EventLogWriter:
         self.log_bytes = folder.events_path.stat().st_size if folder.events_path.exists() else 0
         self._checkpoint_at = max(MIN_CHECKPOINT_BYTES, 2 * self.log_bytes)
         self.snapshots = 0
+        self.snapshot_error: OSError | None = None
 
     async def run(self, sub: Subscription) -> None:
         async with aiofiles.open(self.folder.events_path, "a", encoding="utf-8") as fh:
             async for event in sub:
                 if event.type == "token":
                     continue
-                line = dump_event(event) + "\n"
+                line = self.encode(event) + "\n"
                 await fh.write(line)
                 await fh.flush()
                 n = len(line.encode("utf-8"))
                 self.bytes_written += n
                 self.log_bytes += n
                 apply(self.state, event)
-                if event.type in TERMINAL_TYPES:
+                if event.type in TERMINAL_TYPES or self.log_bytes >= self._checkpoint_at:
+                    # The log reaches the disk before a snapshot that covers it, so even a
+                    # power cut never leaves a snapshot ahead of its log.
+                    await asyncio.to_thread(os.fsync, fh.fileno())
                     await self.checkpoint()
-                elif self.log_bytes >= self._checkpoint_at:
-                    await self.checkpoint()
-                    self._checkpoint_at = 2 * self.log_bytes
+                    if event.type not in TERMINAL_TYPES:
+                        self._checkpoint_at = 2 * self.log_bytes
+
+    @staticmethod
+    def encode(event: Event) -> str:
+        """The log line of an event, checked to read back: a line the loader would reject
+        (a NaN cost serializes as null, say) would make the whole debate unreadable, so
+        writing stops there instead, with everything before it intact."""
+        try:
+            line = dump_event(event)
+            parse_event(line)
+        except (ValidationError, ValueError) as exc:
+            detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
+            where = ".".join(str(p) for p in detail["loc"][1:]) + ": " if detail else ""
+            why = detail["msg"] if detail else str(exc)
+            raise StoreError(f"event {event.seq} ({event.type}) cannot be saved: {where}{why}") from None
+        return line
 
     async def checkpoint(self) -> None:
+        """Rewrite the snapshot. A failure here loses nothing (the log is the truth and
+        a missing or stale snapshot is rebuilt from it), so it is noted, not raised."""
         data = self.state.model_dump_json().encode("utf-8")
+        try:
+            await asyncio.to_thread(write_atomic, self.folder.state_path, data)
+        except OSError as exc:
+            self.snapshot_error = exc
+            return
         self.bytes_written += len(data)
         self.snapshots += 1
-        await asyncio.to_thread(write_atomic, self.folder.state_path, data)
 
 
 def summarize_folder(folder: DebateFolder) -> dict[str, object]:
@@ -267,6 +331,7 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
         "problem": state.problem.strip().splitlines()[0][:80] if state.problem.strip() else "",
         "rounds": f"{len(state.rounds)}/{state.total_rounds}",
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at)),
+        "demo": any(a.provider == "demo" for a in state.agents),
     }
 
 

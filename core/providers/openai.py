@@ -133,8 +133,18 @@ def _classify(exc: Exception, timeout_s: float) -> _Failure:
     return _Failure("unexpected error", False, detail=f"{type(exc).__name__}: {exc}")
 
 
+def _clean(text: str) -> str:
+    """Text that can be saved as UTF-8: a server can send lone surrogates (a bad
+    `\\ud83d` escape, an emoji split across chunks), which no JSON log line can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def _one_line(text: str, limit: int = ERROR_TEXT_MAX) -> str:
-    text = " ".join(text.split())
+    text = " ".join(_clean(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -278,12 +288,13 @@ class OpenAIProvider:
             streaming = True
             async with stream:
                 async for chunk in stream:
-                    reported = reported or chunk.model or None
+                    reported = reported or (_clean(chunk.model) if chunk.model else None)
                     if chunk.usage is not None:
                         usage = chunk.usage
                     for choice in chunk.choices[:1]:
                         text = choice.delta.content if choice.delta else None
                         if text:
+                            text = _clean(text)
                             parts.append(text)
                             await _emit(on_delta, text)
                         if choice.finish_reason:
