@@ -291,31 +291,32 @@ def synthesize_tokens(c: ContributionAdded, start_ts: float, call_id: str, max_c
 
 
 def replay_timeline(events: Iterable[Event]) -> list[Event]:
-    """Recorded events plus synthesized token events, in time order."""
+    """Recorded events plus synthesized token events, in recorded order.
+
+    Each contribution's tokens go between its call's start and the contribution,
+    each in the gap whose neighbours' timestamps enclose it, so calls that ran in
+    parallel stream in parallel."""
     events = list(events)
-    call_start: dict[str, float] = {}
-    for e in events:
-        if e.type == "call_started":
-            call_start[e.view.call_id] = e.ts
-    timed: list[tuple[float, int, Event]] = []
+    call_index: dict[str, int] = {}
+    gaps: dict[int, list[Token]] = {}
     for i, e in enumerate(events):
-        if e.type == "contribution_added":
+        if e.type == "call_started":
+            call_index[e.view.call_id] = i
+        elif e.type == "contribution_added":
             call_id = e.contribution.metadata.call_id
-            if call_id and call_id in call_start:
-                for tok in synthesize_tokens(e, call_start[call_id], call_id):
-                    timed.append((tok.ts, i, tok))
-        timed.append((e.ts, i, e))
-    # Recorded order wins over clock order (clocks can repeat or step back); tokens
-    # sit between their call's start and its contribution.
+            j = call_index.get(call_id or "")
+            if j is None:
+                continue
+            k = j + 1
+            for tok in synthesize_tokens(e, events[j].ts, call_id or ""):
+                while k < i and events[k].ts <= tok.ts:
+                    k += 1
+                gaps.setdefault(k, []).append(tok)
     out: list[Event] = []
-    tokens = sorted((t for t in timed if t[2].type == "token"), key=lambda t: (t[0], t[1]))
-    ti = 0
-    for ts, i, e in ((t[0], t[1], t[2]) for t in timed if t[2].type != "token"):
-        while ti < len(tokens) and tokens[ti][0] < ts and tokens[ti][1] <= i:
-            out.append(tokens[ti][2])
-            ti += 1
+    for k, e in enumerate(events):
+        if k in gaps:
+            out.extend(sorted(gaps[k], key=lambda t: t.ts))
         out.append(e)
-    out.extend(t[2] for t in tokens[ti:])
     return out
 
 
@@ -394,7 +395,8 @@ class ScriptedRuntime(Runtime):
         for e in self._pending:
             self._queue.put_nowait(e)
         self._pending.clear()
-        return Snapshot(self.initial.model_copy(deep=True) if self.initial else new_state("scripted"), [])
+        first_id = next((e.debate_id for e in self._queue._queue if e.debate_id), "scripted")  # type: ignore[attr-defined]
+        return Snapshot(self.initial.model_copy(deep=True) if self.initial else new_state(first_id), [])
 
     def push(self, *events: Event) -> None:
         for e in events:

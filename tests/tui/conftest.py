@@ -1,0 +1,99 @@
+"""Fixtures for the TUI tests: sessions in tmp_path, a recorded debate, settling helpers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from core.config import Overrides, load_config
+from core.events import Event
+from core.runner import DebateSession, SessionOptions, new_session
+from core.store import read_events
+
+FIXED_TS = 1_700_000_000.0
+
+
+def fixed_clock() -> float:
+    return FIXED_TS
+
+
+@pytest.fixture(autouse=True)
+def _config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Never touch the user's ~/.config/moot."""
+    path = tmp_path / "config"
+    monkeypatch.setenv("MOOT_CONFIG_DIR", str(path))
+    return path
+
+
+def make_session(state_dir: Path, *, rounds: int = 2, delay: float = 0.0, roles: list[str] | None = None,
+                 debate_id: str = "snap") -> DebateSession:
+    config = load_config(None, Overrides(rounds=rounds, provider="demo", roles=roles))
+    opts = SessionOptions(state_dir=state_dir, demo_delay=delay, deterministic_ids=True, debate_id=debate_id,
+                          clock=fixed_clock)
+    return new_session("Design a URL shortener", config, opts)
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> DebateSession:
+    return make_session(tmp_path / "state")
+
+
+async def _record(state_dir: Path) -> list[Event]:
+    """A whole 2-round demo debate, with a manual summary of the architect in round 2."""
+    s = make_session(state_dir, debate_id="recorded")
+    orch = s.orchestrator
+    loop = asyncio.get_running_loop()
+
+    def listen(event: Event) -> None:
+        if event.type == "phase_completed" and event.round == 1 and event.phase == "refinement":
+            loop.call_soon(orch.request_summary, "architect")
+
+    s.bus.listen(listen)
+    s.start_writer()
+    await s.run()
+    return list(read_events(s.folder.events_path))
+
+
+@pytest.fixture(scope="session")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
+    """Events of a finished demo debate (deterministic ids, fixed clock)."""
+    return asyncio.run(_record(tmp_path_factory.mktemp("recorded")))
+
+
+@pytest.fixture(scope="session")
+def recorded_folder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("recorded-folder")
+    asyncio.run(_record(root))
+    from core.store import StateDir
+
+    return StateDir(root).open("recorded")
+
+
+def upto(events: list[Event], pred, *, inclusive: bool = True) -> list[Event]:  # type: ignore[no-untyped-def]
+    """The events before (and with) the first one matching `pred`."""
+    for i, e in enumerate(events):
+        if pred(e):
+            return events[: i + 1] if inclusive else events[:i]
+    raise AssertionError("no event matched")
+
+
+async def settle(pilot, runtime=None, rounds: int = 3) -> None:  # type: ignore[no-untyped-def]
+    """Wait until pushed events are consumed, token batches flushed and every widget idle."""
+    for _ in range(400):
+        if runtime is None or not getattr(runtime, "backlog", 0):
+            break
+        await pilot.pause(0.02)
+    for _ in range(rounds):
+        await pilot.pause(0.12)  # past the bridge's flush interval
+        await pilot.pause()
+
+
+async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError("timed out waiting for the condition")
+        await pilot.pause(0.05)

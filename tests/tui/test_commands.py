@@ -1,0 +1,80 @@
+"""The slash-command parser, completion and small helpers (no app needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.models import DebateState
+from tui.commands import CommandError, Vocabulary, complete, lookup, palette_entries, parse, parse_round
+from tui.format import clock_time, k
+from tui.runtime import exit_code_for
+from tui.screens.debate import grid_shape
+
+VOCAB = Vocabulary(agents=lambda: ["architect", "performance", "kiss"], themes=lambda: ["dark", "light", "high-contrast"])
+
+
+def test_parse_commands_and_args() -> None:
+    cmd = parse("/summarize architect")
+    assert cmd.name == "summarize" and cmd.args == ("architect",)
+    assert parse("  /context kiss 2 ").args == ("kiss", "2")
+    assert parse("/sum").name == "summarize"  # prefix
+    assert parse("/q").name == "quit"  # alias
+
+
+@pytest.mark.parametrize("line, message", [
+    ("/frobnicate", "unknown command /frobnicate"),
+    ("summarize", "commands start with /"),
+    ("/", "type a command"),
+    ("/pause now", "too many arguments"),
+    ("/context a 1 extra", "too many arguments"),
+])
+def test_parse_errors(line: str, message: str) -> None:
+    with pytest.raises(CommandError, match=message):
+        parse(line)
+
+
+def test_parse_round() -> None:
+    assert parse_round("2", 3) == 2
+    with pytest.raises(CommandError, match="no round 7"):
+        parse_round("7", 2)
+    with pytest.raises(CommandError, match="must be a number"):
+        parse_round("two", 2)
+    with pytest.raises(CommandError, match="no round has started"):
+        parse_round("1", 0)
+
+
+def test_completion() -> None:
+    assert complete("/su", VOCAB) == "/summarize"
+    assert complete("/summarize ar", VOCAB) == "/summarize architect"
+    assert complete("/summarize a", VOCAB) == "/summarize architect"
+    assert complete("/summarize al", VOCAB) == "/summarize all"
+    assert complete("/context ju", VOCAB) == "/context judge"
+    assert complete("/theme li", VOCAB) == "/theme light"
+    assert complete("/pause x", VOCAB) is None
+    assert complete("hello", VOCAB) is None
+    assert lookup("nope") is None
+
+
+def test_palette_entries_cover_commands_and_agents() -> None:
+    lines = [line for _, _, line in palette_entries([("architect", "Architect")], ["dark", "light"])]
+    for line in ("/summarize all", "/pause", "/resume", "/stop", "/help", "/quit", "/summarize architect",
+                 "/context architect", "/theme light"):
+        assert line in lines
+
+
+def test_grid_shape_adapts() -> None:
+    assert grid_shape(2, 140, 31) == (2, 1)
+    assert grid_shape(4, 140, 31) == (2, 2)
+    assert grid_shape(7, 160, 34) == (4, 2)
+    assert grid_shape(9, 160, 34) == (3, 3)
+    assert grid_shape(9, 60, 40)[0] == 1  # narrow: one column
+    assert grid_shape(0, 100, 30) == (1, 1)
+
+
+def test_formatting_and_exit_codes() -> None:
+    assert [k(812), k(5234), k(7000), k(123456)] == ["812", "5.2k", "7k", "123k"]
+    assert clock_time(75) == "01:15" and clock_time(3725) == "1:02:05"
+    state = DebateState(id="x", problem="p")
+    for status, code in (("completed", 0), ("stopped", 0), ("failed", 3), ("interrupted", 130)):
+        state.status = status  # type: ignore[assignment]
+        assert exit_code_for(state) == code

@@ -1,0 +1,88 @@
+"""Watch, replay and the list of saved debates: the same screen from the log on disk."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable, Label
+
+from core.runner import resume_session, SessionOptions  # noqa: F401
+from core.store import StateDir
+from tui.app import create_app
+from tui.runtime import ReplayRuntime, WatchRuntime, replay_timeline
+from tui.screens.debate import DebateScreen
+from tui.screens.debates import DebatesScreen
+
+from .conftest import fixed_clock, settle, wait_for
+
+
+def feedback(app) -> str:  # type: ignore[no-untyped-def]
+    return str(app.screen.query_one("#command-feedback", Label).render())
+
+
+async def test_watch_shows_a_finished_debate_read_only(recorded_folder) -> None:  # type: ignore[no-untyped-def]
+    app = create_app(WatchRuntime(recorded_folder, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.loaded)
+        await settle(pilot)
+        assert screen.state.status == "completed"
+        assert screen.panes["judge"].solution_shown
+        assert screen.state.model_dump() == recorded_folder.load().model_dump()
+        for line in ("/summarize architect", "/pause", "/stop"):
+            screen.run_command_line(line)
+            assert feedback(app).startswith("read-only: this debate is not running in this process")
+        screen.run_command_line("/context kiss 2")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ContextScreen"
+
+
+def test_replay_timeline_synthesizes_tokens_between_call_and_contribution(recorded) -> None:  # type: ignore[no-untyped-def]
+    timeline = replay_timeline(recorded)
+    assert [e for e in timeline if e.type != "token"] == recorded
+    starts = {e.view.call_id: i for i, e in enumerate(timeline) if e.type == "call_started"}
+    for i, e in enumerate(timeline):
+        if e.type == "contribution_added" and e.contribution.metadata.call_id in starts:
+            call_id = e.contribution.metadata.call_id
+            tokens = [j for j, t in enumerate(timeline) if t.type == "token" and t.call_id == call_id]
+            assert tokens and starts[call_id] < tokens[0] and tokens[-1] < i
+            assert "".join(timeline[j].delta for j in tokens) == e.contribution.content
+
+
+async def test_replay_plays_to_the_same_state(recorded_folder) -> None:  # type: ignore[no-untyped-def]
+    runtime = ReplayRuntime(recorded_folder, speed=0, clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, speed=0)
+    async with app.run_test(size=(140, 45)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: runtime.finished, timeout=30)
+        await settle(pilot)
+        assert screen.state.status == "completed"
+        assert len(screen.state.all_contributions()) == len(recorded_folder.load().all_contributions())
+        screen.run_command_line("/pause")
+        assert runtime.paused
+        screen.run_command_line("/resume")
+        assert not runtime.paused
+        screen.run_command_line("/summarize all")
+        assert feedback(app).startswith("read-only")
+
+
+async def test_picker_lists_debates_and_opens_one(recorded_folder) -> None:  # type: ignore[no-untyped-def]
+    app = create_app(None, state_dir=StateDir(recorded_folder.path.parent), cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, DebatesScreen)
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 1
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DebateScreen) and app.screen.loaded)
+        assert app.screen.runtime.mode == "watch"
+        await settle(pilot)
+        await pilot.press("escape")  # the solution is zoomed: first escape shows every pane
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DebatesScreen)
+
+
+async def test_picker_with_no_debates(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    app = create_app(None, state_dir=tmp_path / "none", cursor_blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert "no debates in" in str(app.screen.query_one("#debates-empty", Label).render())

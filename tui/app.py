@@ -1,0 +1,253 @@
+"""The moot Textual app: theme registration, screens, quitting; and the CLI's entry points.
+
+`create_app` is the one factory the CLI and the tests use. `core.cli` calls
+`run_app` (run/resume), `run_watch`, `run_replay` and `run_picker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.theme import Theme as RichTheme
+from textual.app import App
+from textual.binding import Binding
+
+from core.store import DebateFolder, StateDir
+from tui.commands import MootCommandProvider
+from tui.runtime import Clock, LiveRuntime, ReplayRuntime, Runtime, WatchRuntime, exit_code_for
+from tui.settings import SettingsStore
+from tui.theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
+
+if TYPE_CHECKING:
+    from core.runner import DebateSession
+
+
+class MootApp(App[int]):
+    """Shows one debate (live, watched or replayed) or the list of saved debates."""
+
+    TITLE = "moot"
+    COMMANDS = App.COMMANDS | {MootCommandProvider}
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        # A priority binding runs as the app reads the key, so the command line has focus
+        # before the next key is routed: typing `/summarize` fast (or pasting it) works.
+        Binding("slash", "command_line", "Command", key_display="/", priority=True),
+    ]
+
+    def __init__(
+        self,
+        runtime: Runtime | None = None,
+        *,
+        state_dir: StateDir | None = None,
+        theme: str | None = None,
+        settings: SettingsStore | None = None,
+        clock: Clock | None = None,
+        cursor_blink: bool = True,
+        speed: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.state_dir = state_dir
+        self.settings = settings or SettingsStore()
+        self.clock = clock
+        self.cursor_blink = cursor_blink
+        self.speed = speed
+        self.runtimes: list[Runtime] = [runtime] if runtime is not None else []
+        self._moot_quitting = False
+        self._requested_theme = theme
+        for t in load_themes():
+            self.register_theme(t)
+        self.theme = self._initial_theme()
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    def _initial_theme(self) -> str:
+        wanted = self._requested_theme or self.settings.load().theme or DEFAULT_THEME
+        if wanted in self.available_themes:
+            return wanted
+        self._bad_theme = wanted
+        return DEFAULT_THEME
+
+    def on_mount(self) -> None:
+        from tui.screens.debate import DebateScreen
+        from tui.screens.debates import DebatesScreen
+
+        self._apply_markdown_theme()
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_markdown_theme())
+        bad = getattr(self, "_bad_theme", None)
+        if bad:
+            self.notify(f"unknown theme {bad!r}; using {DEFAULT_THEME} (themes: {', '.join(BUNDLED)})",
+                        severity="warning")
+        if self.runtime is not None:
+            self.push_screen(DebateScreen(self.runtime, speed=self.speed if self.runtime.mode == "replay" else None))
+        else:
+            self.push_screen(DebatesScreen(self.state_dir or StateDir()))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "command_line":
+            from tui.screens.debate import DebateScreen
+
+            return isinstance(self.screen, DebateScreen)
+        return True
+
+    def action_command_line(self) -> None:
+        from tui.screens.debate import DebateScreen
+
+        if isinstance(self.screen, DebateScreen):
+            self.screen.action_command_line()
+
+    # ------------------------------------------------------------------ themes
+
+    def _apply_markdown_theme(self) -> None:
+        """Rich's markdown styles (used for contributions) in the current theme's colours."""
+        t = self.current_theme
+        primary, accent = t.primary, t.accent or t.primary
+        if getattr(self, "_markdown_theme_pushed", False):
+            self.console.pop_theme()
+        self.console.push_theme(RichTheme({
+            "markdown.h1": f"bold {primary}", "markdown.h2": f"bold underline {primary}",
+            "markdown.h3": f"bold {primary}", "markdown.h4": "bold", "markdown.h5": "italic",
+            "markdown.code": f"bold {accent}", "markdown.item.bullet": f"bold {primary}",
+            "markdown.item.number": f"bold {primary}", "markdown.link": f"underline {primary}",
+            "markdown.block_quote": "italic", "markdown.hr": "dim",
+        }))
+        self._markdown_theme_pushed = True
+
+    def theme_names(self) -> list[str]:
+        """Ours first, then Textual's built-ins."""
+        others = sorted(n for n in self.available_themes if n not in BUNDLED and n != "textual-ansi")
+        return [*(n for n in BUNDLED if n in self.available_themes), *others]
+
+    def set_theme(self, name: str) -> bool:
+        """Switch theme and remember it; False for an unknown name."""
+        if name not in self.available_themes:
+            return False
+        self.theme = name
+        self.settings.update(theme=name)
+        return True
+
+    # ------------------------------------------------------------------ debates
+
+    def open_debate(self, folder: DebateFolder, replay: bool = False) -> None:
+        """From the list: watch (read-only, follows the log) or replay a saved debate."""
+        from tui.screens.debate import DebateScreen
+
+        runtime: Runtime = (ReplayRuntime(folder, self.speed, clock=self.clock) if replay
+                            else WatchRuntime(folder, clock=self.clock))
+        self.runtimes.append(runtime)
+        self.push_screen(DebateScreen(runtime, can_go_back=True, speed=self.speed if replay else None))
+
+    @property
+    def debate_running(self) -> bool:
+        return any(r.running for r in self.runtimes)
+
+    async def action_quit(self) -> None:
+        """Quit; while a debate runs here, ask once, then stop it cleanly (saved, resumable)."""
+        from tui.screens.confirm import ConfirmScreen
+
+        if self._moot_quitting:
+            return
+        if not self.debate_running:
+            await self._stop_and_exit()
+            return
+        if isinstance(self.screen, ConfirmScreen):
+            return
+
+        async def answered(yes: bool | None) -> None:
+            if yes:
+                await self._stop_and_exit()
+
+        debate_id = self.runtime.session.folder.id if isinstance(self.runtime, LiveRuntime) else ""
+        self.push_screen(ConfirmScreen(
+            "Stop the debate and quit?",
+            f"It is saved and can be continued with `moot resume {debate_id}`." if debate_id else
+            "It is saved and can be continued with `moot resume`.",
+            yes="Stop and quit", no="Keep running"), answered)
+
+    async def _stop_and_exit(self) -> None:
+        self._moot_quitting = True
+        if self.debate_running:
+            self.notify("stopping the debate…", timeout=10)
+        await self.shutdown_runtimes()
+        self.exit(self.exit_code())
+
+    async def shutdown_runtimes(self) -> None:
+        for runtime in self.runtimes:
+            await runtime.shutdown()
+
+    def exit_code(self) -> int:
+        runtime = self.runtime
+        if isinstance(runtime, LiveRuntime):
+            if runtime.error:
+                return 3
+            return exit_code_for(runtime.session.state, runtime.failed_code)
+        return 0
+
+    async def on_unmount(self) -> None:
+        # However the app ends (an exception, a test harness), never leave the engine running.
+        await self.shutdown_runtimes()
+
+
+def create_app(
+    runtime: Runtime | None = None,
+    *,
+    state_dir: StateDir | Path | str | None = None,
+    theme: str | None = None,
+    settings: SettingsStore | None = None,
+    clock: Clock | None = None,
+    cursor_blink: bool = True,
+    speed: float = 1.0,
+) -> MootApp:
+    """The app factory used by the CLI entry points below and by the tests."""
+    sd = state_dir if isinstance(state_dir, StateDir) or state_dir is None else StateDir(state_dir)
+    return MootApp(runtime, state_dir=sd, theme=theme, settings=settings, clock=clock,
+                   cursor_blink=cursor_blink, speed=speed)
+
+
+def _run(app: MootApp) -> int | None:
+    async def main() -> int | None:
+        try:
+            return await app.run_async()
+        finally:
+            await app.shutdown_runtimes()
+
+    return asyncio.run(main())
+
+
+def run_app(session: DebateSession, theme: str | None = None) -> int:
+    """`moot run` / `moot resume` in a terminal: the live debate; returns the exit code."""
+    runtime = LiveRuntime(session)
+    app = create_app(runtime, theme=theme)
+    result = _run(app)
+    code = result if isinstance(result, int) else app.exit_code()
+    state = session.state
+    folder = session.folder.path
+    if state.status in ("stopped", "interrupted", "failed"):
+        why = f"{state.error}; " if state.status == "failed" and state.error else f"debate {state.status}; "
+        print(f"moot: {why}saved in {folder}; continue with `moot resume {state.id} --state-dir {folder.parent}`",
+              file=sys.stderr)
+    elif state.status == "completed":
+        print(f"saved in {folder}", file=sys.stderr)
+    return code
+
+
+def run_watch(folder: DebateFolder, theme: str | None = None) -> int:
+    """`moot watch ID`: follow a debate's event log (read-only)."""
+    _run(create_app(WatchRuntime(folder), theme=theme))
+    return 0
+
+
+def run_replay(folder: DebateFolder, speed: float = 1.0, theme: str | None = None) -> int:
+    """`moot replay ID --speed X`: play a recorded debate with its original timing / speed."""
+    _run(create_app(ReplayRuntime(folder, speed), theme=theme, speed=speed))
+    return 0
+
+
+def run_picker(state_dir: StateDir | Path | str | None, theme: str | None = None) -> int:
+    """`moot watch` without an ID: pick a saved debate to watch or replay."""
+    _run(create_app(None, state_dir=state_dir, theme=theme))
+    return 0

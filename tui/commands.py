@@ -1,0 +1,217 @@
+"""Slash commands: the registry, a small parser, completion and the command-palette provider.
+
+The registry is the single source for `/help`, completion, the palette and the
+parser; the debate screen executes a `ParsedCommand` (see `DebateScreen.run_command_line`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.suggester import Suggester
+
+if TYPE_CHECKING:
+    from tui.screens.debate import DebateScreen
+
+
+class CommandError(Exception):
+    """A command line that cannot run; the message is shown inline."""
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    usage: str
+    help: str
+    max_args: int = 0
+    completes: tuple[str, ...] = ()
+    """What each argument completes to: "agent", "agent+all", "agent+judge", "theme"."""
+    key: str = ""
+    """The key binding for the same action, shown in /help."""
+
+
+COMMANDS: dict[str, CommandSpec] = {
+    spec.name: spec
+    for spec in (
+        CommandSpec("summarize", "/summarize [agent|all]",
+                    "Summarize an agent's context at its next call (all agents when none is given).",
+                    1, ("agent+all",), "s"),
+        CommandSpec("context", "/context [agent] [round]",
+                    "Open the context inspector: the exact messages an agent's calls sent.",
+                    2, ("agent+judge",), "c"),
+        CommandSpec("pause", "/pause", "Pause the debate at the next call boundary.", 0, (), "p"),
+        CommandSpec("resume", "/resume", "Resume a paused debate.", 0, (), "p"),
+        CommandSpec("stop", "/stop", "Stop the debate (saved; continue later with `moot resume`).", 0, (), "x"),
+        CommandSpec("theme", "/theme [name]", "Switch theme (remembered); without a name, list the themes.",
+                    1, ("theme",), "t"),
+        CommandSpec("help", "/help", "Show commands and keys.", 0, (), "?"),
+        CommandSpec("quit", "/quit", "Quit (asks first while a debate is running).", 0, (), "q"),
+    )
+}
+ALIASES = {"sum": "summarize", "ctx": "context", "q": "quit", "exit": "quit", "h": "help", "?": "help"}
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    spec: CommandSpec
+    args: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def lookup(name: str) -> CommandSpec | None:
+    """A command by name, alias or unambiguous prefix."""
+    key = name.lower()
+    if key in COMMANDS:
+        return COMMANDS[key]
+    if key in ALIASES:
+        return COMMANDS[ALIASES[key]]
+    matches = [spec for n, spec in COMMANDS.items() if n.startswith(key)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def parse(line: str) -> ParsedCommand:
+    """Parse `/name arg…`; raises CommandError with a message fit for the user."""
+    text = line.strip()
+    if not text or text == "/":
+        raise CommandError("type a command after /, e.g. /help")
+    if not text.startswith("/"):
+        raise CommandError(f"commands start with /: did you mean /{text.split()[0]}? (/help lists them)")
+    name, *args = text[1:].split()
+    spec = lookup(name)
+    if spec is None:
+        raise CommandError(f"unknown command /{name} — /help lists the commands")
+    if len(args) > spec.max_args:
+        raise CommandError(f"too many arguments — usage: {spec.usage}")
+    return ParsedCommand(spec, tuple(args))
+
+
+def parse_round(text: str, rounds: int) -> int:
+    """A round number given by the user, checked against the rounds that exist."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise CommandError(f"round must be a number, not {text!r}") from None
+    if rounds == 0:
+        raise CommandError("no round has started yet")
+    if not 1 <= n <= rounds:
+        raise CommandError(f"no round {n}: this debate has rounds 1–{rounds}" if rounds > 1
+                           else f"no round {n}: this debate has only round 1 so far")
+    return n
+
+
+# ---------------------------------------------------------------- completion
+
+
+@dataclass
+class Vocabulary:
+    """What arguments can complete to, read when completing (agents appear mid-debate)."""
+
+    agents: Callable[[], list[str]]
+    themes: Callable[[], list[str]]
+
+    def words(self, kind: str) -> list[str]:
+        if kind == "theme":
+            return self.themes()
+        words = list(self.agents())
+        if kind == "agent+all":
+            words.append("all")
+        elif kind == "agent+judge":
+            words.append("judge")
+        return words
+
+
+def complete(value: str, vocab: Vocabulary) -> str | None:
+    """The full line `value` most likely completes to, or None."""
+    if not value.startswith("/"):
+        return None
+    head, sep, rest = value[1:].partition(" ")
+    if not sep:
+        for name in COMMANDS:
+            if name.startswith(head.lower()) and name != head.lower():
+                return "/" + name
+        return None
+    spec = lookup(head)
+    if spec is None or not spec.completes:
+        return None
+    parts = rest.split(" ")
+    index = len(parts) - 1
+    if index >= len(spec.completes):
+        return None
+    partial_word = parts[-1].lower()
+    if not partial_word:
+        return None
+    for word in vocab.words(spec.completes[index]):
+        if word.lower().startswith(partial_word) and word.lower() != partial_word:
+            return value + word[len(partial_word):]
+    return None
+
+
+class CommandSuggester(Suggester):
+    """Input suggester for the command line: command names, agents, themes."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+        self.vocab = vocab
+
+    async def get_suggestion(self, value: str) -> str | None:
+        return complete(value, self.vocab)
+
+
+# ---------------------------------------------------------------- command palette
+
+
+def palette_entries(agents: Iterable[tuple[str, str]], themes: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(title, help, command line) for the palette; agents are (id, display name)."""
+    agents = list(agents)
+    out = [
+        ("Summarize all agents", COMMANDS["summarize"].help, "/summarize all"),
+        ("Pause debate", COMMANDS["pause"].help, "/pause"),
+        ("Resume debate", COMMANDS["resume"].help, "/resume"),
+        ("Stop debate", COMMANDS["stop"].help, "/stop"),
+        ("Context inspector", COMMANDS["context"].help, "/context"),
+        ("Help: commands and keys", COMMANDS["help"].help, "/help"),
+        ("Quit moot", COMMANDS["quit"].help, "/quit"),
+    ]
+    for agent_id, name in agents:
+        out.append((f"Summarize {name}", f"Summarize {name}'s context at its next call.", f"/summarize {agent_id}"))
+        out.append((f"Context of {name}", f"What {name} saw in the current round.", f"/context {agent_id}"))
+    out.append(("Context of the judge", "What the judge saw.", "/context judge"))
+    for theme in themes:
+        out.append((f"Theme: {theme}", "Switch theme (remembered).", f"/theme {theme}"))
+    return out
+
+
+class MootCommandProvider(Provider):
+    """The slash commands in Textual's command palette (ctrl+p)."""
+
+    def _entries(self) -> tuple[DebateScreen | None, list[tuple[str, str, str]]]:
+        from tui.screens.debate import DebateScreen
+
+        screen = self.screen
+        if not isinstance(screen, DebateScreen):
+            return None, []
+        return screen, screen.palette_entries()
+
+    async def discover(self) -> Hits:
+        screen, entries = self._entries()
+        if screen is None:
+            return
+        for title, help_text, line in entries:
+            yield DiscoveryHit(title, partial(screen.run_command_line, line), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        screen, entries = self._entries()
+        if screen is None:
+            return
+        matcher = self.matcher(query)
+        for title, help_text, line in entries:
+            score = max(matcher.match(title), matcher.match(line))
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), partial(screen.run_command_line, line), help=help_text)

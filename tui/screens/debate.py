@@ -1,0 +1,490 @@
+"""The debate screen: header, a grid of agent panes, the event log and the command line.
+
+It folds the events it receives into its own `DebateState` with `core.state.apply`,
+whatever the runtime (live, watch, replay), so the screen is the same in all three.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Label
+
+from core.context.index import DebateIndex
+from core.context.inspect import InspectError, resolve_agent_id
+from core.events import Event
+from core.models import JUDGE_ID, AgentInfo
+from core.state import apply, new_state
+from tui.bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
+from tui.commands import (
+    MootCommandProvider,
+    CommandError,
+    Vocabulary,
+    palette_entries,
+    parse,
+    parse_round,
+)
+from tui.runtime import ReadOnlyError, Runtime
+from tui.widgets.agent_pane import AgentPane
+from tui.widgets.command_input import CommandInput
+from tui.widgets.debate_header import DebateHeader
+from tui.widgets.event_log import EventLog
+
+MIN_PANE_WIDTH = 38
+MIN_PANE_HEIGHT = 8
+TERMINAL = ("debate_completed", "debate_interrupted", "debate_failed")
+
+
+def grid_shape(n: int, width: int, height: int) -> tuple[int, int]:
+    """(columns, rows) for n panes: cells near a 2.6:1 shape, few empty cells, none too narrow."""
+    if n <= 0:
+        return 1, 1
+    max_cols = max(1, min(n, width // MIN_PANE_WIDTH))
+    best: tuple[float, int] = (math.inf, 1)
+    for cols in range(1, max_cols + 1):
+        rows = math.ceil(n / cols)
+        pane_w, pane_h = width / cols, max(1.0, height / rows)
+        score = abs(math.log((pane_w / pane_h) / 2.6)) + 0.3 * (cols * rows - n)
+        if pane_h < MIN_PANE_HEIGHT:
+            score += 2.0
+        best = min(best, (score, cols))
+    cols = best[1]
+    return cols, math.ceil(n / cols)
+
+
+class DebateScreen(Screen):
+    """One debate, live or recorded."""
+
+    CSS_PATH = "debate.tcss"
+    COMMANDS = {MootCommandProvider}
+    BINDINGS = [
+        Binding("s", "summarize", "Summarize"),
+        Binding("c", "context", "Context"),
+        Binding("p", "toggle_pause", "Pause/Resume"),
+        Binding("x", "stop", "Stop"),
+        Binding("t", "cycle_theme", "Theme"),
+        Binding("z", "zoom", "Zoom"),
+        Binding("end", "follow", "Follow live", show=False),
+        Binding("escape", "back", "Back"),
+        Binding("question_mark,f1", "help", "Help", key_display="?"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, runtime: Runtime, *, can_go_back: bool = False, speed: float | None = None) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.can_go_back = can_go_back
+        self.speed = speed
+        self.state = new_state("")
+        self.index = DebateIndex()
+        self.phase = ""
+        self.panes: dict[str, AgentPane] = {}
+        self.loaded = False
+        self.bridge = Bridge(runtime, self)
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield DebateHeader()
+        yield Grid(id="panes")
+        yield EventLog(id="event-log")
+        with Vertical(id="command-bar"):
+            yield Label("", id="command-feedback")
+            with Horizontal(id="command-row"):
+                yield Label("›", id="command-prompt")
+                yield CommandInput(Vocabulary(self._agent_words, self._theme_words), id="command", compact=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#command-feedback").display = False
+        self.query_one(CommandInput).cursor_blink = getattr(self.app, "cursor_blink", True)
+        self.run_worker(self.bridge.run(), name="bridge", group="bridge", exit_on_error=False)
+        self.set_interval(1.0, self._tick)
+        self._refresh_header()
+
+    def on_resize(self, event: Resize) -> None:
+        self._relayout()
+
+    def _relayout(self) -> None:
+        grid = self.query_one("#panes", Grid)
+        size = self.size
+        n = 1 if self.zoomed is not None else len(self.panes)
+        cols, rows = grid_shape(n, size.width, max(1, size.height - 14))
+        grid.styles.grid_size_columns = cols
+        grid.styles.grid_size_rows = rows
+
+    async def _build_panes(self) -> None:
+        if self.panes or not self.state.agents:
+            return
+        infos: list[tuple[AgentInfo, bool]] = [(a, False) for a in self.state.agents]
+        if self.state.judge is not None:
+            infos.append((self.state.judge, True))
+        panes = [AgentPane(info, judge=judge) for info, judge in infos]
+        self.panes = {p.info.id: p for p in panes}
+        self._relayout()
+        await self.query_one("#panes", Grid).mount_all(panes)
+        self.refresh_bindings()
+
+    def pane(self, agent_id: str | None) -> AgentPane | None:
+        return self.panes.get(agent_id or "")
+
+    @property
+    def judge_pane(self) -> AgentPane | None:
+        return self.pane(self.state.judge.id if self.state.judge else JUDGE_ID)
+
+    # ------------------------------------------------------------------ engine side
+
+    @on(DebateLoaded)
+    async def _debate_loaded(self, message: DebateLoaded) -> None:
+        snap = message.snapshot
+        self.state = snap.state
+        self.index = DebateIndex(self.state)
+        log = self.query_one(EventLog)
+        if self.state.problem:
+            log.start_ts = self.state.created_at
+        for event in snap.backlog:
+            log.add_event(event)
+            if event.type == "phase_started":
+                self.phase = event.phase
+        await self._build_panes()
+        await self._load_panes()
+        self.loaded = True
+        if self.state.status != "running":
+            self._debate_ended()
+        self._refresh_header()
+
+    async def _load_panes(self) -> None:
+        state = self.state
+        for agent_id, pane in self.panes.items():
+            contributions = [c for r in state.rounds for c in r.contributions if c.agent_id == agent_id]
+            summaries = [r.summaries[agent_id] for r in state.rounds if agent_id in r.summaries]
+            summary = summaries[-1] if summaries else (state.judge_summary if pane.judge else None)
+            views = [v for r in state.rounds for v in r.calls if v.agent_id == agent_id and v.phase != "summarize"]
+            pane.submit("load", contributions, summary, views[-1] if views else None,
+                        state.final_solution if pane.judge else None)
+
+    @on(EngineEvent)
+    async def _engine_event(self, message: EngineEvent) -> None:
+        event = message.event
+        apply(self.state, event)
+        self.index.on_event(event)
+        self.query_one(EventLog).add_event(event)
+        await self._route(event)
+        self._refresh_header()
+
+    async def _route(self, event: Event) -> None:
+        t = event.type
+        if t == "debate_started":
+            await self._build_panes()
+        elif t == "phase_started":
+            self.phase = event.phase
+            for pane in self.panes.values():
+                if pane.status == "done":
+                    pane.status = "waiting"
+        elif t == "call_started":
+            self._submit(event.view.agent_id, "call_started", event.view)
+        elif t == "contribution_added":
+            self._submit(event.contribution.agent_id, "contribution_added", event.contribution)
+        elif t == "call_failed":
+            self._submit(event.agent_id, "call_failed", event.call_id, event.error, event.will_retry)
+        elif t == "summary_added":
+            judge = self.state.judge.id if self.state.judge else JUDGE_ID
+            self._submit(judge if event.judge else event.summary.agent_id, "summary_added", event.summary)
+        elif t == "summary_requested":
+            self._submit(event.agent_id, "summary_requested")
+        elif t == "synthesis_completed":
+            self._submit(self.state.judge.id if self.state.judge else JUDGE_ID, "show_solution", event.solution)
+        elif t in TERMINAL:
+            self._debate_ended()
+        if t in ("control", *TERMINAL):
+            self.refresh_bindings()
+
+    def _submit(self, agent_id: str, method: str, *args: object) -> None:
+        pane = self.pane(agent_id)
+        if pane is not None:
+            pane.submit(method, *args)
+
+    @on(TokensArrived)
+    def _tokens_arrived(self, message: TokensArrived) -> None:
+        for chunk in message.chunks:
+            self._submit(chunk.agent_id, "stream", chunk)
+
+    @on(RuntimeFailed)
+    def _runtime_failed(self, message: RuntimeFailed) -> None:
+        self.query_one(EventLog).add_line(f"✗ {message.error}", "error")
+        self.runtime.error = message.error
+        self._refresh_header()
+
+    def _debate_ended(self) -> None:
+        failed = self.state.status == "failed"
+        for pane in self.panes.values():
+            pane.submit("debate_ended", failed)
+        if self.state.final_solution is not None and self.zoomed is None:
+            # Stay on the final solution until the user quits (escape shows every pane again).
+            self.zoom(self.judge_pane)
+
+    # ------------------------------------------------------------------ header
+
+    def _tick(self) -> None:
+        state = self.state
+        if not state.problem:
+            self.query_one(DebateHeader).show_elapsed(None)
+            return
+        end = self.runtime.now() if state.status == "running" else state.updated_at
+        self.query_one(DebateHeader).show_elapsed(end - state.created_at)
+
+    def _refresh_header(self) -> None:
+        header = self.query_one(DebateHeader)
+        header.show_state(self.state, self.phase, self.runtime.mode)
+        self._tick()
+        status = self.state.status
+        if self.runtime.error:
+            header.show_status("ENGINE ERROR", "error")
+        elif not self.state.problem:
+            header.show_status("STARTING" if self.runtime.mode == "live" else "LOADING", "")
+        elif status == "completed":
+            header.show_status("COMPLETED", "done")
+        elif status == "failed":
+            header.show_status("FAILED", "error")
+        elif status in ("stopped", "interrupted", "stopped_budget"):
+            header.show_status(status.upper().replace("_", " "), "warning")
+        elif self.runtime.paused:
+            header.show_status("PAUSED", "warning")
+        elif self.runtime.mode == "watch":
+            header.show_status("WATCH · read-only", "info")
+        elif self.runtime.mode == "replay":
+            header.show_status(f"REPLAY ×{self.speed:g}" if self.speed else "REPLAY", "info")
+        else:
+            header.show_status("")
+
+    # ------------------------------------------------------------------ commands
+
+    def _agent_words(self) -> list[str]:
+        return [a.id for a in self.state.agents]
+
+    def _theme_words(self) -> list[str]:
+        return self.app.theme_names()  # type: ignore[attr-defined]
+
+    def palette_entries(self) -> list[tuple[str, str, str]]:
+        return palette_entries([(a.id, a.name) for a in self.state.agents], self._theme_words())
+
+    def feedback(self, text: str, error: bool = False) -> None:
+        label = self.query_one("#command-feedback", Label)
+        label.update(Text(text))
+        label.display = bool(text)
+        label.set_class(error, "-error")
+        label.set_class(not error, "-info")
+
+    @on(CommandInput.Submitted, "#command")
+    def _command_submitted(self, event: CommandInput.Submitted) -> None:
+        line = event.value.strip()
+        command = self.query_one(CommandInput)
+        command.remember(line)
+        command.value = ""
+        if line:
+            self.run_command_line(line)
+
+    def run_command_line(self, line: str) -> None:
+        """Parse and run one command; every problem ends as an inline message."""
+        try:
+            cmd = parse(line)
+            getattr(self, f"cmd_{cmd.name}")(*cmd.args)
+        except (CommandError, ReadOnlyError) as exc:
+            self.feedback(str(exc), error=True)
+
+    def _require_running(self, what: str) -> None:
+        if self.runtime.read_only and self.runtime.mode != "replay":
+            raise ReadOnlyError("read-only: this debate is not running in this process")
+        if not self.state.problem:
+            raise CommandError("the debate has not started yet")
+        if self.state.status != "running" and self.runtime.mode != "replay":
+            raise CommandError(f"the debate is {self.state.status}: nothing to {what}")
+
+    def _agent_list(self) -> str:
+        return ", ".join(a.id for a in self.state.agents)
+
+    def cmd_summarize(self, target: str | None = None) -> None:
+        if self.runtime.read_only:
+            raise ReadOnlyError("read-only: this debate is not running in this process")
+        self._require_running("summarize")
+        if target is None or target.lower() == "all":
+            ids = [a.id for a in self.state.agents]
+        else:
+            agent_id = self.runtime.find_agent(self.state, target)
+            if agent_id is None:
+                if self.state.judge and target.lower() in (JUDGE_ID, self.state.judge.id.lower()):
+                    raise CommandError("the judge summarizes the final round by itself; /summarize takes a debater")
+                raise CommandError(f"no agent {target!r} — agents: {self._agent_list()} (or all)")
+            ids = [agent_id]
+        for agent_id in ids:
+            try:
+                self.runtime.request_summary(agent_id)
+            except KeyError:
+                raise CommandError(f"no agent {agent_id!r} — agents: {self._agent_list()}") from None
+        who = "every agent" if len(ids) > 1 else ids[0]
+        self.feedback(f"summary requested for {who}: applied at its next call")
+
+    def cmd_context(self, agent: str | None = None, round_text: str | None = None) -> None:
+        from tui.screens.context import ContextScreen
+
+        state = self.state
+        if not state.rounds:
+            raise CommandError("no calls recorded yet: the first round has not started")
+        if agent is not None and round_text is None and agent.isdigit():
+            agent, round_text = None, agent
+        if agent is None:
+            focused = self.focused
+            pane = focused if isinstance(focused, AgentPane) else None
+            agent_id = pane.info.id if pane else state.agents[0].id
+        else:
+            try:
+                agent_id = resolve_agent_id(state, agent)
+            except InspectError:
+                raise CommandError(f"no agent {agent!r} — agents: {self._agent_list()}, judge") from None
+        if round_text is None:
+            round_no = max(1, min(state.current_round or len(state.rounds), len(state.rounds)))
+        else:
+            round_no = parse_round(round_text, len(state.rounds))
+        self.feedback("")
+        self.app.push_screen(ContextScreen(state, self.index, agent_id, round_no))
+
+    def cmd_pause(self) -> None:
+        self._require_running("pause")
+        if self.runtime.paused:
+            raise CommandError("already paused — /resume to continue")
+        self.runtime.pause()
+        self.feedback("pausing at the next call boundary (calls in flight finish first)")
+        self._refresh_header()
+        self.refresh_bindings()
+
+    def cmd_resume(self) -> None:
+        self._require_running("resume")
+        if not self.runtime.paused:
+            raise CommandError("not paused")
+        self.runtime.resume()
+        self.feedback("resumed")
+        self._refresh_header()
+        self.refresh_bindings()
+
+    def cmd_stop(self) -> None:
+        self._require_running("stop")
+        if self.runtime.mode == "replay":
+            raise ReadOnlyError("read-only: this debate is not running in this process")
+        self.runtime.stop()
+        self.feedback(f"stopping at the next call boundary; saved — continue with `moot resume {self.state.id}`")
+
+    def cmd_theme(self, name: str | None = None) -> None:
+        names = self._theme_words()
+        if name is None:
+            self.feedback(f"theme {self.app.theme}; themes: {', '.join(names)} — /theme NAME to switch")
+            return
+        if not self.app.set_theme(name):  # type: ignore[attr-defined]
+            raise CommandError(f"unknown theme {name!r} — themes: {', '.join(names)}")
+        self.feedback(f"theme {name} (remembered)")
+
+    def cmd_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
+        self.feedback("")
+        self.app.push_screen(HelpScreen())
+
+    def cmd_quit(self) -> None:
+        self.call_later(self.app.action_quit)
+
+    # ------------------------------------------------------------------ key actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        running = self.state.status == "running"
+        live = not self.runtime.read_only and running
+        if action in ("summarize", "stop"):
+            return live
+        if action == "toggle_pause":
+            return live or (self.runtime.mode == "replay" and running)
+        if action == "back":
+            return self.can_go_back or self.zoomed is not None
+        return True
+
+    def _focused_pane(self) -> AgentPane | None:
+        focused = self.focused
+        return focused if isinstance(focused, AgentPane) else None
+
+    def action_command_line(self) -> None:
+        command = self.query_one(CommandInput)
+        if command.has_focus:
+            command.insert_text_at_cursor("/")
+            return
+        # Focus now, not later (Widget.focus defers): keys typed or pasted right after
+        # the slash must reach the input, not the screen's bindings.
+        self.set_focus(command)
+        command.value = "/"
+        command.cursor_position = 1
+
+    def action_summarize(self) -> None:
+        pane = self._focused_pane()
+        self.run_command_line(f"/summarize {pane.info.id}" if pane and not pane.judge else "/summarize all")
+
+    def action_context(self) -> None:
+        pane = self._focused_pane()
+        self.run_command_line(f"/context {pane.info.id}" if pane else "/context")
+
+    def action_toggle_pause(self) -> None:
+        self.run_command_line("/resume" if self.runtime.paused else "/pause")
+
+    def action_stop(self) -> None:
+        from tui.screens.confirm import ConfirmScreen
+
+        if not self.runtime.running:
+            self.run_command_line("/stop")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.run_command_line("/stop")
+
+        self.app.push_screen(ConfirmScreen("Stop the debate?", "It is saved and can be continued with "
+                                           f"`moot resume {self.state.id}`."), confirmed)
+
+    def action_cycle_theme(self) -> None:
+        from tui.theming import BUNDLED
+
+        current = self.app.theme
+        nxt = BUNDLED[(BUNDLED.index(current) + 1) % len(BUNDLED)] if current in BUNDLED else BUNDLED[0]
+        self.run_command_line(f"/theme {nxt}")
+
+    @property
+    def zoomed(self) -> AgentPane | None:
+        return next((p for p in self.panes.values() if p.has_class("-zoomed")), None)
+
+    def zoom(self, pane: AgentPane | None) -> None:
+        """Show one pane in place of the grid (None: every pane again)."""
+        for p in self.panes.values():
+            p.set_class(p is pane, "-zoomed")
+        self.set_class(pane is not None, "-zoom")
+        self._relayout()
+
+    def action_zoom(self) -> None:
+        if self.zoomed is not None:
+            self.zoom(None)
+        else:
+            self.zoom(self._focused_pane() or self.judge_pane)
+
+    def action_follow(self) -> None:
+        for pane in ([self._focused_pane()] if self._focused_pane() else self.panes.values()):
+            if pane is not None:
+                pane.follow()
+
+    def action_help(self) -> None:
+        self.run_command_line("/help")
+
+    def action_back(self) -> None:
+        if self.zoomed is not None:
+            self.zoom(None)
+        elif self.can_go_back:
+            self.app.pop_screen()

@@ -1,0 +1,73 @@
+"""The list of saved debates: pick one to watch (enter) or replay (r)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label
+
+from core.store import DebateFolder, StateDir, summarize_folder
+
+
+class DebatesScreen(Screen):
+    CSS_PATH = "debates.tcss"
+    BINDINGS = [
+        Binding("enter", "open", "Watch"),
+        Binding("r", "replay", "Replay"),
+        Binding("f5", "reload", "Reload"),
+        Binding("q,escape", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, state_dir: StateDir) -> None:
+        super().__init__()
+        self.state_dir = state_dir
+        self.folders: dict[str, DebateFolder] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Label(Text(f"moot · saved debates in {self.state_dir.root}"), id="debates-title")
+        yield DataTable(id="debates", cursor_type="row", zebra_stripes=True)
+        yield Label("", id="debates-empty")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("id", "status", "rounds", "created", "problem")
+        self.action_reload()
+        table.focus()
+
+    def action_reload(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        self.folders = {f.id: f for f in self.state_dir.debates()}
+        # Newest first: ids start with a timestamp.
+        for folder_id in sorted(self.folders, reverse=True):
+            row = summarize_folder(self.folders[folder_id])
+            table.add_row(row["id"], row["status"], str(row["rounds"]), row.get("created", ""), row["problem"],
+                          key=folder_id)
+        empty = self.query_one("#debates-empty", Label)
+        empty.update("" if self.folders else f"no debates in {self.state_dir.root} — start one with `moot run`")
+        empty.display = not self.folders
+
+    def _selected(self) -> DebateFolder | None:
+        table = self.query_one(DataTable)
+        if not self.folders or table.cursor_row < 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return self.folders.get(str(key))
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        folder = self._selected()
+        if folder is not None:
+            self.app.open_debate(folder, replay=False)  # type: ignore[attr-defined]
+
+    def action_replay(self) -> None:
+        folder = self._selected()
+        if folder is not None:
+            self.app.open_debate(folder, replay=True)  # type: ignore[attr-defined]

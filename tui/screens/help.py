@@ -1,0 +1,56 @@
+"""The help screen: every slash command and key."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+from tui.commands import COMMANDS
+
+KEYS = (
+    ("/", "type a command (tab completes, ↑/↓ history, esc leaves)"),
+    ("tab / shift+tab", "move between panes"),
+    ("s · c", "summarize / inspect the focused pane's agent (all agents / the first when none)"),
+    ("p · x", "pause or resume · stop (asks first)"),
+    ("z · end", "zoom the focused pane (esc restores) · follow the newest text again"),
+    ("t", "next theme (dark, light, high-contrast)"),
+    ("ctrl+p", "command palette"),
+    ("q · ctrl+q", "quit (asks first while a debate runs)"),
+    ("[ ] · , .", "context inspector: previous/next round · previous/next agent"),
+)
+
+
+def help_table() -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    table.add_column(style="dim", no_wrap=True)
+    table.add_row(Text("Commands", style="bold underline"), "", "")
+    for spec in COMMANDS.values():
+        table.add_row(spec.usage, spec.help, f"key {spec.key}" if spec.key else "")
+    table.add_row("", "", "")
+    table.add_row(Text("Keys", style="bold underline"), "", "")
+    for key, text in KEYS:
+        table.add_row(key, text, "")
+    table.add_row("", "", "")
+    table.add_row("", Text("Agents are named by id, name or role: /summarize architect", style="dim"), "")
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    CSS_PATH = "help.tcss"
+    BINDINGS = [Binding("escape,q,enter,question_mark", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Label("moot — commands and keys", id="help-title")
+            yield Static(help_table(), id="help-body")
+            yield Label("esc to close", id="help-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

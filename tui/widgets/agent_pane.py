@@ -1,0 +1,271 @@
+"""One agent's pane: who it is, what it is doing, its view's token gauge and its contributions."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.markup import escape
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Label
+
+from core.models import AgentInfo, Contribution, Solution, Summary, ViewRecord
+from tui.bridge import TokenChunk
+from tui.format import contribution_title, k, solution_markdown, solution_title
+from tui.widgets.token_gauge import TokenGauge
+from tui.widgets.transcript import Entry, Transcript
+
+STATUSES = ("waiting", "thinking", "streaming", "summarizing", "done", "error")
+STATUS_ICONS = {"waiting": "○", "thinking": "◔", "streaming": "●", "summarizing": "◑", "done": "✓", "error": "✗"}
+STATUS_COLORS = {"waiting": "$text-muted", "thinking": "$warning", "streaming": "$primary",
+                 "summarizing": "$accent", "done": "$success", "error": "$error"}
+MORE_KEY = "~more"
+EMPTY_KEY = "~empty"
+
+
+class AgentPane(Vertical, can_focus=True):
+    """A pane per debater (and one for the judge).
+
+    Bounded: the calls in flight and the newest finished one show as markdown;
+    older contributions collapse to one line each (click for the full text), at
+    most `MAX_HISTORY` of them; older ones are only counted (`/context` shows all)."""
+
+    MAX_HISTORY = 12
+    KEEP_FINISHED = 1
+
+    status: reactive[str] = reactive("waiting")
+
+    class Update(Message):
+        """Work for this pane, done in the pane's own message queue.
+
+        The screen repaints only when its own queue is idle, so the debate screen
+        hands pane work over as messages instead of doing it in its handlers."""
+
+        def __init__(self, method: str, args: tuple[Any, ...]) -> None:
+            super().__init__()
+            self.method = method
+            self.args = args
+
+    def __init__(self, info: AgentInfo, *, judge: bool = False, **kwargs) -> None:
+        super().__init__(id=f"pane-{info.id}", classes="agent-pane" + (" -judge" if judge else ""), **kwargs)
+        self.info = info
+        self.judge = judge
+        self._active: list[str] = []
+        self._finished: list[str] = []
+        self._history: list[str] = []
+        self._summarizing: set[str] = set()
+        self._hidden = 0
+        self._error: str | None = None
+        self._seq = 0
+        self.solution_shown = False
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        info = self.info
+        title = info.name if info.name.lower() == info.role.lower() else f"{info.name} · {info.role}"
+        self.border_title = ("⚖ " if self.judge else "") + escape(title)
+        with Horizontal(classes="pane-meta"):
+            yield Label(Text(f"{info.provider}:{info.model}"), classes="pane-model")
+            yield Label("", classes="pane-badge")
+        yield TokenGauge()
+        yield Transcript(classes="pane-body")
+
+    def on_mount(self) -> None:
+        self.transcript.add(Entry(EMPTY_KEY, "", kind="note",
+                                  text="synthesizes after the last round" if self.judge else "waiting for the debate…"))
+        self._show_status()
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    @property
+    def gauge(self) -> TokenGauge:
+        return self.query_one(TokenGauge)
+
+    def watch_status(self) -> None:
+        self._show_status()
+
+    def _show_status(self) -> None:
+        # Colour through markup, not CSS classes: a class change restyles the whole pane.
+        self.set_class(self.status == "error", "-error")
+        extra = f": {escape(self._error)}" if self.status == "error" and self._error else ""
+        color = STATUS_COLORS.get(self.status, "$text-muted")
+        self.border_subtitle = f"[{color}]{STATUS_ICONS.get(self.status, '')} {self.status}{extra}[/]"
+
+    def follow(self) -> None:
+        """Jump back to the newest text and keep following it."""
+        self.transcript.follow_end()
+
+    # ------------------------------------------------------------------ events
+
+    def submit(self, method: str, *args: Any) -> None:
+        """Queue a call of one of the event methods below on this pane."""
+        self.post_message(self.Update(method, args))
+
+    async def on_agent_pane_update(self, message: Update) -> None:
+        message.stop()
+        if not self.is_attached:
+            return  # the app is closing with work still queued
+        result = getattr(self, message.method)(*message.args)
+        if inspect.isawaitable(result):
+            await result
+
+    def call_started(self, view: ViewRecord) -> None:
+        if view.phase == "summarize":
+            self._summarizing.add(view.call_id)
+            self.status = "summarizing"
+            return
+        self.gauge.update_view(view.tokens, view.budget)
+        title = contribution_title(view.phase, view.round, view.target_agent_id) + " · …"
+        self._archive(keep=self.KEEP_FINISHED)
+        self._add_block(Entry(view.call_id, title, text="```json\n" if view.phase == "synthesis" else ""))
+        self._active.append(view.call_id)
+        self._error = None
+        self.status = "thinking"
+
+    def stream(self, chunk: TokenChunk) -> None:
+        if chunk.call_id not in self._active:
+            return  # a summary's tokens, or a call this pane never saw start
+        transcript = self.transcript
+        if chunk.restart:
+            entry = transcript.get(chunk.call_id)
+            transcript.set_text(chunk.call_id, "```json\n" if entry and entry.text.startswith("```json") else "")
+        transcript.append_text(chunk.call_id, chunk.text)
+        if self.status != "streaming":
+            self.status = "streaming"
+
+    def contribution_added(self, c: Contribution) -> None:
+        key = c.metadata.call_id or f"c:{c.id}"
+        title = self._title(c)
+        if key in self._active:
+            self._active.remove(key)
+            self.transcript.set_text(key, c.content, title=title, state="done")
+        else:
+            self._archive(keep=self.KEEP_FINISHED)
+            self._add_block(Entry(key, title, text=c.content, state="done"))
+        self._finished.append(key)
+        self._settle()
+
+    def call_failed(self, call_id: str, error: str, will_retry: bool) -> None:
+        if will_retry:
+            self.border_subtitle = f"[$warning]↻ retrying: {escape(error[:60])}[/]"
+            return
+        self._summarizing.discard(call_id)
+        if call_id in self._active:
+            self._active.remove(call_id)
+            entry = self.transcript.get(call_id)
+            title = (entry.title.removesuffix(" · …") if entry else "call") + " · failed"
+            self.transcript.set_text(call_id, f"*{error}*", title=title, state="failed")
+            self._finished.append(call_id)
+        self._error = error[:80]
+        self.status = "error"
+
+    def summary_requested(self) -> None:
+        badge = self.query_one(".pane-badge", Label)
+        badge.update("⇣ summary requested")
+        badge.set_classes("pane-badge -requested")
+
+    def summary_added(self, s: Summary) -> None:
+        self._summarizing.clear()
+        md = s.metadata
+        trigger = {"manual": "manual", "judge": "final round"}.get(s.trigger, "auto")
+        fallback = " · fallback" if md.fallback_reason else ""
+        badge = self.query_one(".pane-badge", Label)
+        badge.update(f"⇣ R{s.round} {k(md.before_tokens)}→{k(md.after_tokens)} {s.method} ({trigger}){fallback}")
+        badge.set_classes("pane-badge -summarized" + (" -manual" if s.trigger == "manual" else "")
+                          + (" -fallback" if md.fallback_reason else ""))
+        badge.tooltip = (f"summary {s.id}: {md.before_tokens} → {md.after_tokens} tokens, "
+                         f"{md.before_chars} → {md.after_chars} chars, {s.method}/{s.strategy}, trigger {s.trigger}"
+                         + (f"; fallback: {md.fallback_reason}" if md.fallback_reason else ""))
+        self._settle()
+
+    def show_solution(self, solution: Solution) -> None:
+        """The judge's final answer, rendered (replaces the streamed JSON)."""
+        key = self._active.pop() if self._active else (solution.metadata.call_id or "solution")
+        self._active.clear()
+        if self.transcript.get(key) is None:
+            self._archive(keep=0)
+            self._add_block(Entry(key, ""))
+        self.transcript.set_text(key, solution_markdown(solution), title=solution_title(solution), state="solution")
+        self._finished.append(key)
+        self.solution_shown = True
+        self.status = "done"
+        self.transcript.scroll_to_entry(key)
+
+    def debate_ended(self, failed: bool) -> None:
+        self._summarizing.clear()
+        if self.status == "error":
+            return
+        if failed:
+            if self._active:
+                self.status = "error"
+        elif self.status != "waiting" or self._finished or self._history:
+            self.status = "done"
+
+    def load(self, contributions: list[Contribution], summary: Summary | None, view: ViewRecord | None,
+             solution: Solution | None = None) -> None:
+        """Show a saved debate's history at once (watch, resume): no streaming."""
+        if view is not None:
+            self.gauge.update_view(view.tokens, view.budget)
+        if summary is not None:
+            self.summary_added(summary)
+        shown = contributions[-(self.MAX_HISTORY + 1):]
+        self._hidden = len(contributions) - len(shown)
+        for c in shown:
+            self.contribution_added(c)
+        if solution is not None:
+            self.show_solution(solution)
+        elif contributions:
+            self.status = "done"
+        self._update_more()
+
+    # ------------------------------------------------------------------ internals
+
+    def _title(self, c: Contribution) -> str:
+        carried = " (carried)" if c.carried_from else ""
+        tokens = f" · {k(c.metadata.completion_tokens)} tok" if c.metadata.completion_tokens else ""
+        return contribution_title(c.type, c.round, c.target_agent_id) + carried + tokens
+
+    def _add_block(self, entry: Entry) -> None:
+        transcript = self.transcript
+        transcript.remove(EMPTY_KEY)
+        transcript.add(entry)
+
+    def _settle(self) -> None:
+        if self._active:
+            return
+        if self._summarizing:
+            self.status = "summarizing"
+        elif self.status != "error":
+            self.status = "done"
+
+    def _archive(self, keep: int) -> None:
+        """Collapse finished blocks, beyond the newest `keep`, to one-line history entries."""
+        transcript = self.transcript
+        while len(self._finished) > keep:
+            key = self._finished.pop(0)
+            transcript.to_history(key)
+            self._history.append(key)
+        while len(self._history) > self.MAX_HISTORY:
+            transcript.remove(self._history.pop(0))
+            self._hidden += 1
+        self._update_more()
+
+    def _update_more(self) -> None:
+        transcript = self.transcript
+        text = (f"… {self._hidden} earlier contribution{'s' if self._hidden != 1 else ''} (/context shows every call)"
+                if self._hidden else "")
+        entry = transcript.get(MORE_KEY)
+        if entry is None and text:
+            transcript.add(Entry(MORE_KEY, "", kind="note", text=text), first=True)
+        elif entry is not None and entry.text != text:
+            if text:
+                transcript.set_text(MORE_KEY, text)
+            else:
+                transcript.remove(MORE_KEY)

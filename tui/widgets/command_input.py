@@ -1,0 +1,50 @@
+"""The command line: `/` commands with completion, history on up/down, escape to leave."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.widgets import Input
+
+from tui.commands import CommandSuggester, Vocabulary
+
+
+class CommandInput(Input):
+    """An Input with a command suggester; tab accepts the suggestion."""
+
+    BINDINGS = [
+        Binding("tab", "complete", "Complete", show=False),
+        Binding("up", "history(-1)", "Previous command", show=False),
+        Binding("down", "history(1)", "Next command", show=False),
+        Binding("escape", "leave", "Leave", show=False),
+    ]
+    MAX_HISTORY = 100
+
+    def __init__(self, vocab: Vocabulary, **kwargs) -> None:
+        super().__init__(placeholder="type / for a command — /help lists them", suggester=CommandSuggester(vocab),
+                         select_on_focus=False, **kwargs)
+        self.history: list[str] = []
+        self._history_pos = 0
+
+    def remember(self, line: str) -> None:
+        if line and (not self.history or self.history[-1] != line):
+            self.history.append(line)
+            del self.history[: -self.MAX_HISTORY]
+        self._history_pos = len(self.history)
+
+    def action_complete(self) -> None:
+        if self._suggestion and self._suggestion != self.value:
+            self.value = self._suggestion
+            self.cursor_position = len(self.value)
+        else:
+            self.screen.focus_next()
+
+    def action_history(self, step: int) -> None:
+        if not self.history:
+            return
+        self._history_pos = max(0, min(len(self.history), self._history_pos + step))
+        self.value = self.history[self._history_pos] if self._history_pos < len(self.history) else ""
+        self.cursor_position = len(self.value)
+
+    def action_leave(self) -> None:
+        self.value = ""
+        self.screen.set_focus(None)

@@ -1,0 +1,67 @@
+"""The debate screen's header: problem, round, phase, elapsed time, tokens, provider, DEMO."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Label
+
+from core.models import DebateState
+from tui.format import PHASE_LABELS, clock_time, first_line, k
+
+
+class DebateHeader(Horizontal):
+    """One line; the DEMO badge shows whenever any agent runs on the demo provider."""
+
+    def compose(self) -> ComposeResult:
+        yield Label("moot", id="hdr-app")
+        yield Label("", id="hdr-title")
+        yield Label("", id="hdr-round")
+        yield Label("", id="hdr-phase")
+        yield Label("", id="hdr-elapsed")
+        yield Label("", id="hdr-tokens")
+        yield Label("", id="hdr-model")
+        yield Label("DEMO", id="hdr-demo")
+        yield Label("", id="hdr-status")
+
+    def on_mount(self) -> None:
+        self.query_one("#hdr-demo").display = False
+        self.query_one("#hdr-status").display = False
+
+    def _set(self, name: str, text: str) -> None:
+        # Only on change: updating a label asks for a layout of the whole screen.
+        label = self.query_one(f"#hdr-{name}", Label)
+        if getattr(label, "_moot_text", None) != text:
+            label._moot_text = text  # type: ignore[attr-defined]
+            label.update(Text(text))
+
+    def show_state(self, state: DebateState, phase: str, mode: str) -> None:
+        self._set("title", first_line(state.problem) or "(no debate yet)")
+        self._set("round", f"round {state.current_round}/{state.total_rounds}" if state.problem else "")
+        self._set("phase", PHASE_LABELS.get(phase, phase) if phase else "")
+        total = state.totals.prompt_tokens + state.totals.completion_tokens
+        self._set("tokens", f"Σ {k(total)} tok")
+        infos = [*state.agents, *([state.judge] if state.judge else [])]
+        providers = sorted({a.provider for a in infos})
+        models = sorted({a.model for a in infos})
+        model = models[0] if len(models) == 1 else f"{len(models)} models"
+        self._set("model", f"{'/'.join(providers)} · {model}" if infos else "")
+        demo = "demo" in providers
+        badge = self.query_one("#hdr-demo", Label)
+        if badge.display != demo:
+            badge.display = demo
+            badge.tooltip = "the offline demo provider: scripted answers, no model" if demo else None
+
+    def show_elapsed(self, seconds: float | None) -> None:
+        self._set("elapsed", f"elapsed {clock_time(seconds)}" if seconds is not None else "")
+
+    def show_status(self, text: str, kind: str = "") -> None:
+        """A badge such as PAUSED, COMPLETED, FAILED, WATCH or REPLAY (empty hides it)."""
+        if (text, kind) == getattr(self, "_status", None):
+            return
+        self._status = (text, kind)
+        label = self.query_one("#hdr-status", Label)
+        label.update(text)
+        label.display = bool(text)
+        label.set_classes(f"-{kind}" if kind else "")

@@ -1,0 +1,81 @@
+"""A one-line gauge of an agent's latest view: tokens per tier against its budget."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from core.models import TierTokens
+from tui.format import k
+
+TIERS = ("system", "summary", "history", "task")
+WARN_RATIO = 0.8
+"""Matches the default summarization trigger ratio: past it a summary is due."""
+CRITICAL_RATIO = 0.95
+
+
+class TokenGauge(Widget):
+    """`▕███▒▒▒░░░░▏ 5.2k / 7k`: system, summary, history and task tiers, then free space.
+
+    Not a ProgressBar: no ETA, fixed width text, and classes `-warn` / `-critical`
+    when the view nears its budget."""
+
+    DEFAULT_CSS = """
+    TokenGauge { height: 1; width: 1fr; }
+    TokenGauge > .token-gauge--system { color: $gauge-system; }
+    TokenGauge > .token-gauge--summary { color: $gauge-summary; }
+    TokenGauge > .token-gauge--history { color: $gauge-history; }
+    TokenGauge > .token-gauge--task { color: $gauge-task; }
+    TokenGauge > .token-gauge--free { color: $gauge-free; }
+    TokenGauge > .token-gauge--label { color: $text-muted; }
+    TokenGauge.-warn > .token-gauge--label { color: $warning; text-style: bold; }
+    TokenGauge.-critical > .token-gauge--label { color: $error; text-style: bold reverse; }
+    """
+    COMPONENT_CLASSES = {
+        "token-gauge--system", "token-gauge--summary", "token-gauge--history",
+        "token-gauge--task", "token-gauge--free", "token-gauge--label",
+    }
+
+    tokens: reactive[TierTokens | None] = reactive(None)
+    budget: reactive[int] = reactive(0)
+
+    def update_view(self, tokens: TierTokens, budget: int) -> None:
+        """Show a new view's token counts (from `call_started.view`)."""
+        self.set_reactive(TokenGauge.tokens, tokens)
+        self.budget = budget
+        ratio = tokens.total / budget if budget else 0.0
+        self.set_class(WARN_RATIO <= ratio < CRITICAL_RATIO, "-warn")
+        self.set_class(ratio >= CRITICAL_RATIO, "-critical")
+        self.tooltip = (f"system {tokens.system} · summary {tokens.summary} · history {tokens.history} · "
+                        f"task {tokens.task} · total {tokens.total} of {budget}")
+        self.refresh()
+
+    @property
+    def label(self) -> str:
+        if self.tokens is None or not self.budget:
+            return "– / –"
+        return f"{k(self.tokens.total)} / {k(self.budget)}"
+
+    def render(self) -> Text:
+        label = self.label
+        width = max(4, self.size.width - len(label) - 3)
+        text = Text(no_wrap=True, overflow="crop")
+        text.append("▕", self.get_component_rich_style("token-gauge--free"))
+        t = self.tokens
+        used_cells = 0
+        if t is not None and self.budget:
+            acc = 0
+            # Tier boundaries from cumulative sums, so rounding never adds up past the bar.
+            values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history)]
+            for tier, value in zip(TIERS, values):
+                acc += value
+                end = min(width, round(width * acc / self.budget))
+                if end > used_cells:
+                    text.append("█" * (end - used_cells), self.get_component_rich_style(f"token-gauge--{tier}"))
+                    used_cells = end
+        if used_cells < width:
+            text.append("░" * (width - used_cells), self.get_component_rich_style("token-gauge--free"))
+        text.append("▏ ", self.get_component_rich_style("token-gauge--free"))
+        text.append(label, self.get_component_rich_style("token-gauge--label"))
+        return text

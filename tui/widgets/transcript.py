@@ -1,0 +1,315 @@
+"""An agent's contributions as one scrollable widget: streaming markdown, finished text, history.
+
+Why one widget and not a Textual `Markdown` per contribution: measured on the 2-core
+machine (bench/tui_stream.py), six panes of Textual Markdown fed by MarkdownStream
+or 20 Hz `append` reached 1–4 frames/s at 6 agents × 200 tokens/s with keys taking
+0.3–0.8 s, because every frame lays out every markdown block widget on screen and
+block widgets are mounted continuously. Here each entry's markdown is rendered by
+Rich into cached lines (the line API, as RichLog does): a delta re-renders only the
+entry's unfinished tail (at most `SEGMENT_CHARS` past the last paragraph break; the
+finished paragraphs are frozen segments rendered once), never the whole text.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from rich.markdown import Markdown as RichMarkdown
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui.format import first_line
+
+SEGMENT_CHARS = 300
+"""Streamed text past this many characters is frozen at its last paragraph break."""
+
+
+def safe_cut(live: str, before: str = "") -> int:
+    """Where `live` can be split at a paragraph break outside code fences (0: nowhere)."""
+    fences_before = before.count("```")
+    cut = live.rfind("\n\n")
+    while cut > 0:
+        if (fences_before + live.count("```", 0, cut)) % 2 == 0:
+            return cut + 2
+        cut = live.rfind("\n\n", 0, cut)
+    return 0
+
+
+@dataclass
+class Entry:
+    """One item of the transcript."""
+
+    key: str
+    title: str
+    text: str = ""
+    kind: str = "block"
+    """"block": markdown under a title; "history": one line, full plain text when expanded;
+    "note": a dim line of text."""
+    state: str = "live"
+    """live, done, failed or solution (only colours the title)."""
+    expanded: bool = False
+    segments: list[str] = field(default_factory=list)
+    """Frozen leading parts of `text` (streaming only), each rendered once."""
+    version: int = 0
+    _strips: dict[tuple[int, str, int], list[Strip]] = field(default_factory=dict, repr=False)
+    _segment_strips: dict[tuple[int, str, int], list[Strip]] = field(default_factory=dict, repr=False)
+
+    @property
+    def tail(self) -> str:
+        frozen = sum(len(s) for s in self.segments)
+        return self.text[frozen:]
+
+    def changed(self) -> None:
+        self.version += 1
+        self._strips.clear()
+
+
+class Transcript(ScrollView, can_focus=False):
+    """Entries rendered into cached strips; anchored to the newest text until scrolled up."""
+
+    DEFAULT_CSS = """
+    Transcript { height: 1fr; overflow-x: hidden; }
+    Transcript > .transcript--title { text-style: bold; color: $text-muted; }
+    Transcript > .transcript--title-done { text-style: bold; color: $success; }
+    Transcript > .transcript--title-failed { text-style: bold; color: $error; }
+    Transcript > .transcript--title-solution { text-style: bold reverse; color: $success; }
+    Transcript > .transcript--history { color: $text-muted; }
+    Transcript > .transcript--note { color: $text-muted; text-style: italic; }
+    """
+    COMPONENT_CLASSES = {
+        "transcript--title", "transcript--title-done", "transcript--title-failed",
+        "transcript--title-solution", "transcript--history", "transcript--note",
+    }
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.entries: list[Entry] = []
+        self._index: dict[str, Entry] = {}
+        self._starts: list[int] = []
+        self._lines: list[tuple[Entry, list[Strip]]] = []
+        self._layout_key: tuple[int, str] | None = None
+        self._dirty = True
+        self._base_style = Style()
+        self._blank: Strip | None = None
+
+    # ------------------------------------------------------------------ entries
+
+    def get(self, key: str) -> Entry | None:
+        return self._index.get(key)
+
+    def add(self, entry: Entry, *, first: bool = False) -> Entry:
+        if first:
+            self.entries.insert(0, entry)
+        else:
+            self.entries.append(entry)
+        self._index[entry.key] = entry
+        self._content_changed()
+        return entry
+
+    def remove(self, key: str) -> None:
+        entry = self._index.pop(key, None)
+        if entry is not None:
+            self.entries.remove(entry)
+            self._content_changed()
+
+    def append_text(self, key: str, text: str) -> None:
+        entry = self._index.get(key)
+        if entry is None or not text:
+            return
+        entry.text += text
+        tail = entry.tail
+        if len(tail) > SEGMENT_CHARS:
+            cut = safe_cut(tail, "".join(entry.segments))
+            if cut:
+                entry.segments.append(tail[:cut])
+        entry.changed()
+        self._content_changed()
+
+    def set_text(self, key: str, text: str, *, title: str | None = None, state: str | None = None) -> None:
+        entry = self._index.get(key)
+        if entry is None:
+            return
+        entry.text = text
+        entry.segments.clear()
+        entry._segment_strips.clear()
+        if title is not None:
+            entry.title = title
+        if state is not None:
+            entry.state = state
+        entry.changed()
+        self._content_changed()
+
+    def to_history(self, key: str) -> None:
+        """Collapse a finished block into one line (its full text on click)."""
+        entry = self._index.get(key)
+        if entry is not None and entry.kind == "block":
+            entry.kind = "history"
+            entry.segments.clear()
+            entry._segment_strips.clear()
+            entry.changed()
+            self._content_changed()
+
+    def toggle(self, entry: Entry) -> None:
+        entry.expanded = not entry.expanded
+        entry.changed()
+        self._content_changed()
+
+    def scroll_to_entry(self, key: str) -> None:
+        entry = self._index.get(key)
+        if entry is None:
+            return
+        self._ensure_layout()
+        for (e, _), start in zip(self._lines, self._starts):
+            if e is entry:
+                self.anchor(False)
+                self.scroll_to(y=start, animate=False, immediate=True)
+                return
+
+    def follow_end(self) -> None:
+        self.anchor()
+
+    # ------------------------------------------------------------------ rendering
+
+    def _content_changed(self) -> None:
+        self._dirty = True
+        self._update_virtual_size()
+
+    def _width(self) -> int:
+        return max(1, self.scrollable_content_region.width)
+
+    def _update_virtual_size(self) -> None:
+        if not self.is_mounted:
+            return
+        self._ensure_layout()
+        total = self._starts[-1] + len(self._lines[-1][1]) if self._lines else 0
+        self.virtual_size = Size(self._width(), total)
+        self.refresh()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._dirty = True
+        self._update_virtual_size()
+
+    def on_mount(self) -> None:
+        self.anchor()  # stay on the newest line until the user scrolls up (Textual releases it)
+        self._update_virtual_size()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._layout_key = None
+        for entry in self.entries:
+            entry._strips.clear()
+            entry._segment_strips.clear()
+        self._dirty = True
+
+    def _ensure_layout(self) -> None:
+        key = (self._width(), self.app.theme)
+        if not self._dirty and key == self._layout_key:
+            return
+        self._layout_key = key
+        self._base_style = self.rich_style
+        self._blank = None
+        self._dirty = False
+        self._lines = []
+        self._starts = []
+        line = 0
+        for entry in self.entries:
+            strips = self._entry_strips(entry, key[0])
+            self._starts.append(line)
+            self._lines.append((entry, strips))
+            line += len(strips)
+
+    def _entry_strips(self, entry: Entry, width: int) -> list[Strip]:
+        theme = self.app.theme
+        cache_key = (width, theme, entry.version)
+        cached = entry._strips.get(cache_key)
+        if cached is not None:
+            return cached
+        base = self.rich_style
+        out: list[Strip] = []
+        if entry.kind == "note":
+            out += self._text_strips(Text(entry.text or entry.title), width,
+                                     self.get_component_rich_style("transcript--note"))
+        elif entry.kind == "history":
+            head = Text(("▾ " if entry.expanded else "▸ ") + entry.title, style="bold")
+            muted = self.get_component_rich_style("transcript--history")
+            if entry.expanded:
+                out += self._text_strips(head, width, muted)
+                out += self._text_strips(Text(entry.text.strip()), width, base)
+            else:
+                line = Text.assemble(head, "  ", first_line(entry.text, 200))
+                line.truncate(width, overflow="ellipsis")
+                out += self._text_strips(line, width, muted, wrap=False)
+        else:
+            title_class = {"done": "transcript--title-done", "failed": "transcript--title-failed",
+                           "solution": "transcript--title-solution"}.get(entry.state, "transcript--title")
+            title = Text(entry.title)
+            title.truncate(width, overflow="ellipsis")
+            out += self._text_strips(title, width, self.get_component_rich_style(title_class), wrap=False)
+            for i, segment in enumerate(entry.segments):
+                seg_key = (width, theme, i)
+                strips = entry._segment_strips.get(seg_key)
+                if strips is None:
+                    strips = entry._segment_strips[seg_key] = self._markdown_strips(segment, width)
+                out += strips
+            out += self._markdown_strips(entry.tail, width)
+        entry._strips = {cache_key: out}
+        return out
+
+    def _markdown_strips(self, text: str, width: int) -> list[Strip]:
+        if not text.strip():
+            return []
+        dark = getattr(self.app.current_theme, "dark", True)
+        console = self.app.console
+        options = console.options.update(width=width, height=None, highlight=False)
+        style = self.rich_style
+        lines = console.render_lines(RichMarkdown(text, code_theme="ansi_dark" if dark else "ansi_light"),
+                                     options, style=style, pad=False)
+        return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines]
+
+    def _text_strips(self, text: Text, width: int, style: Style, wrap: bool = True) -> list[Strip]:
+        console = self.app.console
+        options = console.options.update(width=width, height=None, no_wrap=not wrap, overflow="ellipsis")
+        base = self.rich_style + style
+        lines = console.render_lines(text, options, style=base, pad=False)
+        return [Strip(Segment.simplify(line)).adjust_cell_length(width, base) for line in lines]
+
+    def render_line(self, y: int) -> Strip:
+        self._ensure_layout()
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self._layout_key[0] if self._layout_key else self._width()
+        i = bisect_right(self._starts, index) - 1
+        if 0 <= i < len(self._lines):
+            strips = self._lines[i][1]
+            offset = index - self._starts[i]
+            if offset < len(strips):
+                strip = strips[offset]
+                # Strips are made at the view's width: no crop (no new Strip) unless scrolled sideways.
+                if scroll_x == 0 and strip.cell_length == width:
+                    return strip
+                return strip.crop_extend(scroll_x, scroll_x + width, self._base_style)
+        if self._blank is None or self._blank.cell_length != width:
+            self._blank = Strip.blank(width, self._base_style)
+        return self._blank
+
+    def entry_at(self, y: int) -> Entry | None:
+        self._ensure_layout()
+        index = self.scroll_offset.y + y
+        i = bisect_right(self._starts, index) - 1
+        if 0 <= i < len(self._lines) and index - self._starts[i] < len(self._lines[i][1]):
+            return self._lines[i][0]
+        return None
+
+    # ------------------------------------------------------------------ input
+
+    def on_click(self, event: events.Click) -> None:
+        entry = self.entry_at(event.y)
+        if entry is not None and entry.kind == "history":
+            self.toggle(entry)
+
