@@ -29,7 +29,7 @@ from core.judge import parse_json_object
 from core.models import AgentConfig, ContextConfig, DebateState, Solution, SummarizationConfig
 from core.providers.base import CallHint, ProviderError
 from core.providers.pool import ProviderPool, default_provider_name
-from core.report import cell, load_state, table, write_output
+from core.report import cell, deliver, load_state, table
 from core.store import StateDir
 
 CRITERIA: tuple[str, ...] = ("functional_completeness", "performance", "security", "maintainability",
@@ -324,10 +324,5 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"moot: evaluator {r.id} failed: {r.error}", file=sys.stderr)
     text = (render_json(state, results) if fmt == "json" else render_csv(results) if fmt == "csv"
             else render_markdown(state, results))
-    if args.output:
-        write_output(Path(args.output), text)
-        print(f"evaluation written to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    deliver(text, args.output, "evaluation")
     return 0

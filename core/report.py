@@ -295,13 +295,17 @@ def write_output(path: Path, text: str) -> None:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    state = load_state(StateDir(args.state_dir).open(args.id))
-    text = render_report(state, verbose=bool(args.verbose))
-    if args.output:
-        write_output(Path(args.output), text)
-        print(f"report written to {args.output}", file=sys.stderr)
+def deliver(text: str, output: str | None, what: str) -> None:
+    """Write `text` to the -o file (atomically, naming it on stderr) or to stdout."""
+    if output:
+        write_output(Path(output), text)
+        print(f"{what} written to {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    state = load_state(StateDir(args.state_dir).open(args.id))
+    deliver(render_report(state, verbose=bool(args.verbose)), args.output, "report")
     return 0

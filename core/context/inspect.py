@@ -66,7 +66,7 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
         target = f" → {c['target_agent_id']}" if c["target_agent_id"] else ""
         out.append(f"═══ {c['phase']}{target} · {c['model']} · {t['total']} / {c['budget']} tokens"
                    + (f" · {len(c['dropped_ids'])} items dropped" if c["dropped_ids"] else ""))
-        tiers = _tiers(c)
+        tiers = message_tiers(c)
         for (tier, n), m in zip(tiers, c["messages"]):
             out.append(f"─── [{m['role']}] {tier} · {n} tokens")
             out.append(m["content"])
@@ -74,12 +74,15 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _tiers(c: dict[str, Any]) -> list[tuple[str, int]]:
-    t = c["tokens"]
+def message_tiers(view: dict[str, Any]) -> list[tuple[str, int]]:
+    """(tier, tokens) for each message of a call view, in order (system, summary, history, task)."""
+    t = view["tokens"]
     tiers = [("system", t["system"])]
     if t["summary"]:
         tiers.append(("summary", t["summary"]))
     if t["history"]:
         tiers.append(("history", t["history"]))
     tiers.append(("task", t["task"]))
+    if len(tiers) != len(view["messages"]):  # a view that was shrunk differently: label by position
+        tiers = [(f"message {i + 1}", 0) for i in range(len(view["messages"]))]
     return tiers

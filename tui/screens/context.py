@@ -17,25 +17,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, Select, Static
 
 from core.context.index import DebateIndex
-from core.context.inspect import call_view, records_for
+from core.context.inspect import call_view, message_tiers, records_for
 from core.models import DebateState, ViewRecord
 from tui.format import k
 
 ALL = "*"
-
-
-def message_tiers(view: dict[str, Any]) -> list[tuple[str, int]]:
-    """(tier, tokens) for each message of a call, in order (system, summary, history, task)."""
-    t = view["tokens"]
-    tiers = [("system", t["system"])]
-    if t["summary"]:
-        tiers.append(("summary", t["summary"]))
-    if t["history"]:
-        tiers.append(("history", t["history"]))
-    tiers.append(("task", t["task"]))
-    if len(tiers) != len(view["messages"]):  # a view that was shrunk differently: label by position
-        tiers = [(f"message {i + 1}", 0) for i in range(len(view["messages"]))]
-    return tiers
 
 
 class ContextScreen(Screen):
