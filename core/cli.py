@@ -129,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     res = sub.add_parser("resume", help="continue an unfinished debate")
     res.add_argument("id")
     res.add_argument("--headless", action="store_true")
+    res.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
     provider_args(res)
     state_dir(res)
     return p
@@ -331,12 +332,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    from core.ask import ask_on_stdin
     from core.runner import SessionOptions, resume_session
 
-    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=args.demo_delay),
+    tui = _wants_tui(args) and _tui_available()
+    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=args.demo_delay,
+                                                     clarifier=None if tui else ask_on_stdin),
                              _overrides(args, with_rounds=False))
-    if _wants_tui(args) and _tui_available():
-        return _load_tui().run_app(session, theme=None)
+    if tui:
+        return _load_tui().run_app(session, theme=args.theme)
     return asyncio.run(_run_headless(session, None))
 
 
