@@ -190,6 +190,15 @@ def check_problem_size(problem: str, budget: int, model: str | None, allow_trunc
 # ---------------------------------------------------------------- commands
 
 
+def _demo_delay(args: argparse.Namespace, tui: bool) -> float | None:
+    """The demo provider's pacing exists for watching: headless runs default to none."""
+    if args.demo_delay is not None:
+        return args.demo_delay
+    if not tui and os.environ.get("MOOT_DEMO_DELAY") is None:
+        return 0.0
+    return None  # the provider reads MOOT_DEMO_DELAY or its lively default
+
+
 def _wants_tui(args: argparse.Namespace) -> bool:
     return not args.headless and sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("CI") is None
 
@@ -310,7 +319,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from core.ask import ask_on_stdin
 
     tui = _wants_tui(args) and _tui_available()
-    session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=args.demo_delay,
+    session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=_demo_delay(args, tui),
                                                           clarifier=None if tui else ask_on_stdin))
     if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
         print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
@@ -336,7 +345,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from core.runner import SessionOptions, resume_session
 
     tui = _wants_tui(args) and _tui_available()
-    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=args.demo_delay,
+    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=_demo_delay(args, tui),
                                                      clarifier=None if tui else ask_on_stdin),
                              _overrides(args, with_rounds=False))
     if tui:
