@@ -22,6 +22,7 @@ from tui.settings import SettingsStore
 from tui.theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 
 if TYPE_CHECKING:
+    from core.models import Clarification
     from core.runner import DebateSession
 
 
@@ -61,6 +62,9 @@ class MootApp(App[int]):
         for t in load_themes():
             self.register_theme(t)
         self.theme = self._initial_theme()
+        if isinstance(runtime, LiveRuntime) and runtime.orchestrator.config.debate.clarify:
+            # The engine asks before round 1 and awaits the answers inside this app's loop.
+            runtime.use_clarifier(self.ask_clarifications)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
@@ -129,6 +133,39 @@ class MootApp(App[int]):
         self.theme = name
         self.settings.update(theme=name)
         return True
+
+    # ------------------------------------------------------------------ clarifications
+
+    async def ask_clarifications(self, questions: list[Clarification]) -> list[str]:
+        """Show the clarification dialog and wait for it (never blocks the app's loop).
+
+        Called from the engine's task: the dialog is pushed from the app's own message
+        queue, and the answers come back through a future the dialog resolves."""
+        from tui.screens.clarify import ClarifyScreen
+
+        names: dict[str, str] = {}
+        if isinstance(self.runtime, LiveRuntime):
+            names = {a.id: a.name for a in self.runtime.orchestrator.agents}
+        answered: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+        screen = ClarifyScreen(questions, names, round_no=max((q.round for q in questions), default=1))
+
+        def dismissed(answers: list[str] | None) -> None:
+            if not answered.done():
+                answered.set_result(list(answers or []))
+
+        def show() -> None:
+            if not answered.done():
+                self.push_screen(screen, dismissed)
+
+        self.call_later(show)
+        try:
+            return await answered
+        finally:
+            if not answered.done() or answered.cancelled():
+                # given up (the debate stopped): no late push; close the dialog if it is on top
+                answered.cancel()
+                if screen.is_attached and self.screen_stack and self.screen_stack[-1] is screen:
+                    screen.dismiss([])
 
     # ------------------------------------------------------------------ debates
 

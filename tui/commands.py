@@ -32,6 +32,8 @@ class CommandSpec:
     """What each argument completes to: "agent", "agent+all", "agent+judge", "theme"."""
     key: str = ""
     """The key binding for the same action, shown in /help."""
+    text: bool = False
+    """The rest of the line is one free-text argument (e.g. /inject's note)."""
 
 
 COMMANDS: dict[str, CommandSpec] = {
@@ -46,6 +48,9 @@ COMMANDS: dict[str, CommandSpec] = {
         CommandSpec("pause", "/pause", "Pause the debate at the next call boundary.", 0, (), "p"),
         CommandSpec("resume", "/resume", "Resume a paused debate.", 0, (), "p"),
         CommandSpec("stop", "/stop", "Stop the debate (saved; continue later with `moot resume`).", 0, (), "x"),
+        CommandSpec("inject", "/inject TEXT",
+                    "Add a moderator note: every agent sees it verbatim from its next call on.",
+                    1, (), "", text=True),
         CommandSpec("theme", "/theme [name]", "Switch theme (remembered); without a name, list the themes.",
                     1, ("theme",), "t"),
         CommandSpec("help", "/help", "Show commands and keys.", 0, (), "?"),
@@ -83,10 +88,14 @@ def parse(line: str) -> ParsedCommand:
         raise CommandError("type a command after /, e.g. /help")
     if not text.startswith("/"):
         raise CommandError(f"commands start with /: did you mean /{text.split()[0]}? (/help lists them)")
-    name, *args = text[1:].split()
+    name, *more = text[1:].strip().split(maxsplit=1)
+    rest = more[0].strip() if more else ""
     spec = lookup(name)
     if spec is None:
         raise CommandError(f"unknown command /{name} — /help lists the commands")
+    if spec.text:
+        return ParsedCommand(spec, (rest,) if rest else ())
+    args = rest.split()
     if len(args) > spec.max_args:
         raise CommandError(f"too many arguments — usage: {spec.usage}")
     return ParsedCommand(spec, tuple(args))
@@ -168,13 +177,17 @@ class CommandSuggester(Suggester):
 
 
 def palette_entries(agents: Iterable[tuple[str, str]], themes: Iterable[str]) -> list[tuple[str, str, str]]:
-    """(title, help, command line) for the palette; agents are (id, display name)."""
+    """(title, help, command line) for the palette; agents are (id, display name).
+
+    A line ending in a space needs text from the user: the palette puts it on the
+    command line instead of running it."""
     agents = list(agents)
     out = [
         ("Summarize all agents", COMMANDS["summarize"].help, "/summarize all"),
         ("Pause debate", COMMANDS["pause"].help, "/pause"),
         ("Resume debate", COMMANDS["resume"].help, "/resume"),
         ("Stop debate", COMMANDS["stop"].help, "/stop"),
+        ("Inject a moderator note", COMMANDS["inject"].help, "/inject "),
         ("Context inspector", COMMANDS["context"].help, "/context"),
         ("Help: commands and keys", COMMANDS["help"].help, "/help"),
         ("Quit moot", COMMANDS["quit"].help, "/quit"),
@@ -204,7 +217,7 @@ class MootCommandProvider(Provider):
         if screen is None:
             return
         for title, help_text, line in entries:
-            yield DiscoveryHit(title, partial(screen.run_command_line, line), help=help_text)
+            yield DiscoveryHit(title, self._action(screen, line), help=help_text)
 
     async def search(self, query: str) -> Hits:
         screen, entries = self._entries()
@@ -214,4 +227,10 @@ class MootCommandProvider(Provider):
         for title, help_text, line in entries:
             score = max(matcher.match(title), matcher.match(line))
             if score > 0:
-                yield Hit(score, matcher.highlight(title), partial(screen.run_command_line, line), help=help_text)
+                yield Hit(score, matcher.highlight(title), self._action(screen, line), help=help_text)
+
+    @staticmethod
+    def _action(screen: DebateScreen, line: str) -> Callable[[], object]:
+        if line.endswith(" "):
+            return partial(screen.prefill_command_line, line)
+        return partial(screen.run_command_line, line)

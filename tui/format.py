@@ -11,6 +11,7 @@ PHASE_LABELS = {
     "refinement": "refinements",
     "synthesis": "synthesis",
     "clarify": "clarifications",
+    "score": "convergence check",
 }
 
 
@@ -24,6 +25,14 @@ def k(n: int | float) -> str:
         return f"{v:.0f}k" if v >= 100 or v == int(v) else f"{v:.1f}k"
     v = n / 1_000_000
     return f"{v:.1f}M"
+
+
+def usd(amount: float) -> str:
+    """Dollars: $0.0123 below a dollar, $0.05 for whole cents, $12.34 from a dollar up."""
+    cents = amount * 100
+    if amount >= 1 or abs(cents - round(cents)) < 1e-9:
+        return f"${amount:.2f}"
+    return f"${amount:.4f}"
 
 
 def clock_time(seconds: float) -> str:

@@ -24,11 +24,12 @@ import aiofiles
 from pydantic import ValidationError
 
 from core.events import TERMINAL_TYPES, ContributionAdded, Event, Token, parse_event
-from core.models import DebateState
+from core.models import Clarification, DebateState
 from core.state import apply, new_state
 from core.store import DebateFolder, read_events
 
 if TYPE_CHECKING:
+    from core.orchestrator import Clarifier
     from core.runner import DebateSession
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,10 @@ class Runtime:
     def stop(self) -> None:
         raise ReadOnlyError(READ_ONLY)
 
+    def inject(self, text: str) -> None:
+        """A moderator note every agent sees from its next call on."""
+        raise ReadOnlyError(READ_ONLY)
+
     async def shutdown(self) -> None:
         """Stop whatever runs (the engine, a tail) and wait for it; idempotent."""
 
@@ -133,6 +138,34 @@ class LiveRuntime(Runtime):
         self.orchestrator = session.orchestrator
         self._sub = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        """Set by stop/shutdown: a clarification dialog still open gives up."""
+
+    def use_clarifier(self, ask: Clarifier) -> None:
+        """Let `ask` (the app's dialog) answer the engine's clarifying questions.
+
+        The engine awaits the answers inside the app's event loop; a stop (or quitting)
+        while the dialog is open ends the wait with a stop, so nothing hangs and the
+        questions are asked again on resume."""
+
+        async def clarifier(questions: list[Clarification]) -> list[str]:
+            from core.orchestrator import StopRequested
+
+            if self._stopping.is_set():
+                raise StopRequested
+            asking = asyncio.ensure_future(ask(questions))
+            stopping = asyncio.ensure_future(self._stopping.wait())
+            try:
+                await asyncio.wait({asking, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
+                if not asking.done():
+                    asking.cancel()  # closes the dialog
+            if not asking.done() or asking.cancelled():
+                raise StopRequested
+            return asking.result()
+
+        self.orchestrator.clarifier = clarifier
 
     async def start(self) -> Snapshot:
         # Subscribe before the engine starts so no event is missed; copy the state
@@ -185,12 +218,16 @@ class LiveRuntime(Runtime):
         self.orchestrator.resume()
 
     def stop(self) -> None:
+        self._stopping.set()
         self.orchestrator.stop()
+
+    def inject(self, text: str) -> None:
+        self.orchestrator.inject(text)
 
     async def shutdown(self) -> None:
         task = self._task
         if task is not None and not task.done():
-            self.orchestrator.stop()
+            self.stop()
             # stop() acts at the next call boundary; a slow provider call is cancelled
             # instead (the debate is still saved and resumable).
             done, _ = await asyncio.wait({task}, timeout=self.STOP_GRACE_S)
@@ -443,3 +480,6 @@ class ScriptedRuntime(Runtime):
     def stop(self) -> None:
         self._record("stop")
         self.debate_running = False
+
+    def inject(self, text: str) -> None:
+        self._record("inject", text)

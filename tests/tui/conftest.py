@@ -28,8 +28,8 @@ def _config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def make_session(state_dir: Path, *, rounds: int = 2, delay: float = 0.0, roles: list[str] | None = None,
-                 debate_id: str = "snap") -> DebateSession:
-    config = load_config(None, Overrides(rounds=rounds, provider="demo", roles=roles))
+                 debate_id: str = "snap", debate: dict | None = None) -> DebateSession:
+    config = load_config(None, Overrides(rounds=rounds, provider="demo", roles=roles, debate=debate))
     opts = SessionOptions(state_dir=state_dir, demo_delay=delay, deterministic_ids=True, debate_id=debate_id,
                           clock=fixed_clock)
     return new_session("Design a URL shortener", config, opts)

@@ -33,6 +33,13 @@ def test_parse_errors(line: str, message: str) -> None:
         parse(line)
 
 
+def test_parse_inject_takes_the_rest_of_the_line() -> None:
+    cmd = parse("/inject Keep it  simple, please ")
+    assert cmd.name == "inject" and cmd.args == ("Keep it  simple, please",)
+    assert parse("/inject").args == () and parse("/inject   ").args == ()
+    assert parse("/inj\tno tabs lost").args == ("no tabs lost",)
+
+
 def test_parse_round() -> None:
     assert parse_round("2", 3) == 2
     with pytest.raises(CommandError, match="no round 7"):
@@ -51,6 +58,8 @@ def test_completion() -> None:
     assert complete("/context ju", VOCAB) == "/context judge"
     assert complete("/theme li", VOCAB) == "/theme light"
     assert complete("/pause x", VOCAB) is None
+    assert complete("/inj", VOCAB) == "/inject"
+    assert complete("/inject ke", VOCAB) is None  # free text: nothing to complete
     assert complete("hello", VOCAB) is None
     assert lookup("nope") is None
 
@@ -58,7 +67,7 @@ def test_completion() -> None:
 def test_palette_entries_cover_commands_and_agents() -> None:
     lines = [line for _, _, line in palette_entries([("architect", "Architect")], ["dark", "light"])]
     for line in ("/summarize all", "/pause", "/resume", "/stop", "/help", "/quit", "/summarize architect",
-                 "/context architect", "/theme light"):
+                 "/context architect", "/theme light", "/inject "):
         assert line in lines
 
 

@@ -24,6 +24,7 @@ from core.models import JUDGE_ID, AgentInfo
 from core.state import apply, new_state
 from tui.bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
 from tui.commands import (
+    COMMANDS,
     MootCommandProvider,
     CommandError,
     Vocabulary,
@@ -189,6 +190,8 @@ class DebateScreen(Screen):
                 if pane.status == "done":
                     pane.status = "waiting"
         elif t == "call_started":
+            if event.view.phase in ("clarify", "score"):
+                self.phase = event.view.phase  # no phase_started for these steps
             self._submit(event.view.agent_id, "call_started", event.view)
         elif t == "contribution_added":
             self._submit(event.contribution.agent_id, "contribution_added", event.contribution)
@@ -199,6 +202,14 @@ class DebateScreen(Screen):
             self._submit(judge if event.judge else event.summary.agent_id, "summary_added", event.summary)
         elif t == "summary_requested":
             self._submit(event.agent_id, "summary_requested")
+        elif t in ("clarifications_asked", "clarifications_answered"):
+            asked = event.questions if t == "clarifications_asked" else event.answers
+            for agent_id in self.panes:
+                mine = [c for c in asked if c.agent_id == agent_id]
+                self._submit(agent_id, "clarifications", mine, t == "clarifications_answered", event.round)
+        elif t == "convergence_scored":
+            self._submit(self.state.judge.id if self.state.judge else JUDGE_ID, "convergence_scored",
+                         event.score, event.usage.call_id)
         elif t == "synthesis_completed":
             self._submit(self.state.judge.id if self.state.judge else JUDGE_ID, "show_solution", event.solution)
         elif t in TERMINAL:
@@ -380,6 +391,18 @@ class DebateScreen(Screen):
         self.runtime.stop()
         self.feedback(f"stopping at the next call boundary; saved — continue with `moot resume {self.state.id}`")
 
+    def cmd_inject(self, text: str | None = None) -> None:
+        if self.runtime.read_only:
+            raise ReadOnlyError("read-only: this debate is not running in this process")
+        if not text or not text.strip():
+            raise CommandError(f"usage: {COMMANDS['inject'].usage} — e.g. /inject Keep it simple")
+        self._require_running("inject")
+        try:
+            self.runtime.inject(text.strip())
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.feedback("moderator note added: every agent sees it from its next call on")
+
     def cmd_theme(self, name: str | None = None) -> None:
         names = self._theme_words()
         if name is None:
@@ -425,6 +448,13 @@ class DebateScreen(Screen):
         self.set_focus(command)
         command.value = "/"
         command.cursor_position = 1
+
+    def prefill_command_line(self, line: str) -> None:
+        """Put `line` on the command line for the user to finish (e.g. `/inject `)."""
+        command = self.query_one(CommandInput)
+        self.set_focus(command)
+        command.value = line
+        command.cursor_position = len(line)
 
     def action_summarize(self) -> None:
         pane = self._focused_pane()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 from rich.text import Text
@@ -13,7 +14,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Label
 
-from core.models import AgentInfo, Contribution, Solution, Summary, ViewRecord
+from core.models import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
 from tui.bridge import TokenChunk
 from tui.format import contribution_title, k, solution_markdown, solution_title
 from tui.widgets.token_gauge import TokenGauge
@@ -23,8 +24,18 @@ STATUSES = ("waiting", "thinking", "streaming", "summarizing", "done", "error")
 STATUS_ICONS = {"waiting": "○", "thinking": "◔", "streaming": "●", "summarizing": "◑", "done": "✓", "error": "✗"}
 STATUS_COLORS = {"waiting": "$text-muted", "thinking": "$warning", "streaming": "$primary",
                  "summarizing": "$accent", "done": "$success", "error": "$error"}
+STEP_TITLES = {"clarify": "clarifying questions", "score": "R{round} convergence check"}
+"""Titles of the calls that end in an event other than a contribution."""
 MORE_KEY = "~more"
 EMPTY_KEY = "~empty"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~])")
+
+
+def _md_escape(text: str) -> str:
+    """The user's own words, shown literally inside markdown."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
 class AgentPane(Vertical, can_focus=True):
@@ -61,6 +72,10 @@ class AgentPane(Vertical, can_focus=True):
         self._hidden = 0
         self._error: str | None = None
         self._seq = 0
+        self._steps: dict[str, str] = {}
+        """Calls that end without a contribution (clarify, score) → their phase."""
+        self._clarify_keys: dict[int, str] = {}
+        """Clarification round → the block showing its questions."""
         self.solution_shown = False
 
     # ------------------------------------------------------------------ layout
@@ -122,9 +137,14 @@ class AgentPane(Vertical, can_focus=True):
             self.status = "summarizing"
             return
         self.gauge.update_view(view.tokens, view.budget)
-        title = contribution_title(view.phase, view.round, view.target_agent_id) + " · …"
+        if view.phase in STEP_TITLES:
+            self._steps[view.call_id] = view.phase
+            title = STEP_TITLES[view.phase].format(round=view.round) + " · …"
+        else:
+            title = contribution_title(view.phase, view.round, view.target_agent_id) + " · …"
         self._archive(keep=self.KEEP_FINISHED)
-        self._add_block(Entry(view.call_id, title, text="```json\n" if view.phase == "synthesis" else ""))
+        json_reply = view.phase in ("synthesis", *STEP_TITLES)
+        self._add_block(Entry(view.call_id, title, text="```json\n" if json_reply else ""))
         self._active.append(view.call_id)
         self._error = None
         self.status = "thinking"
@@ -165,6 +185,56 @@ class AgentPane(Vertical, can_focus=True):
             self._finished.append(call_id)
         self._error = error[:80]
         self.status = "error"
+
+    def clarifications(self, items: list[Clarification], answered: bool, round_no: int = 1) -> None:
+        """This agent's clarifying questions (then with the user's answers) in place of its call's JSON."""
+        key = next((k for k in self._active if self._steps.get(k) == "clarify"), None)
+        shown = self._clarify_keys.get(round_no)
+        if key is None and shown is not None and self.transcript.get(shown) is not None:
+            key = shown  # the questions block, now answered
+        if answered:
+            text = "\n".join(f"- {c.question}  \n  → " + (f"**{_md_escape(c.answer)}**" if c.answer
+                                                               else "*(no answer)*") for c in items)
+        else:
+            text = "\n".join(f"- {c.question}" for c in items)
+        n = len(items)
+        title = f"clarifying questions · {n}" if n else "clarifying questions · none"
+        if n and answered:
+            title += f", {sum(1 for c in items if c.answer)} answered"
+        if key is None:
+            if not items:
+                return
+            key = f"clarify:{self._seq}"
+            self._seq += 1
+            self._archive(keep=self.KEEP_FINISHED)
+            self._add_block(Entry(key, title, text=text, state="done"))
+            self._finished.append(key)
+        else:
+            self.transcript.set_text(key, text or "*no questions*", title=title, state="done")
+            if key in self._active:
+                self._active.remove(key)
+                self._finished.append(key)
+        self._clarify_keys[round_no] = key
+        self._settle()
+
+    def convergence_scored(self, score: ConvergenceScore, call_id: str | None) -> None:
+        """The judge's convergence score in place of its call's JSON."""
+        key = call_id if call_id in self._active else next(
+            (k for k in self._active if self._steps.get(k) == "score"), None)
+        conf = f"{score.confidence}/100" if score.confidence is not None else "n/a"
+        title = STEP_TITLES["score"].format(round=score.round) + f" · confidence {conf}"
+        text = score.reason or "*no reason given*"
+        if key is None:
+            key = f"score:{score.round}"
+            if self.transcript.get(key) is not None:
+                return
+            self._archive(keep=self.KEEP_FINISHED)
+            self._add_block(Entry(key, title, text=text, state="done"))
+        else:
+            self.transcript.set_text(key, text, title=title, state="done")
+            self._active.remove(key)
+        self._finished.append(key)
+        self._settle()
 
     def summary_requested(self) -> None:
         badge = self.query_one(".pane-badge", Label)

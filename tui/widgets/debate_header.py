@@ -1,4 +1,4 @@
-"""The debate screen's header: problem, round, phase, elapsed time, tokens, provider, DEMO."""
+"""The debate screen's header: problem, round, phase, elapsed time, tokens, cost, provider, DEMO."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from textual.containers import Horizontal
 from textual.widgets import Label
 
 from core.models import DebateState
-from tui.format import PHASE_LABELS, clock_time, first_line, k
+from tui.format import PHASE_LABELS, clock_time, first_line, k, usd
 
 
 class DebateHeader(Horizontal):
@@ -21,6 +21,7 @@ class DebateHeader(Horizontal):
         yield Label("", id="hdr-phase")
         yield Label("", id="hdr-elapsed")
         yield Label("", id="hdr-tokens")
+        yield Label("", id="hdr-cost")
         yield Label("", id="hdr-model")
         yield Label("DEMO", id="hdr-demo")
         yield Label("", id="hdr-status")
@@ -28,6 +29,7 @@ class DebateHeader(Horizontal):
     def on_mount(self) -> None:
         self.query_one("#hdr-demo").display = False
         self.query_one("#hdr-status").display = False
+        self.query_one("#hdr-cost").display = False
 
     def _set(self, name: str, text: str) -> None:
         # Only on change: updating a label asks for a layout of the whole screen.
@@ -41,7 +43,10 @@ class DebateHeader(Horizontal):
         self._set("round", f"round {state.current_round}/{state.total_rounds}" if state.problem else "")
         self._set("phase", PHASE_LABELS.get(phase, phase) if phase else "")
         total = state.totals.prompt_tokens + state.totals.completion_tokens
-        self._set("tokens", f"Σ {k(total)} tok")
+        debate = state.config.get("debate") or {}
+        token_cap = debate.get("max_total_tokens")
+        self._set("tokens", f"Σ {k(total)}/{k(token_cap)} tok" if token_cap else f"Σ {k(total)} tok")
+        self._show_cost(state.totals.cost_usd, debate.get("max_cost_usd"))
         infos = [*state.agents, *([state.judge] if state.judge else [])]
         providers = sorted({a.provider for a in infos})
         models = sorted({a.model for a in infos})
@@ -52,6 +57,16 @@ class DebateHeader(Horizontal):
         if badge.display != demo:
             badge.display = demo
             badge.tooltip = "the offline demo provider: scripted answers, no model" if demo else None
+
+    def _show_cost(self, cost: float, cap: float | None) -> None:
+        """Hidden while nothing was spent and no cap is set (the demo provider costs $0)."""
+        text = f"{usd(cost)}/{usd(cap)}" if cap else (usd(cost) if cost > 0 else "")
+        self._set("cost", text)
+        label = self.query_one("#hdr-cost", Label)
+        if label.display != bool(text):
+            label.display = bool(text)
+            label.tooltip = "cost so far / the debate's budget cap (debate.max_cost_usd)" if cap else (
+                "cost so far (estimated from the model's prices)" if text else None)
 
     def show_elapsed(self, seconds: float | None) -> None:
         self._set("elapsed", f"elapsed {clock_time(seconds)}" if seconds is not None else "")

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import RichLog
 
 from core.events import Event
-from tui.format import PHASE_LABELS, clock_time, k
+from tui.format import PHASE_LABELS, clock_time, k, usd
 
 STYLES = {
     "phase": ("", "bold"),
@@ -63,18 +63,49 @@ def describe(event: Event) -> tuple[str, str] | None:
     if t == "synthesis_completed":
         conf = event.solution.confidence
         return "done", f"★ synthesis: confidence {conf if conf is not None else 'n/a'}"
+    if t == "clarifications_asked":
+        n = len(event.questions)
+        agents = len({q.agent_id for q in event.questions})
+        follow = " (follow-up)" if event.round > 1 else ""
+        return "manual", (f"? {n} clarifying question{_s(n)}{follow} from {agents} agent{_s(agents)}: "
+                          "waiting for the user's answers")
+    if t == "clarifications_answered":
+        n = len(event.answers)
+        answered = sum(1 for a in event.answers if a.answer)
+        which = f"clarify (round {event.round})" if event.round > 1 else "clarify"
+        if not n:
+            return "manual", f"{which}: no questions"
+        return "manual", f"{which}: {n} question{_s(n)}, {answered} answered"
+    if t == "note_injected":
+        text = " ".join(event.note.text.split())
+        return "manual", f"✉ moderator note (agents see it from their next call): {text}"
+    if t == "convergence_scored":
+        c = event.score.confidence
+        conf = c if c is not None else "n/a"
+        return "summary", f"≈ convergence after round {event.score.round}: judge confidence {conf}"
+    if t == "converged":
+        return "done", (f"✓ converged after round {event.round} (confidence {event.confidence} ≥ "
+                        f"{event.threshold}): the judge synthesizes")
+    if t == "budget_reached":
+        return "warning", f"$ budget reached: {event.reason}; the judge synthesizes from what exists"
     if t == "control":
         icon = {"pause": "⏸ paused", "resume": "▶ resumed", "stop": "■ stop requested"}[event.action]
         return "control", f"{icon} (at the next call boundary)" if event.action != "resume" else icon
     if t == "debate_completed":
         tot = event.totals
-        return "done", (f"✓ debate {event.status}: {k(tot.prompt_tokens)} prompt + "
-                        f"{k(tot.completion_tokens)} completion tokens")
+        cost = f", {usd(tot.cost_usd)}" if tot.cost_usd > 0 else ""
+        return ("done" if event.status == "completed" else "warning"), (
+            f"✓ debate {event.status.replace('_', ' ')}: {k(tot.prompt_tokens)} prompt + "
+            f"{k(tot.completion_tokens)} completion tokens{cost}")
     if t == "debate_interrupted":
         return "warning", f"■ debate {event.status}: {event.reason}"
     if t == "debate_failed":
         return "error", f"✗ debate failed: {event.error}"
     return None
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
 
 
 class EventLog(RichLog):
