@@ -249,7 +249,7 @@ class Orchestrator:
                 ))
             settings = self.config.debate
             if settings.clarify and not self.state.clarified:
-                await self._clarification_phase()
+                await self._phase(1, "clarify", lambda _r: self._clarification_phase())
             total = self.state.total_rounds
             status = "completed"
             try:
@@ -260,8 +260,12 @@ class Orchestrator:
                     await self._phase(r, "proposal", self._proposal_phase)
                     await self._phase(r, "critique", self._critique_phase)
                     await self._phase(r, "refinement", self._refinement_phase)
-                    if settings.termination == "convergence" and r < total and await self._converged(r):
-                        break
+                    if settings.termination == "convergence" and r < total:
+                        self.emit(PhaseStarted(round=r, phase="score"))
+                        converged = await self._converged(r)
+                        self.emit(PhaseCompleted(round=r, phase="score"))
+                        if converged:
+                            break
             except BudgetExhausted as exc:
                 status = "stopped_budget"
                 self.emit(BudgetReached(reason=str(exc)))
