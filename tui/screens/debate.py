@@ -299,6 +299,9 @@ class DebateScreen(Screen):
         command = self.query_one(CommandInput)
         command.remember(line)
         command.value = ""
+        # Leave the command line (as vim's ':' does), so the single-key bindings work
+        # again at once; '/' comes back to it.
+        self.set_focus(None)
         if line:
             self.run_command_line(line)
 
