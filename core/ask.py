@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 
 from core.models import Clarification
 
@@ -22,8 +23,25 @@ async def ask_on_stdin(questions: list[Clarification]) -> list[str]:
         if eof:
             answers.append("")
             continue
-        line = await asyncio.to_thread(sys.stdin.readline)
+        line = await _readline()
         if line == "":
             eof = True
         answers.append(line.strip())
     return answers
+
+
+async def _readline() -> str:
+    """One line of stdin without blocking the event loop. A daemon thread, not the
+    default executor: a blocked read must never keep the process alive after Ctrl-C."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def read() -> None:
+        try:
+            line = sys.stdin.readline()
+        except (OSError, ValueError):
+            line = ""
+        loop.call_soon_threadsafe(lambda: future.done() or future.set_result(line))
+
+    threading.Thread(target=read, name="moot-stdin", daemon=True).start()
+    return await future

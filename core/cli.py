@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     ctx.add_argument("id")
     ctx.add_argument("--round", type=_positive_int, required=True)
     ctx.add_argument("--agent", required=True, help="agent id, name or role (or judge)")
-    ctx.add_argument("--phase", choices=["summarize", "proposal", "critique", "refinement", "synthesis"])
+    ctx.add_argument("--phase", choices=["clarify", "summarize", "proposal", "critique", "refinement", "score",
+                                         "synthesis"])
     ctx.add_argument("--json", action="store_true")
     state_dir(ctx)
 
@@ -308,7 +309,9 @@ def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrid
 def cmd_run(args: argparse.Namespace) -> int:
     from core.runner import SessionOptions, new_session
 
-    problem = read_problem(args)
+    from core.secrets import known_secrets, redact
+
+    problem = redact(read_problem(args), known_secrets())  # a key pasted into a problem is never saved
     config = load_config(args.config, _overrides(args))
     smallest = min(
         (a.context or {}).get("max_context_tokens", config.debate.context.max_context_tokens)

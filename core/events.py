@@ -142,6 +142,7 @@ class ClarificationsAnswered(_Event):
     answers: list[Clarification]
     usage: CallMetadata = Field(default_factory=CallMetadata)
     """Tokens and cost of the calls that asked these questions."""
+    per_agent: dict[str, CallMetadata] = Field(default_factory=dict)
     done: bool = False
     """True after the last clarification round: the debate proper starts."""
 

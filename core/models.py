@@ -366,6 +366,8 @@ class DebateState(BaseModel):
     """Sequence number of the last event applied; resume replays the log after it."""
     error: str | None = None
     totals: CallMetadata = Field(default_factory=CallMetadata)
+    agent_totals: dict[str, CallMetadata] = Field(default_factory=dict)
+    """Tokens and cost per agent id (the judge included), every kind of call counted."""
     clarifications: list[Clarification] = Field(default_factory=list)
     notes: list[ModeratorNote] = Field(default_factory=list)
     convergence: list[ConvergenceScore] = Field(default_factory=list)

@@ -180,7 +180,7 @@ class Orchestrator:
 
     def inject(self, text: str) -> ModeratorNote:
         """A moderator note every agent sees verbatim, from its next call on."""
-        text = text.strip()
+        text = redact(text.strip(), self.providers.secrets)
         if not text:
             raise ValueError("an empty note")
         note = ModeratorNote(id=self.ids("note"), text=text, after_round=self.state.current_round)
@@ -269,12 +269,17 @@ class Orchestrator:
             except BudgetExhausted as exc:
                 status = "stopped_budget"
                 self.emit(BudgetReached(reason=str(exc)))
+            if status == "completed":
+                await self._flush_manual_summaries()
             if self.state.final_solution is None:
                 if not self.state.all_contributions():
                     raise DebateAborted("nothing to synthesize: no contribution was made")
                 self._synthesizing = True
                 final = max(r.number for r in self.state.rounds if r.contributions)
                 await self._phase(final, "synthesis", self._synthesis_phase)
+            for agent_id in sorted(self._pending_summaries):
+                self.emit(Warning_(message=f"the summary request for {agent_id} came after its last call; "
+                                   "nothing to summarize into", agent_id=agent_id))
             self.emit(DebateCompleted(status=status, totals=self.state.totals))
         except StopRequested:
             self.emit(DebateInterrupted(status="stopped", reason="stopped by the user"))
@@ -333,6 +338,7 @@ class Orchestrator:
         for cr in range(start, settings.clarification_rounds + 2):
             asked: list[Clarification] = []
             usage = CallMetadata()
+            per_agent: dict[str, CallMetadata] = {}
 
             async def ask(agent: ResolvedAgent) -> list[Clarification]:
                 await self._gate()
@@ -347,6 +353,7 @@ class Orchestrator:
                     self.emit(Warning_(message=f"{agent.id} could not ask questions: {exc}", agent_id=agent.id))
                     return []
                 meta = self._meta(agent, record, completion)
+                per_agent[agent.id] = meta
                 usage.prompt_tokens += meta.prompt_tokens
                 usage.completion_tokens += meta.completion_tokens
                 usage.cost_usd += meta.cost_usd
@@ -360,8 +367,9 @@ class Orchestrator:
                 self.emit(ClarificationsAsked(round=cr, questions=asked))
                 answers = await self._answers(asked)
                 # copies: the asked event may not be on disk yet and must keep its blanks
-                asked = [c.model_copy(update={"answer": a.strip()}) for c, a in zip(asked, answers)]
-            self.emit(ClarificationsAnswered(round=cr, answers=asked, done=last, usage=usage))
+                asked = [c.model_copy(update={"answer": redact(a.strip(), self.providers.secrets)})
+                         for c, a in zip(asked, answers)]
+            self.emit(ClarificationsAnswered(round=cr, answers=asked, done=last, usage=usage, per_agent=per_agent))
             if last:
                 return
 
@@ -474,6 +482,14 @@ class Orchestrator:
                 await self._summarize(agent, r, "manual")
             else:
                 self.emit(Warning_(message=f"{agent.id} has no history to summarize yet", agent_id=agent.id))
+
+    async def _flush_manual_summaries(self) -> None:
+        """Requests that came after an agent's last call still get their summary (it is
+        what the user asked to see), made before the judge's synthesis."""
+        r = max(1, self.state.current_round)
+        for agent in self.agents:
+            if agent.id in self._pending_summaries:
+                await self._maybe_manual_summary(agent, r)
 
     async def _proposal_phase(self, r: int) -> None:
         async def one(agent: ResolvedAgent) -> None:
@@ -657,11 +673,14 @@ class Orchestrator:
                                      will_retry=True))
 
             try:
-                return await provider.complete(
+                completion = await provider.complete(
                     messages, model=model or agent.model, temperature=agent.config.temperature,
                     max_tokens=record.max_tokens, hint=hint, on_delta=on_delta, on_retry=on_retry,
                     fallback_models=agent.config.fallback_models,
                 )
+                # What is kept (and later shown to other agents) never carries a key.
+                completion.content = redact(completion.content, self.providers.secrets)
+                return completion
             except ProviderError as exc:
                 message = redact(str(exc), self.providers.secrets)
                 self.emit(CallFailed(call_id=call_id, agent_id=agent.id, error=message, will_retry=False))

@@ -8,7 +8,7 @@ top of the last snapshot, so all three agree by construction.
 from __future__ import annotations
 
 from core.events import Event
-from core.models import DebateState, Round
+from core.models import CallMetadata, DebateState, Round
 
 MAX_ROUND = 1000
 """No debate has more rounds (`debate.rounds` ≤ 1000); a larger number in an event is corruption."""
@@ -66,7 +66,7 @@ def apply(state: DebateState, event: Event) -> DebateState:
         rnd = _round(state, c.round)
         if not any(x.id == c.id for x in rnd.contributions):
             rnd.contributions.append(c)
-            _add_usage(state, c.metadata)
+            _add_usage(state, c.metadata, c.agent_id)
     elif t == "summary_added":
         s = event.summary
         if event.judge:
@@ -77,19 +77,21 @@ def apply(state: DebateState, event: Event) -> DebateState:
             if old is not None and old.id != s.id:
                 rnd.replaced_summaries.append(old)
             rnd.summaries[s.agent_id] = s
-        _add_usage(state, s.metadata)
+        _add_usage(state, s.metadata, s.agent_id)
     elif t == "synthesis_completed":
         state.final_solution = event.solution
-        _add_usage(state, event.solution.metadata)
+        _add_usage(state, event.solution.metadata, event.solution.synthesized_by)
     elif t == "clarifications_answered":
         state.clarifications = [c for c in state.clarifications if c.round != event.round] + list(event.answers)
         state.clarified = state.clarified or event.done
         _add_usage(state, event.usage)
+        for agent_id, meta in event.per_agent.items():
+            _add_usage(state, meta, agent_id, totals=False)
     elif t == "note_injected":
         state.notes.append(event.note)
     elif t == "convergence_scored":
         state.convergence = [c for c in state.convergence if c.round != event.score.round] + [event.score]
-        _add_usage(state, event.usage)
+        _add_usage(state, event.usage, state.judge.id if state.judge else None)
     elif t == "debate_completed":
         state.status = event.status  # type: ignore[assignment]
     elif t == "debate_interrupted":
@@ -104,10 +106,14 @@ def apply(state: DebateState, event: Event) -> DebateState:
     return state
 
 
-def _add_usage(state: DebateState, meta) -> None:  # type: ignore[no-untyped-def]
-    state.totals.prompt_tokens += meta.prompt_tokens
-    state.totals.completion_tokens += meta.completion_tokens
-    state.totals.cost_usd += meta.cost_usd
+def _add_usage(state: DebateState, meta, agent_id: str | None = None, *, totals: bool = True) -> None:  # type: ignore[no-untyped-def]
+    targets = [state.totals] if totals else []
+    if agent_id:
+        targets.append(state.agent_totals.setdefault(agent_id, CallMetadata()))
+    for t in targets:
+        t.prompt_tokens += meta.prompt_tokens
+        t.completion_tokens += meta.completion_tokens
+        t.cost_usd += meta.cost_usd
 
 
 def find_contribution(state: DebateState, round_no: int, agent_id: str, kind: str, target: str | None = None):  # type: ignore[no-untyped-def]

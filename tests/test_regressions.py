@@ -87,3 +87,57 @@ def test_agent_context_override_checked_after_merge() -> None:
 
 def test_price_override_applies_to_dated_model_names() -> None:
     assert price_for("gpt-4o-mini-2024-07-18", {"gpt-4o-mini": (9.0, 9.0)}) == (9.0, 9.0)
+
+
+def test_key_in_problem_or_reply_is_never_written(tmp_path: Path) -> None:
+    from tests.conftest import make_server, moot
+
+    key = "sk-audit-SECRET-0123456789abcdef"
+    srv = make_server(reply=lambda body, n: f"Use the key {key} here." if n == 1 else f"ok {n}")
+    try:
+        r = moot("run", f"Our key is {key}; design a cache", "--headless", "-r", "1", "-a", "kiss",
+                 "--provider", "openai", "--base-url", srv.base_url, "--state-dir", str(tmp_path / "d"),
+                 env={"OPENAI_API_KEY": key})
+        bodies = srv.requests
+    finally:
+        srv.stop()
+    assert r.returncode == 0, r.stderr
+    assert key not in r.stdout + r.stderr
+    assert not any(key in str(b["messages"]) for b in bodies)  # not even sent on
+    for f in (tmp_path / "d").rglob("*"):
+        if f.is_file():
+            assert key not in f.read_text(errors="ignore"), f
+
+
+def test_manual_request_after_last_call_still_summarizes(tmp_path: Path) -> None:
+    def arm(session) -> None:  # noqa: ANN001
+        def on_event(event) -> None:  # noqa: ANN001
+            if event.type == "phase_completed" and event.phase == "refinement" and event.round == 1:
+                session.orchestrator.request_summary("kiss")
+
+        session.bus.listen(on_event)
+
+    state, _ = asyncio.run(run_debate(tmp_path, config={"debate": {"summarization": {"threshold": 10**9}}},
+                                      rounds=1, before_run=arm))
+    manual = [s for r in state.rounds for s in r.summaries.values() if s.trigger == "manual"]
+    assert [s.agent_id for s in manual] == ["kiss"]
+
+
+def test_agent_totals_add_up_to_the_totals(tmp_path: Path) -> None:
+    state, _ = asyncio.run(run_debate(tmp_path, config={"debate": {"clarify": True, "termination": "convergence",
+                                                                  "convergence_threshold": 100}}, rounds=2))
+    assert set(state.agent_totals) == {"architect", "performance", "kiss", "judge"}
+    assert sum(t.prompt_tokens for t in state.agent_totals.values()) == state.totals.prompt_tokens
+    assert sum(t.completion_tokens for t in state.agent_totals.values()) == state.totals.completion_tokens
+
+
+def test_context_cli_accepts_clarify_and_score_phases(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    from core.cli import main
+
+    state, folder = asyncio.run(run_debate(tmp_path, config={"debate": {"clarify": True, "termination": "convergence",
+                                                                         "convergence_threshold": 100}}, rounds=2))
+    sd = str(folder.path.parent)
+    assert main(["context", state.id, "--round", "1", "--agent", "kiss", "--phase", "clarify", "--state-dir", sd]) == 0
+    assert "═══ clarify" in capsys.readouterr().out
+    assert main(["context", state.id, "--round", "1", "--agent", "judge", "--phase", "score", "--state-dir", sd]) == 0
+    assert "═══ score" in capsys.readouterr().out
