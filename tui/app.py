@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +35,9 @@ class MootApp(App[int]):
     COMMANDS = App.COMMANDS | {MootCommandProvider}
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        # Ctrl-C stops at once, as it does headless (the debate is saved and resumable):
+        # no "press q to quit" hint, no question.
+        Binding("ctrl+c", "interrupt", "Stop and quit", show=False, priority=True),
         # A priority binding runs as the app reads the key, so the command line has focus
         # before the next key is routed: typing `/summarize` fast (or pasting it) works.
         Binding("slash", "command_line", "Command", key_display="/", priority=True),
@@ -58,6 +63,9 @@ class MootApp(App[int]):
         self.speed = speed
         self.runtimes: list[Runtime] = [runtime] if runtime is not None else []
         self._moot_quitting = False
+        self._interrupting: asyncio.Task[None] | None = None
+        self._signal_pending = False
+        self._moot_mounted = False
         self._requested_theme = theme
         for t in load_themes():
             self.register_theme(t)
@@ -90,6 +98,9 @@ class MootApp(App[int]):
             self.push_screen(DebateScreen(self.runtime, speed=self.speed if self.runtime.mode == "replay" else None))
         else:
             self.push_screen(DebatesScreen(self.state_dir or StateDir()))
+        self._moot_mounted = True
+        if self._signal_pending:  # SIGINT/SIGTERM came while the app was starting
+            self.interrupt_now()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "command_line":
@@ -205,6 +216,30 @@ class MootApp(App[int]):
             "It is saved and can be continued with `moot resume`.",
             yes="Stop and quit", no="Keep running"), answered)
 
+    def action_interrupt(self) -> None:
+        """Ctrl-C: stop the debate at once (interrupted, saved, resumable) and quit; no question."""
+        self.interrupt_now()
+
+    def interrupt_now(self) -> None:
+        """SIGINT / SIGTERM (or Ctrl-C): cancel whatever runs at once and exit; idempotent.
+
+        Runs in its own task, not in the app's message queue, so a busy screen or an
+        open dialog cannot delay it."""
+        if not self._moot_mounted:
+            self._signal_pending = True
+            return
+        if self._interrupting is None:
+            self._interrupting = asyncio.get_running_loop().create_task(self._interrupt_and_exit(),
+                                                                        name="moot-interrupt")
+
+    async def _interrupt_and_exit(self) -> None:
+        self._moot_quitting = True
+        try:
+            for runtime in self.runtimes:
+                await runtime.interrupt()
+        finally:
+            self.exit(self.exit_code())
+
     async def _stop_and_exit(self) -> None:
         self._moot_quitting = True
         if self.debate_running:
@@ -245,14 +280,53 @@ def create_app(
                    cursor_blink=cursor_blink, speed=speed)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _run(app: MootApp) -> int | None:
+    """Run the app; SIGINT and SIGTERM belong to it meanwhile.
+
+    They are handled on the app's own event loop (`MootApp.interrupt_now`: a running
+    debate is cancelled, recorded as interrupted, the app exits and the terminal is
+    restored). Before the loop's handlers are in place and after they are gone, a
+    signal is only noted, so the CLI's own handler (KeyboardInterrupt) never fires
+    inside the app; the previous handlers come back when it returns."""
+    pending: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        pending.append(signum)
+
+    previous: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, note)
+
     async def main() -> int | None:
+        loop = asyncio.get_running_loop()
+        installed: list[int] = []
+        for sig in previous:
+            try:
+                loop.add_signal_handler(sig, app.interrupt_now)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not on this platform
+                pass
+        if pending:
+            app.interrupt_now()
         try:
             return await app.run_async()
         finally:
-            await app.shutdown_runtimes()
+            try:
+                await app.shutdown_runtimes()
+            finally:
+                for sig in installed:
+                    loop.remove_signal_handler(sig)
+                    signal.signal(sig, note)
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
 
 
 def run_app(session: DebateSession, theme: str | None = None) -> int:

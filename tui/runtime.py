@@ -123,6 +123,10 @@ class Runtime:
     async def shutdown(self) -> None:
         """Stop whatever runs (the engine, a tail) and wait for it; idempotent."""
 
+    async def interrupt(self) -> None:
+        """Stop at once (Ctrl-C, SIGINT, SIGTERM): no grace; idempotent."""
+        await self.shutdown()
+
 
 class LiveRuntime(Runtime):
     """A debate run by this process; commands go to its orchestrator."""
@@ -140,6 +144,8 @@ class LiveRuntime(Runtime):
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         """Set by stop/shutdown: a clarification dialog still open gives up."""
+        self._interrupted = False
+        """Set by interrupt(): the engine does not start any more."""
 
     def use_clarifier(self, ask: Clarifier) -> None:
         """Let `ask` (the app's dialog) answer the engine's clarifying questions.
@@ -175,6 +181,8 @@ class LiveRuntime(Runtime):
         backlog: list[Event] = []
         if state.problem and self.session.folder.events_path.exists():
             backlog = await asyncio.to_thread(_tail_events, self.session.folder)
+        if self._interrupted:  # interrupted before the engine started: it never does
+            return Snapshot(state, backlog)
         self.session.start_writer()
         self._task = asyncio.create_task(self._run(), name="moot-debate")
         return Snapshot(state, backlog)
@@ -240,6 +248,24 @@ class LiveRuntime(Runtime):
         if self._sub is not None:
             self.session.bus.unsubscribe(self._sub)
             self._sub = None
+
+    async def interrupt(self) -> None:
+        """Cancel the debate at once, as Ctrl-C does headless: calls in flight are
+        cancelled, `debate_interrupted` is recorded, the log flushed, the lock released."""
+        self._stopping.set()
+        task = self._task
+        if task is None and not self._interrupted:
+            # The engine never started: nothing to record; free the folder.
+            self._interrupted = True
+            await self.session.close()
+        self._interrupted = True
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        await self.shutdown()
 
 
 def _tail_events(folder: DebateFolder, limit: int = BACKLOG) -> list[Event]:

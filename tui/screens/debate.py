@@ -20,7 +20,7 @@ from textual.widgets import Footer, Label
 from core.context.index import DebateIndex
 from core.context.inspect import InspectError, resolve_agent_id
 from core.events import Event
-from core.models import JUDGE_ID, AgentInfo
+from core.models import JUDGE_ID, AgentInfo, CallMetadata, DebateState, SummaryMetadata
 from core.state import apply, new_state
 from tui.bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
 from tui.commands import (
@@ -60,6 +60,33 @@ def grid_shape(n: int, width: int, height: int) -> tuple[int, int]:
     return cols, math.ceil(n / cols)
 
 
+def agent_usage(state: DebateState) -> dict[str, tuple[int, float]]:
+    """Agent id (the judge's too) → (tokens, cost in USD) so far, every kind of call counted.
+
+    From the state's per-agent totals; a debate saved before those existed is counted
+    from its contributions, summaries and solution."""
+    out: dict[str, tuple[int, float]] = {}
+    totals = getattr(state, "agent_totals", None)
+    if totals:
+        for agent_id, m in totals.items():
+            out[agent_id] = (m.prompt_tokens + m.completion_tokens, m.cost_usd)
+        return out
+
+    def add(agent_id: str | None, m: CallMetadata | SummaryMetadata) -> None:
+        if agent_id:
+            tokens, cost = out.get(agent_id, (0, 0.0))
+            out[agent_id] = (tokens + m.prompt_tokens + m.completion_tokens, cost + m.cost_usd)
+
+    for r in state.rounds:
+        for c in r.contributions:
+            add(c.agent_id, c.metadata)
+        for s in r.summaries.values():
+            add(s.agent_id, s.metadata)
+    if state.final_solution is not None:
+        add(state.final_solution.synthesized_by, state.final_solution.metadata)
+    return out
+
+
 class DebateScreen(Screen):
     """One debate, live or recorded."""
 
@@ -89,6 +116,7 @@ class DebateScreen(Screen):
         self.panes: dict[str, AgentPane] = {}
         self.loaded = False
         self.bridge = Bridge(runtime, self)
+        self._usage_shown: dict[str, tuple[int, float]] = {}
 
     # ------------------------------------------------------------------ layout
 
@@ -156,6 +184,7 @@ class DebateScreen(Screen):
                 self.phase = event.phase
         await self._build_panes()
         await self._load_panes()
+        self._show_usage()
         self.loaded = True
         if self.state.status != "running":
             self._debate_ended()
@@ -178,6 +207,7 @@ class DebateScreen(Screen):
         self.index.on_event(event)
         self.query_one(EventLog).add_event(event)
         await self._route(event)
+        self._show_usage()
         self._refresh_header()
 
     async def _route(self, event: Event) -> None:
@@ -216,6 +246,13 @@ class DebateScreen(Screen):
             self._debate_ended()
         if t in ("control", *TERMINAL):
             self.refresh_bindings()
+
+    def _show_usage(self) -> None:
+        """Each pane's tokens and cost so far, sent to the panes whose numbers changed."""
+        for agent_id, usage in agent_usage(self.state).items():
+            if agent_id in self.panes and self._usage_shown.get(agent_id) != usage:
+                self._usage_shown[agent_id] = usage
+                self._submit(agent_id, "usage", *usage)
 
     def _submit(self, agent_id: str, method: str, *args: object) -> None:
         pane = self.pane(agent_id)

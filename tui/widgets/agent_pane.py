@@ -16,7 +16,7 @@ from textual.widgets import Label
 
 from core.models import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
 from tui.bridge import TokenChunk
-from tui.format import contribution_title, k, solution_markdown, solution_title
+from tui.format import contribution_title, k, solution_markdown, solution_title, usd
 from tui.widgets.token_gauge import TokenGauge
 from tui.widgets.transcript import Entry, Transcript
 
@@ -77,6 +77,8 @@ class AgentPane(Vertical, can_focus=True):
         self._clarify_keys: dict[int, str] = {}
         """Clarification round → the block showing its questions."""
         self.solution_shown = False
+        self.usage_text = ""
+        """This agent's tokens and cost so far, shown after the status on the bottom border."""
 
     # ------------------------------------------------------------------ layout
 
@@ -111,7 +113,8 @@ class AgentPane(Vertical, can_focus=True):
         self.set_class(self.status == "error", "-error")
         extra = f": {escape(self._error)}" if self.status == "error" and self._error else ""
         color = STATUS_COLORS.get(self.status, "$text-muted")
-        self.border_subtitle = f"[{color}]{STATUS_ICONS.get(self.status, '')} {self.status}{extra}[/]"
+        usage = f" [$text-muted]· {self.usage_text}[/]" if self.usage_text else ""
+        self.border_subtitle = f"[{color}]{STATUS_ICONS.get(self.status, '')} {self.status}{extra}[/]{usage}"
 
     def follow(self) -> None:
         """Jump back to the newest text and keep following it."""
@@ -235,6 +238,18 @@ class AgentPane(Vertical, can_focus=True):
             self._active.remove(key)
         self._finished.append(key)
         self._settle()
+
+    def usage(self, tokens: int, cost: float) -> None:
+        """This agent's tokens (prompt + completion, every kind of call) and cost so far.
+
+        The demo provider's counts are not shown (it costs nothing and its counts are
+        made up); a real provider's tokens are, and the cost once it is not zero."""
+        text = ""
+        if cost > 0 or (tokens and self.info.provider != "demo"):
+            text = f"{k(tokens)} tok" + (f" · {usd(cost)}" if cost > 0 else "")
+        if text != self.usage_text:
+            self.usage_text = text
+            self._show_status()
 
     def summary_requested(self) -> None:
         badge = self.query_one(".pane-badge", Label)
