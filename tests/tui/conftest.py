@@ -97,3 +97,28 @@ async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:  # type: ig
         if loop.time() > end:
             raise AssertionError("timed out waiting for the condition")
         await pilot.pause(0.05)
+
+
+def feedback(app) -> str:  # type: ignore[no-untyped-def]
+    """The inline message under the command line."""
+    from textual.widgets import Label
+
+    return str(app.screen.query_one("#command-feedback", Label).render())
+
+
+async def command(pilot, line: str) -> None:  # type: ignore[no-untyped-def]
+    """Type a whole command line and press Enter."""
+    from tui.widgets.command_input import CommandInput
+
+    app = pilot.app
+    app.screen.query_one(CommandInput).focus()
+    app.screen.query_one(CommandInput).value = line
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+def events_of(session) -> list[dict]:  # type: ignore[no-untyped-def]
+    """The session's event log as parsed JSON lines."""
+    import json
+
+    return [json.loads(line) for line in session.folder.events_path.read_text().splitlines() if line.strip()]

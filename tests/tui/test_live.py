@@ -18,7 +18,7 @@ from tui.screens.help import HelpScreen
 from tui.settings import SettingsStore
 from tui.widgets.command_input import CommandInput
 
-from .conftest import fixed_clock, make_session, settle, wait_for
+from .conftest import command, events_of, feedback, fixed_clock, make_session, settle, wait_for
 
 
 def paused_after_first_proposal(session) -> None:  # type: ignore[no-untyped-def]
@@ -32,22 +32,6 @@ def paused_after_first_proposal(session) -> None:  # type: ignore[no-untyped-def
             asyncio.get_running_loop().call_soon(orch.pause)
 
     session.bus.listen(listen)
-
-
-def feedback(app) -> str:  # type: ignore[no-untyped-def]
-    return str(app.screen.query_one("#command-feedback", Label).render())
-
-
-async def command(pilot, line: str) -> None:  # type: ignore[no-untyped-def]
-    app = pilot.app
-    app.screen.query_one(CommandInput).focus()
-    app.screen.query_one(CommandInput).value = line
-    await pilot.press("enter")
-    await pilot.pause()
-
-
-def events_of(session) -> list[dict]:  # type: ignore[no-untyped-def]
-    return [json.loads(line) for line in session.folder.events_path.read_text().splitlines() if line.strip()]
 
 
 async def test_live_debate_runs_to_the_solution(session) -> None:  # type: ignore[no-untyped-def]

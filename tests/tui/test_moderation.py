@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 from textual.widgets import Button, Input, Label
@@ -25,25 +24,9 @@ from tui.widgets.command_input import CommandInput
 from tui.widgets.debate_header import DebateHeader
 from tui.widgets.event_log import EventLog, describe
 
-from .conftest import fixed_clock, make_session, settle, wait_for
+from .conftest import command, events_of, feedback, fixed_clock, make_session, settle, wait_for
 
 CLARIFY = {"clarify": True}
-
-
-def feedback(app) -> str:  # type: ignore[no-untyped-def]
-    return str(app.screen.query_one("#command-feedback", Label).render())
-
-
-async def command(pilot, line: str) -> None:  # type: ignore[no-untyped-def]
-    app = pilot.app
-    app.screen.query_one(CommandInput).focus()
-    app.screen.query_one(CommandInput).value = line
-    await pilot.press("enter")
-    await pilot.pause()
-
-
-def events_of(session) -> list[dict]:  # type: ignore[no-untyped-def]
-    return [json.loads(line) for line in session.folder.events_path.read_text().splitlines() if line.strip()]
 
 
 def log_text(screen: DebateScreen) -> str:

@@ -11,11 +11,7 @@ from tui.runtime import ReplayRuntime, WatchRuntime, replay_timeline
 from tui.screens.debate import DebateScreen
 from tui.screens.debates import DebatesScreen
 
-from .conftest import fixed_clock, settle, wait_for
-
-
-def feedback(app) -> str:  # type: ignore[no-untyped-def]
-    return str(app.screen.query_one("#command-feedback", Label).render())
+from .conftest import feedback, fixed_clock, settle, wait_for
 
 
 async def test_watch_shows_a_finished_debate_read_only(recorded_folder) -> None:  # type: ignore[no-untyped-def]
