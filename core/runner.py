@@ -7,10 +7,10 @@ so the disk side is the same however a debate is watched.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import ConfigError, Overrides, build_config, load_config
+from core.config import ConfigError, Overrides, build_config
 from core.events import EventBus, Subscription
 from core.models import DebateState, MootConfig
 from core.orchestrator import Ids, Orchestrator
@@ -49,7 +49,6 @@ class DebateSession:
     writer: EventLogWriter
     _writer_sub: Subscription | None = None
     _writer_task: asyncio.Task | None = None
-    extra_tasks: list[asyncio.Task] = field(default_factory=list)
 
     @property
     def bus(self) -> EventBus:
@@ -184,4 +183,4 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
     return DebateSession(orch, folder, lock, providers, EventLogWriter(folder, state))
 
 
-__all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session", "load_config", "Overrides"]
+__all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session"]

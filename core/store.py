@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import json
 import os
 import secrets
 import time
@@ -334,6 +333,3 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
         "demo": any(a.provider == "demo" for a in state.agents),
     }
 
-
-def dumps_pretty(obj: object) -> str:
-    return json.dumps(obj, indent=2, ensure_ascii=False)

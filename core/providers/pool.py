@@ -58,9 +58,6 @@ class ProviderPool:
             )
         raise ConfigError(f"unknown provider {name!r}; expected openai or demo")
 
-    def labels(self) -> list[str]:
-        return sorted({p.label for p in self._providers.values()})
-
     async def aclose(self) -> None:
         for p in self._providers.values():
             await p.aclose()
