@@ -83,6 +83,22 @@ def wait_for_events(folder_root: Path, n: int, timeout: float = 20) -> Path:
     raise AssertionError(f"no debate with {n} events under {folder_root}")
 
 
+def wait_for_call_in_flight(folder_root: Path, min_events: int = 10, timeout: float = 20) -> Path:
+    """Wait until a call has just started (the log's last line is a call_started) after at
+    least `min_events` lines. Replies take ~0.5 s, so a signal sent now lands mid-call; a
+    plain event count can land exactly between two phases, with nothing in flight."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if folder_root.is_dir():
+            dirs = [p for p in folder_root.iterdir() if (p / "events.jsonl").exists()]
+            if dirs:
+                lines = (dirs[0] / "events.jsonl").read_bytes().splitlines()
+                if len(lines) >= min_events and b'"type":"call_started"' in lines[-1]:
+                    return dirs[0]
+        time.sleep(0.01)
+    raise AssertionError(f"no call in flight under {folder_root}")
+
+
 def slot(c) -> tuple:  # type: ignore[no-untyped-def]
     return (c.round, c.agent_id, c.type, c.target_agent_id)
 
@@ -229,7 +245,7 @@ def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server:
                      log=tmp_path / sig.name)
         runs.append((sig, sd, proc))
     for sig, sd, proc in runs:
-        wait_for_events(sd, 10)  # some contributions are in, others in flight
+        wait_for_call_in_flight(sd)  # some contributions are in, others in flight
         t = time.monotonic()
         proc.send_signal(sig)
         assert proc.wait(timeout=10) == 130
