@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.config import Overrides, build_config  # noqa: E402
-from core.runner import SessionOptions, new_session  # noqa: E402
+from moot.core.config import Overrides, build_config  # noqa: E402
+from moot.core.runner import SessionOptions, new_session  # noqa: E402
 
 
 async def run(rounds: int, state_dir: Path, roles: list[str]) -> dict:
@@ -37,17 +37,22 @@ async def run(rounds: int, state_dir: Path, roles: list[str]) -> dict:
         p = original_get(agent)
         if getattr(p, "_timed", False):
             return p
-        inner = p.complete
+        inner = p.stream
 
-        async def complete(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        async def stream(request):  # noqa: ANN001, ANN202 - time only the provider's own steps
             nonlocal provider_s
-            t = time.perf_counter()
-            try:
-                return await inner(*a, **k)
-            finally:
+            items = inner(request).__aiter__()
+            while True:
+                t = time.perf_counter()
+                try:
+                    item = await items.__anext__()
+                except StopAsyncIteration:
+                    provider_s += time.perf_counter() - t
+                    return
                 provider_s += time.perf_counter() - t
+                yield item
 
-        p.complete = complete  # type: ignore[method-assign]
+        p.stream = stream  # type: ignore[method-assign]
         p._timed = True  # type: ignore[attr-defined]
         return p
 

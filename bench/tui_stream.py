@@ -28,7 +28,8 @@ os.environ.setdefault("MOOT_CONFIG_DIR", tempfile.mkdtemp(prefix="moot-bench-"))
 from textual import events  # noqa: E402
 from textual.widgets import Input  # noqa: E402
 
-from core.events import (  # noqa: E402
+from moot.core.clock import frozen_clock  # noqa: E402
+from moot.core.events import (  # noqa: E402
     CallStarted,
     ContributionAdded,
     DebateStarted,
@@ -36,10 +37,10 @@ from core.events import (  # noqa: E402
     RoundStarted,
     Token,
 )
-from core.models import AgentInfo, CallMetadata, Contribution, TierTokens, ViewRecord  # noqa: E402
-from tui.app import create_app  # noqa: E402
-from tui.runtime import ScriptedRuntime  # noqa: E402
-from tui.widgets.command_input import CommandInput  # noqa: E402
+from moot.core.models import AgentInfo, CallMetadata, Contribution, TierTokens, ViewRecord  # noqa: E402
+from moot.tui.app import create_app  # noqa: E402
+from tests.tui.scripted import ScriptedRuntime  # noqa: E402
+from moot.tui.widgets.command_input import CommandInput  # noqa: E402
 
 ROLES = ["architect", "performance", "security", "testing", "kiss", "data-modeling", "generalist"]
 WORDS = ("the cache keeps hot keys close to the edge while writes go through a queue so that "
@@ -115,7 +116,7 @@ async def produce(runtime: ScriptedRuntime, infos: list[AgentInfo], rate: float,
 
 async def main(seconds: float, n_agents: int, rate: float) -> None:
     runtime = ScriptedRuntime()
-    app = create_app(runtime, cursor_blink=False, clock=lambda: 1.7e9)
+    app = create_app(runtime, cursor_blink=False, clock=frozen_clock(1.7e9))
     frames: list[float] = []
     changes: list[float] = []
 
@@ -124,7 +125,7 @@ async def main(seconds: float, n_agents: int, rate: float) -> None:
             changes.append(time.perf_counter())
 
     async with app.run_test(size=(160, 48), message_hook=hook) as pilot:
-        from tui.screens.debate import DebateScreen
+        from moot.tui.screens.debate import DebateScreen
 
         while not isinstance(app.screen, DebateScreen):
             await asyncio.sleep(0.01)

@@ -6,7 +6,7 @@ import asyncio
 import sys
 import threading
 
-from core.models import Clarification
+from moot.core.models import Clarification
 
 
 async def ask_on_stdin(questions: list[Clarification]) -> list[str]:
@@ -41,7 +41,11 @@ async def _readline() -> str:
             line = sys.stdin.readline()
         except (OSError, ValueError):
             line = ""
-        loop.call_soon_threadsafe(lambda: future.done() or future.set_result(line))
+        def deliver() -> None:
+            if not future.done():
+                future.set_result(line)
+
+        loop.call_soon_threadsafe(deliver)
 
     threading.Thread(target=read, name="moot-stdin", daemon=True).start()
     return await future

@@ -14,23 +14,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.models import (
-    JUDGE_ID,
+from moot.core.errors import ConfigError
+from moot.core.inputs import MAX_CONFIG_BYTES, read_text_file
+from moot.core.models import (
     ROLES,
     AgentConfig,
     ContextConfig,
     MootConfig,
+    ProviderName,
     SummarizationConfig,
+    merge,
 )
+from moot.core.secrets import strip_userinfo
 
 DEFAULT_ROLES = ("architect", "performance", "kiss")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_DEMO_MODEL = "demo"
 DEFAULT_CONFIG_NAME = "moot.toml"
-
-
-class ConfigError(Exception):
-    """A configuration problem, phrased as one line that names the field and the value."""
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -61,16 +61,7 @@ def describe_validation_error(exc: ValidationError, source: str = "config") -> s
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Parse a JSON or TOML file into a dict; any problem becomes a ConfigError line."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+    text = read_text_file(path, "config file", max_bytes=MAX_CONFIG_BYTES, error=ConfigError)
     try:
         if path.suffix.lower() == ".toml":
             data: Any = tomllib.loads(text)
@@ -92,7 +83,7 @@ class Overrides:
 
     rounds: int | None = None
     roles: list[str] | None = None
-    provider: str | None = None
+    provider: ProviderName | None = None
     model: str | None = None
     base_url: str | None = None
     debate: dict[str, Any] | None = None
@@ -146,7 +137,7 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
         raise ConfigError(f"{source}: agents: at least one enabled agent is needed")
     for agent in [*cfg.agents, cfg.judge]:
         if ov.provider:
-            agent.provider = ov.provider  # type: ignore[assignment]
+            agent.provider = ov.provider
         if ov.model:
             agent.model = ov.model
         if ov.base_url:
@@ -178,25 +169,26 @@ class ResolvedAgent:
 
 
 def resolve_agent(agent: AgentConfig, cfg: MootConfig, default_provider: str) -> ResolvedAgent:
-    summ = cfg.debate.summarization.model_dump()
-    summ.update(agent.summarization or {})
-    ctx = cfg.debate.context.model_dump()
-    ctx.update(agent.context or {})
     provider = agent.provider or default_provider
     model = agent.model or (DEFAULT_DEMO_MODEL if provider == "demo" else DEFAULT_OPENAI_MODEL)
     try:
         return ResolvedAgent(
             config=agent,
-            summarization=SummarizationConfig(**summ),
-            context=ContextConfig(**ctx),
+            summarization=merge(cfg.debate.summarization, agent.summarization),
+            context=merge(cfg.debate.context, agent.context),
             provider=provider,
             model=model,
         )
     except ValidationError as exc:
-        where = "judge" if agent.id == JUDGE_ID else f"agent {agent.id}"
+        where = "judge" if agent.id == cfg.judge.id else f"agent {agent.id}"
         raise ConfigError(describe_validation_error(exc, where)) from None
 
 
 def public_config(cfg: MootConfig) -> dict[str, Any]:
-    """The configuration as saved with a debate. It holds no secrets: keys never enter it."""
-    return cfg.model_dump(mode="json")
+    """The configuration as saved with a debate. It holds no secrets: keys never enter it,
+    and a password written into a base URL (`http://user:KEY@host`) is removed."""
+    data = cfg.model_dump(mode="json", exclude_none=True)
+    for agent in [*data.get("agents", []), data.get("judge", {})]:
+        if agent.get("base_url"):
+            agent["base_url"] = strip_userinfo(agent["base_url"])
+    return data

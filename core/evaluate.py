@@ -8,29 +8,28 @@ unless every evaluator fails. The debate folder is only read, never written.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import csv
 import io
 import json
 import math
 import re
-import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from core import prompts
-from core.config import (DEFAULT_DEMO_MODEL, DEFAULT_OPENAI_MODEL, ConfigError, ResolvedAgent,
-                         describe_validation_error, read_config_file)
-from core.judge import parse_json_object
-from core.models import AgentConfig, ContextConfig, DebateState, Solution, SummarizationConfig
-from core.providers.base import CallHint, ProviderError
-from core.providers.pool import ProviderPool, default_provider_name
-from core.report import cell, deliver, load_state, table
-from core.store import StateDir
+from moot.core import prompts
+from moot.core.config import (DEFAULT_DEMO_MODEL, DEFAULT_OPENAI_MODEL, ResolvedAgent, describe_validation_error,
+                              read_config_file)
+from moot.core.errors import ConfigError, ProviderError
+from moot.core.judge import parse_json_object
+from moot.core.models import AgentConfig, ContextConfig, DebateState, Solution, SummarizationConfig
+from moot.core.providers.base import CallHint, ChatRequest, Message, Provider, complete
+from moot.core.providers.pool import ProviderPool, default_provider_name
+from moot.core.report import cell, table
 
 CRITERIA: tuple[str, ...] = ("functional_completeness", "performance", "security", "maintainability",
                              "testability", "requirements_fulfilment", "overall")
@@ -200,8 +199,10 @@ async def run_evaluators(state: DebateState, evaluators: list[EvaluatorConfig], 
                                           provider=str(ev.provider), model=str(ev.model)))
         user = prompts.render(prompts.load("evaluator", "evaluate", ev.user_prompt_path),
                               problem=state.problem, solution=solution)
-        messages = [{"role": "system", "content": prompts.load("evaluator", "system", ev.system_prompt_path)},
-                    {"role": "user", "content": user}]
+        messages: list[Message] = [
+            {"role": "system", "content": prompts.load("evaluator", "system", ev.system_prompt_path)},
+            {"role": "user", "content": user},
+        ]
         jobs.append(_evaluate_one(ev, provider, messages, state.problem))
     try:
         return list(await asyncio.gather(*jobs))
@@ -210,20 +211,22 @@ async def run_evaluators(state: DebateState, evaluators: list[EvaluatorConfig], 
             await pool.aclose()
 
 
-async def _evaluate_one(ev: EvaluatorConfig, provider: Any, messages: list[dict[str, str]],
+async def _evaluate_one(ev: EvaluatorConfig, provider: Provider, messages: list[Message],
                         problem: str) -> EvaluatorResult:
     result = EvaluatorResult(ev.id, ev.name or ev.id, str(ev.provider), str(ev.model))
     hint = CallHint(phase="evaluate", role="evaluator", agent_id=ev.id, problem=problem)
+    started = time.perf_counter()
     try:
-        done = await provider.complete(messages, model=str(ev.model), temperature=ev.temperature,
-                                       max_tokens=EVAL_MAX_TOKENS, hint=hint)
+        done = await complete(provider, ChatRequest(messages=messages, model=str(ev.model),
+                                                    temperature=ev.temperature, max_tokens=EVAL_MAX_TOKENS,
+                                                    hint=hint))
     except ProviderError as exc:
         result.error = str(exc)
         return result
     except Exception as exc:  # noqa: BLE001 - one evaluator must not sink the others
         result.error = f"{type(exc).__name__}: {exc}"
         return result
-    result.latency_ms, result.model = done.latency_ms, done.model or result.model
+    result.latency_ms, result.model = int((time.perf_counter() - started) * 1000), done.model or result.model
     result.prompt_tokens, result.completion_tokens = done.prompt_tokens, done.completion_tokens
     try:
         result.scores = parse_scores(done.content)
@@ -296,33 +299,3 @@ def render_csv(results: list[EvaluatorResult]) -> str:
     for c, a in averages(results).items():
         w.writerow([c, "average", "" if a is None else f"{a:.2f}", "", ""])
     return buf.getvalue()
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    from core.cli import CliError
-
-    fmt = "md"
-    if args.output:
-        suffix = Path(args.output).suffix.lower()
-        if suffix not in FORMATS:
-            raise CliError(f"unknown output format {suffix or '(none)'!r} for {args.output}; use .md, .json or .csv")
-        fmt = FORMATS[suffix]
-    evaluators = load_eval_config(Path(args.config), provider=args.provider, model=args.model,
-                                  base_url=args.base_url)
-    state = load_state(StateDir(args.state_dir).open(args.id))
-    if state.final_solution is None:
-        raise CliError(f"debate {state.id} has no final solution (status {state.status}); nothing to evaluate")
-    demo = [ev.id for ev in evaluators if ev.provider == "demo"]
-    if demo:
-        verb = "uses" if len(demo) == 1 else "use"
-        print(f"moot: {', '.join(demo)} {verb} the offline DEMO provider (scripted scores)", file=sys.stderr)
-    results = asyncio.run(run_evaluators(state, evaluators, demo_delay=args.demo_delay))
-    failed = [r for r in results if r.error]
-    if len(failed) == len(results):
-        raise ProviderError(f"all {len(results)} evaluators failed; {failed[0].id}: {failed[0].error}")
-    for r in failed:
-        print(f"moot: evaluator {r.id} failed: {r.error}", file=sys.stderr)
-    text = (render_json(state, results) if fmt == "json" else render_csv(results) if fmt == "csv"
-            else render_markdown(state, results))
-    deliver(text, args.output, "evaluation")
-    return 0

@@ -11,11 +11,12 @@ import asyncio
 import collections
 import logging
 import time
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from core.models import (
+from moot.core.models import (
     AgentInfo,
     CallMetadata,
     Clarification,
@@ -25,6 +26,7 @@ from core.models import (
     Phase,
     Solution,
     Summary,
+    Usage,
     ViewRecord,
 )
 
@@ -174,13 +176,13 @@ class BudgetReached(_Event):
 
 class DebateCompleted(_Event):
     type: Literal["debate_completed"] = "debate_completed"
-    status: str = "completed"
-    totals: CallMetadata = Field(default_factory=CallMetadata)
+    status: Literal["completed", "stopped_budget"] = "completed"
+    totals: Usage = Field(default_factory=Usage)
 
 
 class DebateInterrupted(_Event):
     type: Literal["debate_interrupted"] = "debate_interrupted"
-    status: str = "interrupted"
+    status: Literal["interrupted", "stopped"] = "interrupted"
     reason: str = ""
 
 
@@ -220,7 +222,13 @@ Event = Annotated[
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
-TERMINAL_TYPES = frozenset({"debate_completed", "debate_interrupted", "debate_failed"})
+TerminalEvent = DebateCompleted | DebateInterrupted | DebateFailed
+TERMINAL_EVENTS = (DebateCompleted, DebateInterrupted, DebateFailed)
+"""The events that end a run of the debate (a later `debate_resumed` may continue it)."""
+
+
+def is_terminal(event: Event) -> bool:
+    return isinstance(event, TERMINAL_EVENTS)
 
 
 def parse_event(line: str | bytes) -> Event:
@@ -243,12 +251,12 @@ class Subscription:
         self.dropped_tokens = 0
 
     def offer(self, event: Event) -> None:
-        if event.type == "token" and self.queue.qsize() > self.TOKEN_BACKLOG:
+        if isinstance(event, Token) and self.queue.qsize() > self.TOKEN_BACKLOG:
             self.dropped_tokens += 1
             return
         self.queue.put_nowait(event)
 
-    async def __aiter__(self):  # type: ignore[override]
+    async def __aiter__(self) -> AsyncIterator[Event]:
         while True:
             event = await self.queue.get()
             if event is None:
@@ -265,7 +273,7 @@ class EventBus:
     def __init__(self, debate_id: str = "") -> None:
         self.debate_id = debate_id
         self._subs: list[Subscription] = []
-        self._listeners: list[Any] = []
+        self._listeners: list[Callable[[Event], None]] = []
         self._seq = 0
         self._pending: collections.deque[Event] = collections.deque()
         self._dispatching = False
@@ -287,12 +295,12 @@ class EventBus:
             self._subs.remove(sub)
         sub.queue.put_nowait(None)
 
-    def listen(self, fn: Any) -> None:
+    def listen(self, fn: Callable[[Event], None]) -> None:
         self._listeners.append(fn)
 
     def emit(self, event: Event) -> Event:
         event.debate_id = event.debate_id or self.debate_id
-        if event.type != "token":
+        if not isinstance(event, Token):
             self._seq += 1
             event.seq = self._seq
         # A listener may emit (a hook that injects a note): queue it, so every

@@ -7,7 +7,7 @@ fields so that a typo in a config file is an error, not a silently ignored key.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -36,7 +36,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
 # --------------------------------------------------------------------------- config
+
+
+Threshold = Annotated[int, Field(ge=0)]
+TriggerRatio = Annotated[float, Field(gt=0, le=1)]
+MaxLength = Annotated[int, Field(ge=100)]
+MaxSummaryTokens = Annotated[int, Field(ge=32)]
+ContextTokens = Annotated[int, Field(ge=256)]
+ReserveTokens = Annotated[int, Field(ge=16)]
 
 
 class SummarizationConfig(_Strict):
@@ -44,13 +55,13 @@ class SummarizationConfig(_Strict):
 
     enabled: bool = True
     """Summarize at all; `false` turns it off for one agent."""
-    threshold: int = Field(5000, ge=0)
+    threshold: Threshold = 5000
     """Characters of perspective history that trigger a summary (the anchor's rule)."""
-    trigger_ratio: float = Field(0.8, gt=0, le=1)
+    trigger_ratio: TriggerRatio = 0.8
     """Also trigger when the agent's view passes this fraction of its token budget."""
-    max_length: int = Field(2500, ge=100)
+    max_length: MaxLength = 2500
     """Hard cap on a summary, in characters."""
-    max_summary_tokens: int = Field(1000, ge=32)
+    max_summary_tokens: MaxSummaryTokens = 1000
     """Hard cap on a summary, in tokens (also the summarization call's max_tokens)."""
     method: SummaryMethod = "llm"
     """`llm` (role prompt on a model), `rule-based` (offline, extractive) or `hybrid` (both)."""
@@ -62,12 +73,26 @@ class SummarizationConfig(_Strict):
     """Debate-wide custom summary prompt (an agent's `summary_prompt_path` wins)."""
 
 
+class SummarizationOverrides(_Strict):
+    """One agent's overrides of `debate.summarization`: only the fields it sets (see there)."""
+
+    enabled: bool | None = None
+    threshold: Threshold | None = None
+    trigger_ratio: TriggerRatio | None = None
+    max_length: MaxLength | None = None
+    max_summary_tokens: MaxSummaryTokens | None = None
+    method: SummaryMethod | None = None
+    strategy: SummaryStrategy | None = None
+    model: str | None = None
+    prompt_path: str | None = None
+
+
 class ContextConfig(_Strict):
     """The token budget of one agent's view."""
 
-    max_context_tokens: int = Field(8000, ge=256)
+    max_context_tokens: ContextTokens = 8000
     """The whole request (messages) plus the reserved output must fit here."""
-    reserve_output_tokens: int = Field(1000, ge=16)
+    reserve_output_tokens: ReserveTokens = 1000
     """Tokens kept free for the model's answer; also the call's max_tokens."""
 
     @model_validator(mode="after")
@@ -84,6 +109,21 @@ class ContextConfig(_Strict):
         return self.max_context_tokens - self.reserve_output_tokens
 
 
+class ContextOverrides(_Strict):
+    """One agent's overrides of `debate.context`; the pair is checked once merged."""
+
+    max_context_tokens: ContextTokens | None = None
+    reserve_output_tokens: ReserveTokens | None = None
+
+
+def merge(base: _M, overrides: BaseModel | None) -> _M:
+    """`base` with the fields `overrides` sets, validated as a whole (field by field, two levels)."""
+    if overrides is None:
+        return base
+    changes = overrides.model_dump(exclude_none=True)
+    return type(base).model_validate({**base.model_dump(), **changes}) if changes else base
+
+
 class AgentConfig(_Strict):
     """One debater (or the judge). Unset fields inherit the debate-wide values."""
 
@@ -96,9 +136,9 @@ class AgentConfig(_Strict):
     system_prompt_path: str | None = None
     summary_prompt_path: str | None = None
     base_url: str | None = None
-    summarization: dict[str, Any] | None = None
+    summarization: SummarizationOverrides | None = None
     """Per-agent overrides of `debate.summarization`, field by field."""
-    context: dict[str, Any] | None = None
+    context: ContextOverrides | None = None
     """Per-agent overrides of `debate.context`, field by field."""
     enabled: bool = True
     fallback_models: list[str] = Field(default_factory=list)
@@ -107,24 +147,6 @@ class AgentConfig(_Strict):
     @property
     def display_name(self) -> str:
         return self.name or self.id.replace("-", " ").title()
-
-    @field_validator("summarization")
-    @classmethod
-    def _check_summarization(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            SummarizationConfig(**value)  # validates names and types of the overrides
-        return value
-
-    @field_validator("context")
-    @classmethod
-    def _check_context(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            # names, types and bounds here; the pair is checked once merged with the debate's
-            probe = dict(value)
-            if not {"max_context_tokens", "reserve_output_tokens"} <= probe.keys():
-                probe = {"max_context_tokens": 10**9, "reserve_output_tokens": 16, **probe}
-            ContextConfig(**probe)
-        return value
 
 
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -138,8 +160,8 @@ class DebateSettings(_Strict):
     """From round 2, reuse each agent's previous refinement as its proposal (no call)."""
     summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
-    timeout_s: float = Field(120.0, gt=0)
-    """Per-call timeout in seconds."""
+    timeout_s: float = Field(120.0, gt=0, le=86400, allow_inf_nan=False)
+    """Deadline of each attempt of a call, in seconds, from the request to its last byte."""
     max_retries: int = Field(3, ge=0, le=20)
     on_error: Literal["stop", "skip"] = "stop"
     """What a failed proposal/refinement does: stop the debate (resumable) or skip that agent."""
@@ -153,7 +175,7 @@ class DebateSettings(_Strict):
     termination: Literal["fixed", "convergence"] = "fixed"
     """`convergence`: after each round the judge scores confidence; end early at the threshold."""
     convergence_threshold: int = Field(90, ge=0, le=100)
-    max_cost_usd: float | None = Field(None, gt=0)
+    max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
     """Stop starting calls once the debate has cost this much; the judge still synthesizes."""
     max_total_tokens: int | None = Field(None, gt=0)
     """Stop starting calls once this many tokens (prompt + completion) were used."""
@@ -199,6 +221,21 @@ class CallMetadata(BaseModel):
     cost_usd: float = 0.0
     call_id: str | None = None
     attempts: int = 1
+
+
+class Usage(BaseModel):
+    """Calls, tokens and cost summed: for the whole debate and per agent (every kind of call)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    summary_tokens: int = 0
+    """Of the tokens above, those spent on summarization calls."""
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 class Contribution(BaseModel):
@@ -365,8 +402,11 @@ class DebateState(BaseModel):
     last_seq: int = 0
     """Sequence number of the last event applied; resume replays the log after it."""
     error: str | None = None
-    totals: CallMetadata = Field(default_factory=CallMetadata)
-    agent_totals: dict[str, CallMetadata] = Field(default_factory=dict)
+    exit_code: int = 0
+    """What `moot` exits with for this debate as it stands (0 running or done, 3 provider
+    failure, 4 config/budget failure, 130 interrupted): set by the terminal events."""
+    totals: Usage = Field(default_factory=Usage)
+    agent_totals: dict[str, Usage] = Field(default_factory=dict)
     """Tokens and cost per agent id (the judge included), every kind of call counted."""
     clarifications: list[Clarification] = Field(default_factory=list)
     notes: list[ModeratorNote] = Field(default_factory=list)

@@ -16,15 +16,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
-from core import prompts
-from core.config import ResolvedAgent, public_config, resolve_agent
-from core.context.index import DebateIndex
-from core.context.summarize import SummaryJob, Summarizer
-from core.context.view import ContextOverflow, ViewBuilder
-from core.events import (
+from moot.core import prompts
+from moot.core.config import ResolvedAgent, public_config, resolve_agent
+from moot.core.context.index import DebateIndex
+from moot.core.context.summarize import SummaryJob, Summarizer
+from moot.core.context.view import ViewBuilder
+from moot.core.events import (
     BudgetReached,
     CallFailed,
     ClarificationsAnswered,
@@ -51,25 +52,39 @@ from core.events import (
     Token,
     Warning_,
 )
-from core.judge import parse_confidence, parse_json_object, parse_solution
-from core.models import (
+from moot.core.judge import parse_confidence, parse_json_object, parse_solution
+from moot.core.models import (
     AgentInfo,
     CallMetadata,
     Clarification,
     Contribution,
+    ContributionType,
     ConvergenceScore,
     ModeratorNote,
+    Phase,
     DebateState,
     MootConfig,
     Summary,
     SummaryTrigger,
     ViewRecord,
 )
-from core.providers.base import RESTART, CallHint, Completion, Message, ProviderError
-from core.pricing import call_cost
-from core.providers.pool import ProviderPool
-from core.secrets import redact
-from core.state import apply, find_contribution, new_state
+from moot.core.agents import find_agent
+from moot.core.clock import SYSTEM_CLOCK, Clock
+from moot.core.errors import ContextOverflow, ProviderError
+from moot.core.providers.base import (
+    CallHint,
+    ChatRequest,
+    Completion,
+    Finished,
+    Message,
+    Restart,
+    RetryNotice,
+    TextDelta,
+)
+from moot.core.pricing import call_cost
+from moot.core.providers.pool import ProviderPool
+from moot.core.secrets import redact
+from moot.core.state import apply, find_contribution, new_state
 
 
 class StopRequested(Exception):
@@ -120,7 +135,7 @@ class Orchestrator:
         state: DebateState | None = None,
         bus: EventBus | None = None,
         ids: Ids | None = None,
-        clock: Callable[[], float] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
         clarifier: Clarifier | None = None,
     ) -> None:
         self.config = config
@@ -146,11 +161,13 @@ class Orchestrator:
         self._stop = False
         self._pending_summaries: set[str] = set()
         self._summary_locks: dict[str, asyncio.Lock] = {}
-        self.summarizer = Summarizer(self.index, self.builder, self._summarize_call, self.ids)
+        self.summarizer = Summarizer(self.index, self.builder, self._summarize_call, self.ids, clock)
         self.phase: str = ""
         self.clarifier = clarifier
         self._budget_hit = False
         self._synthesizing = False
+        self._latency: dict[str, int] = {}
+        """call id → its latency, measured with the clock (frozen in tests)."""
 
     # ------------------------------------------------------------------ commands
 
@@ -192,18 +209,13 @@ class Orchestrator:
         return not self._running.is_set()
 
     def find_agent(self, name: str) -> ResolvedAgent | None:
-        """An agent by id, display name or role (case-insensitive)."""
-        key = name.strip().lower()
-        for a in self.agents:
-            if key in (a.id.lower(), a.name.lower(), a.role.lower()):
-                return a
-        return None
+        """A debater by id, name or role (see `moot.core.agents.find_agent`); not the judge."""
+        return find_agent(name, self.agents)
 
     # ------------------------------------------------------------------ events
 
     def emit(self, event: Event) -> Event:
-        if self.clock is not None:
-            event.ts = self.clock()
+        event.ts = self.clock.wall()
         return self.bus.emit(event)
 
     def _fold(self, event: Event) -> None:
@@ -289,14 +301,14 @@ class Orchestrator:
         except DebateAborted as exc:
             self.emit(DebateFailed(error=str(exc), exit_code=exc.exit_code))
         except ContextOverflow as exc:
-            self.emit(DebateFailed(error=str(exc), exit_code=4))
+            self.emit(DebateFailed(error=str(exc), exit_code=int(exc.exit_code)))
         return self.state
 
-    async def _phase(self, r: int, phase: str, body: Callable[[int], Awaitable[None]]) -> None:
+    async def _phase(self, r: int, phase: Phase, body: Callable[[int], Awaitable[None]]) -> None:
         self.phase = phase
-        self.emit(PhaseStarted(round=r, phase=phase))  # type: ignore[arg-type]
+        self.emit(PhaseStarted(round=r, phase=phase))
         await body(r)
-        self.emit(PhaseCompleted(round=r, phase=phase))  # type: ignore[arg-type]
+        self.emit(PhaseCompleted(round=r, phase=phase))
 
     async def _gate(self) -> None:
         """The call boundary: wait while paused, stop when asked, respect the budget."""
@@ -317,7 +329,7 @@ class Orchestrator:
         if s.max_total_tokens is not None and used >= s.max_total_tokens:
             raise BudgetExhausted(f"{used} tokens reached the cap of {s.max_total_tokens}")
 
-    async def _gather(self, coros: list[Awaitable[None]]) -> None:
+    async def _gather(self, coros: Sequence[Awaitable[None]]) -> None:
         """Run calls in parallel. A stop or budget stop lets calls in flight finish (they
         are paid for); any other error wins over them. Cancellation reaches every call."""
         results = await asyncio.gather(*coros, return_exceptions=True)
@@ -439,8 +451,8 @@ class Orchestrator:
         return None
 
     def _estimate_view(self, agent: ResolvedAgent, record: ViewRecord, summary: Summary | None, items: list[Contribution]) -> int:
-        from core import tokens
-        from core.context.view import render_messages
+        from moot.core import tokens
+        from moot.core.context.view import render_messages
 
         record.summary_id = summary.id if summary else None
         record.contribution_ids = []
@@ -568,7 +580,7 @@ class Orchestrator:
 
     # ------------------------------------------------------------------ calls
 
-    def _record(self, agent: ResolvedAgent, r: int, phase: str, target: ResolvedAgent | None = None) -> ViewRecord:
+    def _record(self, agent: ResolvedAgent, r: int, phase: Phase, target: ResolvedAgent | None = None) -> ViewRecord:
         task_kind = {"proposal": "propose", "critique": "critique", "refinement": "refine",
                      "synthesis": "synthesize", "score": "score", "clarify": "clarify"}[phase]
         params: dict[str, object] = {}  # the problem comes from the debate, not each record
@@ -578,7 +590,7 @@ class Orchestrator:
             params.update(target_name=target.name, target_role=target.role)
         notes = self._notes_text()
         return ViewRecord(
-            call_id=self.ids("call"), agent_id=agent.id, round=r, phase=phase,  # type: ignore[arg-type]
+            call_id=self.ids("call"), agent_id=agent.id, round=r, phase=phase,
             target_agent_id=target.id if target else None, model=agent.model,
             system_key=f"{agent.id}/system", task_key=f"{agent.id}/{task_kind}", task_params=params,
             inline={"notes": notes} if notes else {},
@@ -600,16 +612,19 @@ class Orchestrator:
             parts.append("\n".join(lines))
         return "\n\n".join(parts)
 
-    async def _contribute(self, agent: ResolvedAgent, r: int, kind: str, *, target: ResolvedAgent | None = None,
+    async def _contribute(self, agent: ResolvedAgent, r: int, kind: ContributionType, *, target: ResolvedAgent | None = None,
                           required: bool) -> None:
         await self._gate()
         await self._maybe_manual_summary(agent, r)
         record = self._record(agent, r, kind, target)
         if kind == "critique":
             assert target is not None
-            record.task_contribution_ids = [find_contribution(self.state, r, target.id, "proposal").id]
+            proposal = find_contribution(self.state, r, target.id, "proposal")
+            assert proposal is not None  # the phase only asks for critiques of recorded proposals
+            record.task_contribution_ids = [proposal.id]
         elif kind == "refinement":
             own = find_contribution(self.state, r, agent.id, "proposal")
+            assert own is not None  # no refinement without a proposal
             crits = [c for c in self.state.round(r).contributions if c.type == "critique" and c.target_agent_id == agent.id]
             record.task_contribution_ids = [own.id, *(c.id for c in crits)]
         summary = self.index.latest_summary.get(agent.id)
@@ -627,7 +642,7 @@ class Orchestrator:
             self.emit(Warning_(message=f"{agent.id} {kind} in round {r} failed and was skipped: {exc}", agent_id=agent.id))
             return
         self.emit(ContributionAdded(contribution=Contribution(
-            id=self.ids("c"), agent_id=agent.id, role=agent.role, type=kind, round=r,  # type: ignore[arg-type]
+            id=self.ids("c"), agent_id=agent.id, role=agent.role, type=kind, round=r,
             target_agent_id=target.id if target else None, content=completion.content,
             metadata=self._meta(agent, record, completion),
         )))
@@ -636,7 +651,7 @@ class Orchestrator:
         model = completion.model or agent.model
         return CallMetadata(
             prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
-            latency_ms=completion.latency_ms, model=model, provider=agent.provider,
+            latency_ms=self._latency.pop(record.call_id, 0), model=model, provider=agent.provider,
             call_id=record.call_id, attempts=completion.attempts,
             cost_usd=self._cost(agent, model, completion.prompt_tokens, completion.completion_tokens),
         )
@@ -658,31 +673,34 @@ class Orchestrator:
                         *, max_tokens: int | None = None, model: str | None = None) -> Completion:
         provider = self.providers.get(agent)
         record.max_tokens = max_tokens or agent.context.reserve_output_tokens
+        request = ChatRequest(messages=messages, model=model or agent.model, temperature=agent.config.temperature,
+                              max_tokens=record.max_tokens, hint=hint, fallback_models=agent.config.fallback_models)
+        secrets = self.providers.secrets
         async with self._sem:
             self.emit(CallStarted(view=record))
             call_id = record.call_id
-
-            def on_delta(delta: str) -> None:
-                if delta == RESTART:
-                    self.emit(Token(call_id=call_id, agent_id=agent.id, delta="", restart=True))
-                else:
-                    self.emit(Token(call_id=call_id, agent_id=agent.id, delta=delta))
-
-            def on_retry(reason: str) -> None:
-                self.emit(CallFailed(call_id=call_id, agent_id=agent.id, error=redact(reason, self.providers.secrets),
-                                     will_retry=True))
-
+            started = self.clock.monotonic()
             try:
-                completion = await provider.complete(
-                    messages, model=model or agent.model, temperature=agent.config.temperature,
-                    max_tokens=record.max_tokens, hint=hint, on_delta=on_delta, on_retry=on_retry,
-                    fallback_models=agent.config.fallback_models,
-                )
-                # What is kept (and later shown to other agents) never carries a key.
-                completion.content = redact(completion.content, self.providers.secrets)
-                return completion
+                async for item in provider.stream(request):
+                    match item:
+                        case TextDelta(text=text):
+                            self.emit(Token(call_id=call_id, agent_id=agent.id, delta=text))
+                        case Restart():
+                            self.emit(Token(call_id=call_id, agent_id=agent.id, delta="", restart=True))
+                        case RetryNotice(reason=reason):
+                            self.emit(CallFailed(call_id=call_id, agent_id=agent.id, error=redact(reason, secrets),
+                                                 will_retry=True))
+                        case Finished(completion=completion):
+                            # What is kept (and later shown to other agents) never carries a key.
+                            completion.content = redact(completion.content, secrets)
+                            completion.model = redact(completion.model, secrets)
+                            self._latency[call_id] = self.clock.elapsed_ms(started)
+                            return completion
+                        case _:
+                            assert_never(item)
+                raise ProviderError(f"{provider.name}: the stream ended without a completion")
             except ProviderError as exc:
-                message = redact(str(exc), self.providers.secrets)
+                message = redact(str(exc), secrets)
                 self.emit(CallFailed(call_id=call_id, agent_id=agent.id, error=message, will_retry=False))
                 raise ProviderError(message, status=exc.status) from None
 

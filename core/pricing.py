@@ -43,13 +43,15 @@ def price_for(model: str, overrides: Mapping[str, tuple[float, float]] | None = 
     """(input, output) USD per million tokens: an override, an exact built-in, or the
     longest built-in prefix ("gpt-4o-2024-08-06" → gpt-4o; "openai/gpt-4o" → gpt-4o)."""
     if overrides and model in overrides:
-        return tuple(overrides[model])  # type: ignore[return-value]
+        given_in, given_out = overrides[model]
+        return given_in, given_out
     name = model.lower().rsplit("/", 1)[-1]
-    table = {**BUILTIN_PRICES, **{k.lower(): tuple(v) for k, v in (overrides or {}).items()}}
+    table: dict[str, tuple[float, float]] = dict(BUILTIN_PRICES)
+    table.update({k.lower(): (v[0], v[1]) for k, v in (overrides or {}).items()})
     if name in table:
-        return table[name]  # type: ignore[return-value]
+        return table[name]
     best = max((k for k in table if name.startswith(k)), key=len, default=None)
-    return table[best] if best else None  # type: ignore[return-value]
+    return table[best] if best else None
 
 
 def call_cost(model: str, prompt_tokens: int, completion_tokens: int,

@@ -13,16 +13,14 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from core.models import ROLES
+from moot.core.errors import PromptError
+from moot.core.inputs import MAX_PROMPT_BYTES, read_text_file
+from moot.core.models import ROLES
 
 PROMPT_KINDS = ("system", "propose", "critique", "refine", "summarize", "clarify")
 JUDGE_KINDS = ("system", "synthesize", "summarize", "score")
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
-
-
-class PromptError(Exception):
-    pass
 
 
 @lru_cache(maxsize=None)
@@ -31,7 +29,7 @@ def builtin(role: str, kind: str) -> str:
     if role not in ("judge", "evaluator") and role not in ROLES:
         raise PromptError(f"unknown role {role!r}")
     try:
-        return resources.files("core").joinpath("prompts", role, f"{kind}.md").read_text("utf-8")
+        return resources.files("moot.core").joinpath("prompts", role, f"{kind}.md").read_text("utf-8")
     except FileNotFoundError as exc:
         raise PromptError(f"no built-in {kind} prompt for {role}") from exc
 
@@ -40,10 +38,7 @@ def load(role: str, kind: str, override_path: str | None = None) -> str:
     """A prompt from `override_path` when given (a clear error if unreadable), else the built-in."""
     if override_path:
         path = Path(override_path).expanduser()
-        try:
-            text = path.read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PromptError(f"cannot read prompt file {path}: {exc.__class__.__name__}") from exc
+        text = read_text_file(path, "prompt file", max_bytes=MAX_PROMPT_BYTES, error=PromptError)
         if not text.strip():
             raise PromptError(f"prompt file {path} is empty")
         return text

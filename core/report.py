@@ -7,16 +7,12 @@ are markdown themselves; their headings are demoted below the report's own outli
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-from core.models import CallMetadata, Contribution, DebateState, Summary
-from core.store import DebateFolder, StateDir, StoreError, write_atomic
+from moot.core.models import CallMetadata, Contribution, DebateState, Summary, Usage
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -31,19 +27,6 @@ STATUS_TEXT = {
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def load_state(folder: DebateFolder) -> DebateState:
-    """The debate's state; anything unexpected in its files becomes a one-line StoreError.
-
-    `DebateFolder.load` already handles unreadable snapshots and torn logs; this also
-    covers events that parse but cannot be folded (a foreign or hand-edited log)."""
-    try:
-        return folder.load()
-    except StoreError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
-        raise StoreError(f"{folder.path}: the debate's files are corrupt ({type(exc).__name__})") from None
 
 
 def _outside_code(lines: list[str]) -> tuple[list[bool], str]:
@@ -239,36 +222,17 @@ def _synthesis(state: DebateState, verbose: bool) -> list[str]:
 
 
 def _totals(state: DebateState) -> list[str]:
-    """Per-agent usage from each contribution's and summary's metadata; the total as recorded."""
+    """Per-agent usage as the state totals it (every kind of call: clarify, summaries, scores)."""
     people = [a.id for a in state.agents] + ([state.judge.id] if state.judge else [])
-    usage: dict[str, list[float]] = {p: [0, 0, 0, 0, 0.0] for p in people}  # calls, prompt, completion, summ, cost
-
-    def add(who: str, m: Any, summary: bool = False) -> None:
-        row = usage.setdefault(who, [0, 0, 0, 0, 0.0])
-        row[0] += 1
-        row[1] += m.prompt_tokens
-        row[2] += m.completion_tokens
-        row[3] += (m.prompt_tokens + m.completion_tokens) if summary else 0
-        row[4] += m.cost_usd
-
-    for rnd in state.rounds:
-        for c in rnd.contributions:
-            if not c.carried_from:
-                add(c.agent_id, c.metadata)
-        for s in rnd.summaries.values():
-            if s.metadata.prompt_tokens or s.metadata.completion_tokens or s.metadata.cost_usd:
-                add(s.agent_id, s.metadata, summary=True)
-    judge = state.judge.id if state.judge else "judge"
-    if state.judge_summary:
-        add(judge, state.judge_summary.metadata, summary=True)
-    if state.final_solution:
-        add(judge, state.final_solution.metadata)
-    rows: list[tuple[object, ...]] = [(who, int(r[0]), int(r[1]), int(r[2]), int(r[3]), _usd(r[4]))
-                                      for who, r in usage.items()]
+    people += [p for p in state.agent_totals if p not in people]
+    rows: list[tuple[object, ...]] = []
+    for who in people:
+        u = state.agent_totals.get(who, Usage())
+        rows.append((who, u.calls, u.prompt_tokens, u.completion_tokens, u.summary_tokens, _usd(u.cost_usd)))
     t = state.totals
-    rows.append(("**Total**", "", t.prompt_tokens, t.completion_tokens, "", _usd(t.cost_usd)))
+    rows.append(("**Total**", t.calls, t.prompt_tokens, t.completion_tokens, t.summary_tokens, _usd(t.cost_usd)))
     out = ["## Tokens and cost", "",
-           f"**{t.prompt_tokens + t.completion_tokens} tokens** ({t.prompt_tokens} prompt + "
+           f"**{t.total_tokens} tokens** ({t.prompt_tokens} prompt + "
            f"{t.completion_tokens} completion) · **cost {_usd(t.cost_usd)}**", "",
            *table(["Agent", "Calls", "Prompt", "Completion", "Summarization (included)", "Cost (USD)"], rows,
                   right=(1, 2, 3, 4, 5)), ""]
@@ -283,29 +247,3 @@ def render_report(state: DebateState, verbose: bool = False) -> str:
              _synthesis(state, verbose), _totals(state)]
     text = "\n".join(line for part in parts for line in part)
     return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
-
-
-def write_output(path: Path, text: str) -> None:
-    """Write atomically; an unwritable path is a one-line error (exit 2)."""
-    from core.cli import CliError
-
-    try:
-        write_atomic(path, text.encode("utf-8"))
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def deliver(text: str, output: str | None, what: str) -> None:
-    """Write `text` to the -o file (atomically, naming it on stderr) or to stdout."""
-    if output:
-        write_output(Path(output), text)
-        print(f"{what} written to {output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    state = load_state(StateDir(args.state_dir).open(args.id))
-    deliver(render_report(state, verbose=bool(args.verbose)), args.output, "report")
-    return 0

@@ -10,12 +10,13 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import ConfigError, Overrides, build_config
-from core.events import EventBus, Subscription
-from core.models import DebateState, MootConfig
-from core.orchestrator import Ids, Orchestrator
-from core.providers.pool import ProviderPool, default_provider_name
-from core.store import (
+from moot.core.clock import SYSTEM_CLOCK, Clock
+from moot.core.config import Overrides, build_config
+from moot.core.events import EventBus, Subscription
+from moot.core.models import DebateState, MootConfig
+from moot.core.orchestrator import Clarifier, Ids, Orchestrator
+from moot.core.providers.pool import ProviderPool, default_provider_name
+from moot.core.store import (
     DebateFolder,
     DebateLock,
     EventLogWriter,
@@ -33,9 +34,10 @@ class SessionOptions:
     debate_id: str | None = None
     deterministic_ids: bool = False
     backoff_base_s: float = 0.5
-    clock: object | None = None
-    clarifier: object | None = None
-    """Answers clarifying questions (see core.orchestrator.Clarifier); None: no answers."""
+    clock: Clock = SYSTEM_CLOCK
+    """Wall and monotonic time (tests freeze both)."""
+    clarifier: Clarifier | None = None
+    """Answers clarifying questions; None: no answers."""
 
 
 @dataclass
@@ -48,7 +50,7 @@ class DebateSession:
     providers: ProviderPool
     writer: EventLogWriter
     _writer_sub: Subscription | None = None
-    _writer_task: asyncio.Task | None = None
+    _writer_task: asyncio.Task[None] | None = None
 
     @property
     def bus(self) -> EventBus:
@@ -73,7 +75,7 @@ class DebateSession:
         assert self._writer_task is not None
         engine = asyncio.ensure_future(self.orchestrator.run())
 
-        def writer_done(task: asyncio.Task) -> None:
+        def writer_done(task: asyncio.Task[None]) -> None:
             if not task.cancelled() and task.exception() is not None and not engine.done():
                 engine.cancel()
 
@@ -144,7 +146,7 @@ def new_session(
     debate_id = opts.debate_id or new_debate_id()
     ids = Ids(seed="" if opts.deterministic_ids else None)
     orch = Orchestrator(config, problem, debate_id=debate_id, providers=providers, default_provider=default, ids=ids,
-                        clock=opts.clock, clarifier=opts.clarifier)  # type: ignore[arg-type]
+                        clock=opts.clock, clarifier=opts.clarifier)
     # Fail on a missing key before anything runs, and before an empty folder is left behind.
     for agent in [*orch.agents, orch.judge]:
         providers.get(agent)
@@ -174,7 +176,7 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
         orch = Orchestrator(config, state.problem, debate_id=folder.id, providers=providers,
                             default_provider=default_provider_name(base_url), state=state,
                             ids=Ids(seed=f"r{state.last_seq}-" if opts.deterministic_ids else None),
-                            clarifier=opts.clarifier)  # type: ignore[arg-type]
+                            clock=opts.clock, clarifier=opts.clarifier)
         for agent in [*orch.agents, orch.judge]:
             providers.get(agent)
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked

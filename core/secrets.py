@@ -1,15 +1,24 @@
 """Keep API keys out of anything we show, log or save.
 
 Error texts from servers and SDKs can echo the key ("Incorrect API key provided:
-sk-abc..."), so every message that leaves a provider goes through `redact`.
+sk-abc..."), a proxy can send it back as the model's name, a user can paste it into a
+problem or a base URL. Every writer (the event log, the state, reports, eval output,
+error lines) passes text through `redact`, the one function that masks keys:
+- every configured key, whole, and without its common prefix (`sk-`, `sk-proj-`, …);
+- anything shaped like a key (`sk-…`, `Bearer …`);
+- the userinfo of URLs (`http://user:KEY@host` → `http://***@host`).
+Masking happens before any truncation, so a cut never leaves half a key.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from moot.core.providers.keys import KEY_NAMES
+from moot.core.sanitize import one_line_safe
 
 MASK = "sk-***"
 
@@ -17,22 +26,50 @@ MASK = "sk-***"
 # the partly starred forms servers echo back ("sk-abc1****wxyz").
 _KEY_RE = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-*.]{6,}")
 _BEARER_RE = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
+_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,15}://)[^/\s@?#]+@")
+_PREFIXES = ("sk-proj-", "sk-or-v1-", "sk-ant-api03-", "sk-ant-", "sk-")
 _MIN_SECRET_LEN = 4
 """Shorter 'secrets' would blank out ordinary words; no real key is that short."""
+_MIN_BARE_LEN = 8
+"""A key without its prefix is masked only when what is left is this long."""
+
+
+def secret_variants(secrets: Iterable[str]) -> list[str]:
+    """Every form of each secret worth masking, longest first."""
+    out: set[str] = set()
+    for s in secrets:
+        s = (s or "").strip()
+        if len(s) < _MIN_SECRET_LEN:
+            continue
+        out.add(s)
+        for prefix in _PREFIXES:
+            if s.startswith(prefix) and len(s) - len(prefix) >= _MIN_BARE_LEN:
+                out.add(s[len(prefix):])
+                break
+    return sorted(out, key=len, reverse=True)
 
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
-    """`text` with every key-like token and every exact secret replaced by `sk-***`."""
+    """`text` with every key-like token, every form of each secret and URL userinfo masked."""
     if not text:
         return text
-    # Longest first, so a secret that contains another is masked whole.
-    for secret in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET_LEN}, key=len, reverse=True):
+    for secret in secret_variants(secrets):
         text = text.replace(secret, MASK)
+    text = _USERINFO_RE.sub(lambda m: m.group(1) + "***@", text)
     text = _BEARER_RE.sub(lambda m: m.group(1) + MASK, text)
     return _KEY_RE.sub(MASK, text)
 
 
-KEY_NAMES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
+def one_line(text: str, limit: int | None = None, secrets: Sequence[str] = ()) -> str:
+    """Masked first, then made terminal-safe and cut: the shape of every error line."""
+    return one_line_safe(redact(text, secrets), limit)
+
+
+def strip_userinfo(url: str | None) -> str | None:
+    """A base URL without `user:password@` (what a saved config may hold)."""
+    if not url:
+        return url
+    return _USERINFO_RE.sub(lambda m: m.group(1), url)
 
 
 def known_secrets(dotenv_path: str | Path | None = ".env") -> list[str]:

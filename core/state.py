@@ -7,8 +7,36 @@ top of the last snapshot, so all three agree by construction.
 
 from __future__ import annotations
 
-from core.events import Event
-from core.models import CallMetadata, DebateState, Round
+from typing import assert_never
+
+from moot.core.errors import ExitCode
+from moot.core.events import (
+    BudgetReached,
+    CallFailed,
+    CallStarted,
+    ClarificationsAnswered,
+    ClarificationsAsked,
+    ContributionAdded,
+    ControlChanged,
+    Converged,
+    ConvergenceScored,
+    DebateCompleted,
+    DebateFailed,
+    DebateInterrupted,
+    DebateResumed,
+    DebateStarted,
+    Event,
+    NoteInjected,
+    PhaseCompleted,
+    PhaseStarted,
+    RoundStarted,
+    SummaryAdded,
+    SummaryRequested,
+    SynthesisCompleted,
+    Token,
+    Warning_,
+)
+from moot.core.models import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
 
 MAX_ROUND = 1000
 """No debate has more rounds (`debate.rounds` ≤ 1000); a larger number in an event is corruption."""
@@ -35,88 +63,102 @@ def apply(state: DebateState, event: Event) -> DebateState:
 
     Raises StateError for an event no debate could hold (the store turns it into a
     one-line StoreError naming the log line)."""
-    t = event.type
-    if t == "token":
+    if isinstance(event, Token):
         return state
     if event.seq and event.seq <= state.last_seq:
         return state  # already folded (a snapshot taken after this event)
-    if t == "debate_started":
-        state.problem = event.problem
-        state.total_rounds = event.total_rounds
-        state.agents = list(event.agents)
-        state.judge = event.judge
-        state.prompts = dict(event.prompts)
-        state.config = dict(event.config)
-        state.created_at = event.ts
-        state.status = "running"
-    elif t == "debate_resumed":
-        state.status = "running"
-        state.error = None
-    elif t == "round_started":
-        _round(state, event.round).started_at = event.ts
-        state.current_round = event.round
-    elif t == "call_started":
-        view = event.view
-        if view.phase != "synthesis" or view.round:
-            rnd = _round(state, max(1, view.round))
-            rnd.calls = [c for c in rnd.calls if c.call_id != view.call_id]
-            rnd.calls.append(view)
-    elif t == "contribution_added":
-        c = event.contribution
-        rnd = _round(state, c.round)
-        if not any(x.id == c.id for x in rnd.contributions):
-            rnd.contributions.append(c)
-            _add_usage(state, c.metadata, c.agent_id)
-    elif t == "summary_added":
-        s = event.summary
-        if event.judge:
-            state.judge_summary = s
-        else:
-            rnd = _round(state, s.round)
-            old = rnd.summaries.get(s.agent_id)
-            if old is not None and old.id != s.id:
-                rnd.replaced_summaries.append(old)
-            rnd.summaries[s.agent_id] = s
-        _add_usage(state, s.metadata, s.agent_id)
-    elif t == "synthesis_completed":
-        state.final_solution = event.solution
-        _add_usage(state, event.solution.metadata, event.solution.synthesized_by)
-    elif t == "clarifications_answered":
-        state.clarifications = [c for c in state.clarifications if c.round != event.round] + list(event.answers)
-        state.clarified = state.clarified or event.done
-        _add_usage(state, event.usage)
-        for agent_id, meta in event.per_agent.items():
-            _add_usage(state, meta, agent_id, totals=False)
-    elif t == "note_injected":
-        state.notes.append(event.note)
-    elif t == "convergence_scored":
-        state.convergence = [c for c in state.convergence if c.round != event.score.round] + [event.score]
-        _add_usage(state, event.usage, state.judge.id if state.judge else None)
-    elif t == "debate_completed":
-        state.status = event.status  # type: ignore[assignment]
-    elif t == "debate_interrupted":
-        state.status = event.status  # type: ignore[assignment]
-        state.error = event.reason or None
-    elif t == "debate_failed":
-        state.status = "failed"
-        state.error = event.error
+    match event:
+        case DebateStarted():
+            state.problem = event.problem
+            state.total_rounds = event.total_rounds
+            state.agents = list(event.agents)
+            state.judge = event.judge
+            state.prompts = dict(event.prompts)
+            state.config = dict(event.config)
+            state.created_at = event.ts
+            state.status = "running"
+            state.exit_code = ExitCode.OK
+        case DebateResumed():
+            state.status = "running"
+            state.error = None
+            state.exit_code = ExitCode.OK
+        case RoundStarted(round=number):
+            _round(state, number).started_at = event.ts
+            state.current_round = number
+        case CallStarted(view=view):
+            if view.phase != "synthesis" or view.round:
+                rnd = _round(state, max(1, view.round))
+                rnd.calls = [c for c in rnd.calls if c.call_id != view.call_id]
+                rnd.calls.append(view)
+        case ContributionAdded(contribution=c):
+            rnd = _round(state, c.round)
+            if not any(x.id == c.id for x in rnd.contributions):
+                rnd.contributions.append(c)
+                _add_usage(state, c.metadata, c.agent_id, calls=0 if c.carried_from else 1)
+        case SummaryAdded(summary=s, judge=judge):
+            if judge:
+                state.judge_summary = s
+            else:
+                rnd = _round(state, s.round)
+                old = rnd.summaries.get(s.agent_id)
+                if old is not None and old.id != s.id:
+                    rnd.replaced_summaries.append(old)
+                rnd.summaries[s.agent_id] = s
+            llm_calls = s.metadata.chunks if (s.metadata.prompt_tokens or s.metadata.completion_tokens) else 0
+            _add_usage(state, s.metadata, s.agent_id, calls=llm_calls, summary=True)
+        case SynthesisCompleted(solution=solution):
+            state.final_solution = solution
+            _add_usage(state, solution.metadata, solution.synthesized_by)
+        case ClarificationsAnswered():
+            state.clarifications = [c for c in state.clarifications if c.round != event.round] + list(event.answers)
+            state.clarified = state.clarified or event.done
+            _add_usage(state, event.usage, calls=len(event.per_agent))
+            for agent_id, meta in event.per_agent.items():
+                _add_usage(state, meta, agent_id, totals=False)
+        case NoteInjected(note=note):
+            state.notes.append(note)
+        case ConvergenceScored(score=score, usage=usage):
+            state.convergence = [c for c in state.convergence if c.round != score.round] + [score]
+            _add_usage(state, usage, state.judge.id if state.judge else None)
+        case DebateCompleted(status=status):
+            state.status = status
+            state.exit_code = ExitCode.OK
+        case DebateInterrupted(status=status, reason=reason):
+            state.status = status
+            state.error = reason or None
+            state.exit_code = ExitCode.INTERRUPTED if status == "interrupted" else ExitCode.OK
+        case DebateFailed(error=error, exit_code=code):
+            state.status = "failed"
+            state.error = error
+            state.exit_code = code
+        case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | Warning_() | ControlChanged()
+              | ClarificationsAsked() | Converged() | BudgetReached()):
+            pass  # shown as they happen; nothing in the state changes
+        case _:
+            assert_never(event)
     if event.seq:
         state.last_seq = event.seq
     state.updated_at = event.ts
     return state
 
 
-def _add_usage(state: DebateState, meta, agent_id: str | None = None, *, totals: bool = True) -> None:  # type: ignore[no-untyped-def]
+def _add_usage(state: DebateState, meta: CallMetadata | SummaryMetadata, agent_id: str | None = None, *,
+               calls: int = 1, summary: bool = False, totals: bool = True) -> None:
+    """Add one call's (or one step's) usage to the debate's totals and to its agent's."""
     targets = [state.totals] if totals else []
     if agent_id:
-        targets.append(state.agent_totals.setdefault(agent_id, CallMetadata()))
+        targets.append(state.agent_totals.setdefault(agent_id, Usage()))
     for t in targets:
+        t.calls += calls
         t.prompt_tokens += meta.prompt_tokens
         t.completion_tokens += meta.completion_tokens
         t.cost_usd += meta.cost_usd
+        if summary:
+            t.summary_tokens += meta.prompt_tokens + meta.completion_tokens
 
 
-def find_contribution(state: DebateState, round_no: int, agent_id: str, kind: str, target: str | None = None):  # type: ignore[no-untyped-def]
+def find_contribution(state: DebateState, round_no: int, agent_id: str, kind: str,
+                      target: str | None = None) -> Contribution | None:
     """The recorded contribution for one call slot, if any (what resume skips)."""
     if round_no > len(state.rounds):
         return None

@@ -24,18 +24,15 @@ from pathlib import Path
 import aiofiles
 from pydantic import ValidationError
 
-from core.events import TERMINAL_TYPES, Event, Subscription, dump_event, parse_event
-from core.models import DebateState
-from core.state import StateError, apply, new_state
+from moot.core.errors import StoreError
+from moot.core.events import Event, Subscription, Token, dump_event, is_terminal, parse_event
+from moot.core.models import DebateState
+from moot.core.state import StateError, apply, new_state
 
 EVENTS_FILE = "events.jsonl"
 STATE_FILE = "state.json"
 LOCK_FILE = ".lock"
 MIN_CHECKPOINT_BYTES = 64 * 1024
-
-
-class StoreError(Exception):
-    """A problem with the files of a debate, phrased as one line."""
 
 
 def new_debate_id() -> str:
@@ -118,7 +115,16 @@ class DebateFolder:
     def load(self) -> DebateState:
         """The debate's state: the snapshot when readable, plus every later event.
 
-        A corrupt or missing snapshot is rebuilt from the event log alone."""
+        A corrupt or missing snapshot is rebuilt from the event log alone; anything
+        else wrong with the files is a one-line StoreError, never a traceback."""
+        try:
+            return self._load()
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - events that parse but cannot be folded (a foreign log)
+            raise StoreError(f"{self.path}: the debate's files are corrupt ({type(exc).__name__})") from None
+
+    def _load(self) -> DebateState:
         state: DebateState | None = None
         if self.state_path.exists():
             try:
@@ -272,7 +278,7 @@ class EventLogWriter:
     async def run(self, sub: Subscription) -> None:
         async with aiofiles.open(self.folder.events_path, "a", encoding="utf-8") as fh:
             async for event in sub:
-                if event.type == "token":
+                if isinstance(event, Token):
                     continue
                 line = self.encode(event) + "\n"
                 await fh.write(line)
@@ -281,12 +287,13 @@ class EventLogWriter:
                 self.bytes_written += n
                 self.log_bytes += n
                 apply(self.state, event)
-                if event.type in TERMINAL_TYPES or self.log_bytes >= self._checkpoint_at:
+                terminal = is_terminal(event)
+                if terminal or self.log_bytes >= self._checkpoint_at:
                     # The log reaches the disk before a snapshot that covers it, so even a
                     # power cut never leaves a snapshot ahead of its log.
                     await asyncio.to_thread(os.fsync, fh.fileno())
                     await self.checkpoint()
-                    if event.type not in TERMINAL_TYPES:
+                    if not terminal:
                         self._checkpoint_at = 2 * self.log_bytes
 
     @staticmethod

@@ -9,6 +9,7 @@ and build `tiktoken.Encoding` objects ourselves. Nothing is fetched at run time.
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping, Sequence
 import gzip
 import hashlib
 import threading
@@ -120,9 +121,9 @@ def count_text(text: str, model: str | None = None) -> int:
     return len(encoding_for_model(model).encode_ordinary(text))
 
 
-def count_message(message: dict[str, str], model: str | None = None) -> int:
+def count_message(message: Mapping[str, object], model: str | None = None) -> int:
     """One chat message with its framing (without the reply priming)."""
-    return _count_message(tuple(message.items()), encoding_name_for_model(model))
+    return _count_message(tuple((k, str(v)) for k, v in message.items()), encoding_name_for_model(model))
 
 
 @lru_cache(maxsize=2048)
@@ -138,7 +139,7 @@ def _count_message(items: tuple[tuple[str, str], ...], encoding: str) -> int:
     return n
 
 
-def count_messages(messages: list[dict[str, str]], model: str | None = None) -> int:
+def count_messages(messages: Sequence[Mapping[str, object]], model: str | None = None) -> int:
     """A whole chat request as OpenAI counts it: every message plus the reply priming."""
     return sum(count_message(m, model) for m in messages) + REPLY_PRIMING
 

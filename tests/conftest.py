@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from core.config import Overrides, build_config
-from core.models import DebateState
-from core.runner import SessionOptions, new_session
-from core.store import DebateFolder
+from moot.core.config import Overrides, build_config
+from moot.core.models import DebateState
+from moot.core.runner import SessionOptions, new_session
+from moot.core.store import DebateFolder
 from tests.loopback import Faults, LoopbackServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,9 +64,8 @@ def moot(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cw
          input_text: str | None = None) -> subprocess.CompletedProcess:
     """Run the real CLI in a subprocess (headless: stdout is a pipe)."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY")}
-    full_env["PYTHONPATH"] = str(ROOT)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moot", *args], capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=cwd, input=input_text if input_text is not None else "")
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from core.tokens import count_messages, count_text
+from moot.core.tokens import count_messages, count_text
 
 ReplyFn = Callable[[dict[str, Any], int], str]
 

@@ -20,10 +20,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.cli import main
-from core.config import ConfigError, load_config
+from moot.cli import main
+from moot.core.config import ConfigError, load_config
 from tests.conftest import moot
-from tests.test_resume import AGENTS, TRACEBACK, check_complete, only_debate
+from tests.test_resume import TRACEBACK, check_complete, only_debate
 
 IS_ROOT = os.geteuid() == 0
 DEMO = {"MOOT_DEMO_DELAY": "0"}
@@ -90,7 +90,7 @@ RUN_CASES: list[tuple[str, dict[str, bytes | str], list[str], int, str]] = [
     ("blank problem file", {"p.md": " \n\t\n"}, ["-p", "p.md"], 2, "problem file p.md is empty"),
     ("binary problem file", {"p.bin": b"\x7fELF\x00\x01\x02"}, ["-p", "p.bin"], 2, "looks binary"),
     ("non-UTF-8 problem file", {"p.md": b"caf\xe9 \xff"}, ["-p", "p.md"], 2, "is not UTF-8 text"),
-    ("directory as problem file", {}, ["-p", "."], 2, "problem file is a directory: ."),
+    ("directory as problem file", {}, ["-p", "."], 2, "problem file . is a directory, not a file"),
     ("no problem", {}, [], 2, "no problem given"),
     ("empty problem", {}, [" "], 2, "the problem is empty"),
     ("non-UTF-8 problem argument", {}, ["caf\udce9"], 2, "the problem is not valid UTF-8 text"),

@@ -9,11 +9,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import tokens
-from core.context.index import DebateIndex
-from core.context.inspect import calls_for
-from core.context.view import ViewBuilder, render_messages
-from core.models import Contribution, DebateState, ViewRecord
+from moot.core import tokens
+from moot.core.context.index import DebateIndex
+from moot.core.context.inspect import calls_for
+from moot.core.context.view import ViewBuilder, render_messages
+from moot.core.models import Contribution, DebateState, ViewRecord
 from tests.conftest import Faults, make_server, moot, read_jsonl, run_debate
 
 LONG = 2500
@@ -34,7 +34,7 @@ def _request_tokens(body: dict) -> int:
 
 
 def test_six_rounds_stay_in_budget_and_context_matches_requests(tmp_path: Path, capsys) -> None:  # noqa: ANN001
-    from core.cli import main
+    from moot.cli import main
 
     config = {"agents": [{"id": "architect", "role": "architect"}, {"id": "performance", "role": "performance"},
                          {"id": "kiss", "role": "kiss", "context": {"max_context_tokens": 2500}}]}
@@ -245,3 +245,19 @@ def test_view_builder_never_exceeds_budget(contents: list[str], budget: int) -> 
 def test_calls_for_resolves_names(tmp_path: Path) -> None:
     state, _ = asyncio.run(run_debate(tmp_path, rounds=1))
     assert calls_for(state, 1, "Kiss") and calls_for(state, 1, "judge")
+
+
+def test_context_for_a_judge_with_its_own_id(tmp_path: Path) -> None:
+    """One resolver: the judge by its own id, its name or the word `judge`; a typo gets a suggestion."""
+    config = {"judge": {"id": "j-main", "name": "Chief", "role": "generalist"}}
+    state, folder = asyncio.run(run_debate(tmp_path, config=config, rounds=1))
+    assert state.judge is not None and state.judge.id == "j-main"
+    sd = str(folder.path.parent)
+    for name in ("j-main", "Chief", "judge", "J-MAIN"):
+        r = moot("context", state.id, "--round", "1", "--agent", name, "--phase", "synthesis", "--json",
+                 "--state-dir", sd)
+        assert r.returncode == 0, (name, r.stderr)
+        calls = json.loads(r.stdout)
+        assert [c["phase"] for c in calls] == ["synthesis"]
+    r = moot("context", state.id, "--round", "1", "--agent", "architekt", "--state-dir", sd)
+    assert r.returncode == 2 and "did you mean 'architect'" in r.stderr and "j-main" in r.stderr

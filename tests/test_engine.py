@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.models import DebateState
+from moot.core.models import DebateState
 from tests.conftest import Faults, make_server, moot, read_jsonl, run_debate
 
 
@@ -131,7 +131,7 @@ def test_bad_input_exit_codes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("suffix", [".json", ".toml"])
 def test_config_file_formats_and_two_level_merge(tmp_path: Path, suffix: str) -> None:
-    from core.config import Overrides, load_config, resolve_agent
+    from moot.core.config import Overrides, load_config, resolve_agent
 
     data = {
         "debate": {"rounds": 4, "summarization": {"threshold": 3000, "method": "rule-based"}},
@@ -159,7 +159,7 @@ def test_config_file_formats_and_two_level_merge(tmp_path: Path, suffix: str) ->
 
 
 def test_config_defaults_and_moot_toml(tmp_path: Path) -> None:
-    from core.config import load_config
+    from moot.core.config import load_config
 
     cfg = load_config(None, cwd=tmp_path)
     assert [a.role for a in cfg.agents] == ["architect", "performance", "kiss"]
@@ -182,7 +182,7 @@ def test_config_defaults_and_moot_toml(tmp_path: Path) -> None:
     ],
 )
 def test_config_validation_messages(data: dict, fragment: str) -> None:
-    from core.config import ConfigError, Overrides, build_config
+    from moot.core.config import ConfigError, Overrides, build_config
 
     with pytest.raises(ConfigError) as err:
         build_config(data, Overrides())
@@ -203,7 +203,7 @@ def test_config_validation_messages(data: dict, fragment: str) -> None:
     ],
 )
 def test_judge_parsing_is_tolerant(reply: str, confidence: int | None, parsed: bool) -> None:
-    from core.judge import parse_solution
+    from moot.core.judge import parse_solution
 
     sol = parse_solution(reply)
     assert sol.confidence == confidence and sol.parsed is parsed
@@ -224,8 +224,8 @@ async def test_judge_non_json_reply_is_kept_as_text(tmp_path: Path) -> None:
 async def test_pause_resume_stop_at_call_boundaries(tmp_path: Path) -> None:
     import asyncio
 
-    from core.config import Overrides, build_config
-    from core.runner import SessionOptions, new_session
+    from moot.core.config import Overrides, build_config
+    from moot.core.runner import SessionOptions, new_session
 
     cfg = build_config({}, Overrides(rounds=3, provider="demo"))
     session = new_session("Design a cache", cfg, SessionOptions(state_dir=tmp_path / "d", demo_delay=0.002))
@@ -251,8 +251,8 @@ async def test_pause_resume_stop_at_call_boundaries(tmp_path: Path) -> None:
 def test_slow_subscriber_never_stalls_or_loses_events(tmp_path: Path) -> None:
     import asyncio
 
-    from core.config import Overrides, build_config
-    from core.runner import SessionOptions, new_session
+    from moot.core.config import Overrides, build_config
+    from moot.core.runner import SessionOptions, new_session
 
     async def main() -> tuple[int, int, int]:
         cfg = build_config({}, Overrides(rounds=1, provider="demo"))

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from core.cli import main
-from core.evaluate import CRITERIA, EvaluatorResult, Score, averages, parse_scores, parse_value
-from core.models import DebateState
-from core.store import DebateFolder
+from moot.cli import main
+from moot.core.evaluate import CRITERIA, EvaluatorResult, Score, averages, parse_scores, parse_value
+from moot.core.models import DebateState
+from moot.core.store import DebateFolder
 from tests.conftest import Faults, make_server, moot, run_debate
 
 GOOD = {"functional_completeness": {"score": 8, "reason": "Covers the core flows."},

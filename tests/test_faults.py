@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 
-from core.models import DebateState
-from core.providers.base import RESTART, CallHint, ProviderError
-from core.providers.openai import OpenAIProvider, _Failure
-from core.store import DebateFolder
+from moot.core.models import DebateState
+from moot.core.errors import ProviderError
+from moot.core.providers.base import CallHint
+from tests.streams import RESTART, complete
+from moot.core.providers.openai import OpenAIProvider, _Failure
+from moot.core.store import DebateFolder
 from tests.conftest import Faults, LoopbackServer, make_server, moot, read_jsonl, run_debate
 from tests.loopback import _last_user_text, default_reply
 from tests.test_resume import AGENTS, TRACEBACK, check_complete, only_debate, resume_hint, start_loopback
@@ -34,7 +36,7 @@ async def _complete(provider: OpenAIProvider, model: str = "m",
                     fallbacks: tuple[str, ...] = ()) -> tuple[Any, list[str], list[str]]:
     retries: list[str] = []
     deltas: list[str] = []
-    result = await provider.complete(MESSAGES, model=model, temperature=0, max_tokens=50, hint=HINT,
+    result = await complete(provider, MESSAGES, model=model, temperature=0, max_tokens=50, hint=HINT,
                                      on_delta=deltas.append, on_retry=retries.append, fallback_models=fallbacks)
     return result, retries, deltas
 
@@ -113,7 +115,7 @@ async def test_timeout_is_retried(loopback: Any) -> None:
     t = time.monotonic()
     result, retries, _ = await _complete(provider)
     assert 0.5 <= time.monotonic() - t < 4
-    assert retries[0].startswith("no answer within 0.5s, retrying")
+    assert retries[0].startswith("no complete answer within 0.5s, retrying")
     assert result.attempts == 2
     await provider.aclose()
 
@@ -133,7 +135,7 @@ async def test_debate_timeout_and_retries_come_from_the_config(tmp_path: Path, l
                                      roles=["kiss", "security"], config={"debate": {"timeout_s": 0.4, "max_retries": 2}})
     assert state.status == "completed"
     failed = [e for e in read_jsonl(folder.events_path) if e["type"] == "call_failed"]
-    assert failed and all(e["will_retry"] and e["error"].startswith("no answer within 0.4s, retrying") for e in failed)
+    assert failed and all(e["will_retry"] and e["error"].startswith("no complete answer within 0.4s, retrying") for e in failed)
     assert all(e["error"].endswith("/3)") for e in failed)  # 1 + debate.max_retries attempts
 
 

@@ -14,10 +14,14 @@ from pathlib import Path
 import openai
 import pytest
 
-from core.providers.base import RESTART, CallHint, ProviderError
-from core.providers.openai import OpenAIProvider, is_local_url, resolve_api_key
-from core.secrets import redact
-from core.tokens import count_messages, count_text
+from moot.core.errors import ProviderError
+from moot.core.providers.base import CallHint
+from tests.streams import RESTART, complete
+from moot.core.errors import ConfigError
+from moot.core.providers.keys import is_local_url, require_api_key, resolve_api_key
+from moot.core.providers.openai import OpenAIProvider
+from moot.core.secrets import redact
+from moot.core.tokens import count_messages, count_text
 from tests.loopback import Faults, LoopbackServer, default_reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +66,7 @@ class Recorder:
 
 async def run(provider: OpenAIProvider, rec: Recorder, model: str = "gpt-4o", **kw: object):
     try:
-        return await provider.complete(
+        return await complete(provider,
             MESSAGES, model=model, temperature=0.3, max_tokens=500, hint=HINT,
             on_delta=rec.on_delta, on_retry=rec.on_retry, **kw,  # type: ignore[arg-type]
         )
@@ -96,7 +100,7 @@ async def test_sync_on_delta_and_keepalive_reuse(server: LoopbackServer) -> None
     provider = make(server)
     seen: list[str] = []
     for _ in range(3):
-        r = await provider.complete(MESSAGES, model="m", temperature=0, max_tokens=50, hint=HINT, on_delta=seen.append)
+        r = await complete(provider, MESSAGES, model="m", temperature=0, max_tokens=50, hint=HINT, on_delta=seen.append)
         assert r.content
     await provider.aclose()
     assert server.calls == 3 and "".join(seen).count("## Reply") == 3
@@ -119,7 +123,7 @@ async def test_every_second_call_500_is_retried() -> None:
     rec = Recorder()
     with LoopbackServer(faults=Faults(fail_every=2)) as srv:
         provider = make(srv)
-        first = await provider.complete(MESSAGES, model="m", temperature=0, max_tokens=50, hint=HINT)
+        first = await complete(provider, MESSAGES, model="m", temperature=0, max_tokens=50, hint=HINT)
         second = await run(provider, rec)
     assert (first.attempts, second.attempts, srv.calls) == (1, 2, 3)
     assert rec.retries and rec.retries[0].startswith("500 from server, retrying in")
@@ -130,7 +134,7 @@ async def test_cut_stream_is_retried_with_restart() -> None:
     rec = Recorder()
     with LoopbackServer(faults=Faults(cut_every=2), chunk_chars=8) as srv:
         provider = make(srv)
-        await provider.complete(MESSAGES, model="m", temperature=0, max_tokens=50, hint=HINT)
+        await complete(provider, MESSAGES, model="m", temperature=0, max_tokens=50, hint=HINT)
         result = await run(provider, rec)
     assert result.attempts == 2 and srv.calls == 3
     assert rec.deltas.count(RESTART) == 1 and rec.deltas[0] != RESTART
@@ -147,7 +151,7 @@ async def test_hang_times_out_then_fails() -> None:
         elapsed = time.monotonic() - started
         assert srv.calls == 3
     assert 1.5 <= elapsed < 5
-    assert len(rec.retries) == 2 and "no answer within 0.5s" in rec.retries[0]
+    assert len(rec.retries) == 2 and "no complete answer within 0.5s" in rec.retries[0]
     message = str(info.value)
     assert "\n" not in message and "after 3 attempts" in message and info.value.retryable
 
@@ -183,10 +187,11 @@ async def test_400_is_not_retried() -> None:
 
 
 def test_missing_key_only_fine_for_local_urls() -> None:
-    provider = OpenAIProvider("", "http://127.0.0.1:9/v1")
-    assert provider.label == "openai · 127.0.0.1:9"
-    with pytest.raises(ProviderError, match="OPENAI_API_KEY"):
-        OpenAIProvider("", "https://openrouter.ai/api/v1")
+    """One place decides a key is missing: a placeholder for local servers, a ConfigError elsewhere."""
+    assert require_api_key("http://127.0.0.1:9/v1") == ("not-needed", False)
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        require_api_key("https://openrouter.ai/api/v1")
+    assert OpenAIProvider("not-needed", "http://127.0.0.1:9/v1").label == "openai · 127.0.0.1:9"
     assert OpenAIProvider(KEY, None).label == "openai · api.openai.com"
 
 

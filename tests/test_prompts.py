@@ -8,9 +8,9 @@ from importlib import resources
 
 import pytest
 
-from core import prompts
-from core.models import ROLES
-from core.prompts import JUDGE_KINDS, PROMPT_KINDS, PromptError, builtin, load, render
+from moot.core import prompts
+from moot.core.models import ROLES
+from moot.core.prompts import JUDGE_KINDS, PROMPT_KINDS, PromptError, builtin, load, render
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
@@ -37,7 +37,7 @@ EVALUATOR_PLACEHOLDERS = {
 def _evaluator_text(kind: str) -> str:
     # builtin() only accepts debate roles and "judge", so the evaluator's files are read
     # straight from the package data, the same place builtin() reads from.
-    return resources.files("core").joinpath("prompts", "evaluator", f"{kind}.md").read_text("utf-8")
+    return resources.files("moot.core").joinpath("prompts", "evaluator", f"{kind}.md").read_text("utf-8")
 
 
 CASES = (
@@ -83,7 +83,7 @@ def test_no_unexpected_files(role: str) -> None:
         "judge": set(JUDGE_KINDS),
         "evaluator": set(EVALUATOR_PLACEHOLDERS),
     }.get(role, set(PROMPT_KINDS))
-    folder = resources.files("core").joinpath("prompts", role)
+    folder = resources.files("moot.core").joinpath("prompts", role)
     found = {entry.name.removesuffix(".md") for entry in folder.iterdir() if entry.name.endswith(".md")}
     assert found == kinds
 
@@ -134,7 +134,7 @@ def test_load_reads_override_file(tmp_path) -> None:
 
 def test_load_missing_override_is_a_clear_error(tmp_path) -> None:
     path = tmp_path / "missing.md"
-    with pytest.raises(PromptError, match="cannot read prompt file") as info:
+    with pytest.raises(PromptError, match="prompt file not found") as info:
         load("architect", "propose", str(path))
     assert str(path) in str(info.value)
 

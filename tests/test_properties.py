@@ -13,12 +13,12 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from core.config import ConfigError, Overrides, build_config, load_config, resolve_agent
-from core.models import ROLES, DebateState, MootConfig
-from core.runner import SessionOptions, resume_session
-from core.events import parse_event
-from core.state import MAX_ROUND, apply, new_state
-from core.store import STATE_FILE, DebateFolder, StoreError
+from moot.core.config import ConfigError, Overrides, build_config, load_config, resolve_agent
+from moot.core.models import ROLES, DebateState, MootConfig
+from moot.core.runner import SessionOptions, resume_session
+from moot.core.events import parse_event
+from moot.core.state import MAX_ROUND, apply, new_state
+from moot.core.store import STATE_FILE, DebateFolder, StoreError
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 

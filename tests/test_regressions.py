@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from core.config import Overrides, build_config, resolve_agent
-from core.context.inspect import calls_for
-from core.pricing import price_for
-from core.store import DebateFolder
+from moot.core.config import Overrides, build_config, resolve_agent
+from moot.core.context.inspect import calls_for
+from moot.core.pricing import price_for
+from moot.core.store import DebateFolder
 from tests.conftest import read_jsonl, run_debate
 
 
@@ -52,7 +52,7 @@ def test_judge_with_its_own_id(tmp_path: Path) -> None:
 
 
 def test_resume_after_last_refinement_makes_no_new_summary(tmp_path: Path) -> None:
-    from core.runner import SessionOptions, resume_session
+    from moot.core.runner import SessionOptions, resume_session
 
     state, folder = asyncio.run(run_debate(tmp_path, config={"debate": {"summarization": {"threshold": 1500}}},
                                            rounds=1))
@@ -132,7 +132,7 @@ def test_agent_totals_add_up_to_the_totals(tmp_path: Path) -> None:
 
 
 def test_context_cli_accepts_clarify_and_score_phases(tmp_path: Path, capsys) -> None:  # noqa: ANN001
-    from core.cli import main
+    from moot.cli import main
 
     state, folder = asyncio.run(run_debate(tmp_path, config={"debate": {"clarify": True, "termination": "convergence",
                                                                          "convergence_threshold": 100}}, rounds=2))

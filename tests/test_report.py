@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main
-from core.models import Clarification, ConvergenceScore, DebateState, ModeratorNote
-from core.report import demote_headings, render_report, table
-from core.store import DebateFolder
+from moot.cli import main
+from moot.core.models import Clarification, ConvergenceScore, DebateState, ModeratorNote
+from moot.core.report import demote_headings, render_report, table
+from moot.core.store import DebateFolder
 from tests.conftest import moot, run_debate
 
 CONFIG = {"debate": {"summarization": {"threshold": 500}}}
@@ -70,7 +70,13 @@ def test_report_has_every_section(debate: tuple[DebateState, DebateFolder]) -> N
             assert f"### {title}" in final and items[0].strip() in final
     tot = state.totals
     assert f"({tot.prompt_tokens} prompt + {tot.completion_tokens} completion)" in text
-    assert f"| **Total** |   | {tot.prompt_tokens} | {tot.completion_tokens} |" in text
+    assert f"| **Total** | {tot.calls} | {tot.prompt_tokens} | {tot.completion_tokens} |" in text
+    # Per-agent rows come from the state's totals, so they add up to the total (judge included).
+    rows = state.agent_totals
+    assert sum(u.prompt_tokens for u in rows.values()) == tot.prompt_tokens
+    assert sum(u.calls for u in rows.values()) == tot.calls
+    judge = rows[state.judge.id if state.judge else "judge"]
+    assert f"| {state.judge.id if state.judge else 'judge'} | {judge.calls} | {judge.prompt_tokens} |" in text
 
 
 def test_report_demotes_contribution_headings(debate: tuple[DebateState, DebateFolder]) -> None:

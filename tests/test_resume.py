@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from core.config import Overrides, build_config
-from core.events import parse_event
-from core.models import DebateState
-from core.runner import SessionOptions, new_session, resume_session
-from core.state import apply, new_state
-from core.store import DebateFolder, StoreError
+from moot.core.config import Overrides, build_config
+from moot.core.events import parse_event
+from moot.core.models import DebateState
+from moot.core.runner import SessionOptions, new_session, resume_session
+from moot.core.state import apply, new_state
+from moot.core.store import DebateFolder, StoreError
 from tests.conftest import ROOT, LoopbackServer, moot
 
 PROBLEM = "Design a URL shortener for 10k writes per second"
@@ -42,7 +42,6 @@ TRACEBACK = "Traceback (most recent call last)"
 
 def cli_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY")}
-    env["PYTHONPATH"] = str(ROOT)
     env.update(extra)
     return env
 
@@ -50,7 +49,7 @@ def cli_env(**extra: str) -> dict[str, str]:
 def spawn(*args: str, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start `moot ARGS` in the background; its stdout/stderr go to log.out / log.err."""
     with open(log.with_suffix(".out"), "w") as out, open(log.with_suffix(".err"), "w") as err:
-        return subprocess.Popen([sys.executable, "-m", "core.cli", *args], stdout=out, stderr=err,
+        return subprocess.Popen([sys.executable, "-m", "moot", *args], stdout=out, stderr=err,
                                 env=env or cli_env(), text=True)
 
 
@@ -220,7 +219,7 @@ def test_sigkill_at_2_5_and_9_seconds_then_resume(tmp_path: Path, slow_server: s
         assert proc.wait(timeout=90) == 0, (tmp_path / f"resume{i}.err").read_text()[-2000:]
         err = (tmp_path / f"resume{i}.err").read_text()
         assert TRACEBACK not in err
-        assert f"resuming debate {folder.name}" in err
+        assert f"debate {folder.name} resumed at round" in err
         state = check_complete(folder, 3, AGENTS)
         # What was recorded before the kill is still there, unchanged (not redone).
         final = {c.id: c for c in state.all_contributions()}
@@ -409,7 +408,7 @@ def test_disk_full_stops_the_debate_and_it_resumes(tmp_path: Path) -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
 
     sd = tmp_path / "D"
-    r = subprocess.run([sys.executable, "-m", "core.cli", "run", PROBLEM, "--provider", "demo", "--headless", "-r", "2",
+    r = subprocess.run([sys.executable, "-m", "moot", "run", PROBLEM, "--provider", "demo", "--headless", "-r", "2",
                         "--state-dir", str(sd)], capture_output=True, text=True, env=cli_env(MOOT_DEMO_DELAY="0"),
                        preexec_fn=small_files, timeout=60)
     assert r.returncode == 2, r.stderr

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.context.rule_based import FACT_CHARS, SourceItem, extract_facts, summarize_rule_based
-from core.tokens import count_text
+from moot.core.context.rule_based import FACT_CHARS, SourceItem, extract_facts, summarize_rule_based
+from moot.core.tokens import count_text
 
 PROPOSAL = """## Position
 We should put a write-through Redis cache in front of Postgres for the catalog service.

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from core import cli
-from core.secrets import MASK, known_secrets, redact
+from moot import cli
+from moot.core.secrets import MASK, known_secrets, redact
 from tests.conftest import Faults, LoopbackServer, moot, read_jsonl
 from tests.test_bad_input import cli as in_process
 from tests.test_resume import TRACEBACK, check_complete, only_debate, resume_hint
@@ -56,8 +56,7 @@ def test_key_is_never_saved_printed_or_reported(tmp_path: Path, source: str, mon
         monkeypatch.setenv(name, value)
     views = [["show", folder.name], ["show", folder.name, "--json"], ["list"],
              ["context", folder.name, "--round", "1", "--agent", "architect"]]
-    if (Path(cli.__file__).parent / "report.py").exists():
-        views += [["report", folder.name, "-o", str(tmp_path / "report.md")], ["report", folder.name, "--verbose"]]
+    views += [["report", folder.name, "-o", str(tmp_path / "report.md")], ["report", folder.name, "--verbose"]]
     for argv in views:
         shown = in_process(*argv, "--state-dir", str(sd))
         assert shown.returncode == 0, shown.stderr

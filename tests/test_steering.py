@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from core.pricing import call_cost, price_for
+from moot.core.pricing import call_cost, price_for
 from tests.conftest import make_server, moot, read_jsonl, run_debate
 
 

@@ -14,18 +14,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.theme import Theme as RichTheme
+from textual import on
 from textual.app import App
 from textual.binding import Binding
+from textual.theme import Theme as TextualTheme
 
-from core.store import DebateFolder, StateDir
-from tui.commands import MootCommandProvider
-from tui.runtime import Clock, LiveRuntime, ReplayRuntime, Runtime, WatchRuntime, exit_code_for
-from tui.settings import SettingsStore
-from tui.theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
+from moot.core.store import DebateFolder, StateDir
+from moot.tui.commands import MootCommandProvider
+from moot.tui.screens.debates import DebatesScreen
+from moot.core.clock import Clock
+from moot.core.errors import ExitCode
+from moot.tui.runtime import LiveRuntime, ReplayRuntime, Runtime, WatchRuntime
+from moot.tui.settings import SettingsStore
+from moot.tui.theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 
 if TYPE_CHECKING:
-    from core.models import Clarification
-    from core.runner import DebateSession
+    from moot.core.models import Clarification
+    from moot.core.runner import DebateSession
 
 
 class MootApp(App[int]):
@@ -85,11 +90,10 @@ class MootApp(App[int]):
         return DEFAULT_THEME
 
     def on_mount(self) -> None:
-        from tui.screens.debate import DebateScreen
-        from tui.screens.debates import DebatesScreen
+        from moot.tui.screens.debate import DebateScreen
 
         self._apply_markdown_theme()
-        self.theme_changed_signal.subscribe(self, lambda _theme: self._apply_markdown_theme())
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         bad = getattr(self, "_bad_theme", None)
         if bad:
             self.notify(f"unknown theme {bad!r}; using {DEFAULT_THEME} (themes: {', '.join(BUNDLED)})",
@@ -104,13 +108,13 @@ class MootApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "command_line":
-            from tui.screens.debate import DebateScreen
+            from moot.tui.screens.debate import DebateScreen
 
             return isinstance(self.screen, DebateScreen)
         return True
 
     def action_command_line(self) -> None:
-        from tui.screens.debate import DebateScreen
+        from moot.tui.screens.debate import DebateScreen
 
         if isinstance(self.screen, DebateScreen):
             self.screen.action_command_line()
@@ -132,18 +136,10 @@ class MootApp(App[int]):
         }))
         self._markdown_theme_pushed = True
 
-    def theme_names(self) -> list[str]:
-        """Ours first, then Textual's built-ins."""
-        others = sorted(n for n in self.available_themes if n not in BUNDLED and n != "textual-ansi")
-        return [*(n for n in BUNDLED if n in self.available_themes), *others]
-
-    def set_theme(self, name: str) -> bool:
-        """Switch theme and remember it; False for an unknown name."""
-        if name not in self.available_themes:
-            return False
-        self.theme = name
-        self.settings.update(theme=name)
-        return True
+    def _theme_changed(self, theme: TextualTheme) -> None:
+        """Every switch (/theme, `t`, the palette's theme picker) restyles markdown and is remembered."""
+        self._apply_markdown_theme()
+        self.settings.update(theme=theme.name)
 
     # ------------------------------------------------------------------ clarifications
 
@@ -152,7 +148,7 @@ class MootApp(App[int]):
 
         Called from the engine's task: the dialog is pushed from the app's own message
         queue, and the answers come back through a future the dialog resolves."""
-        from tui.screens.clarify import ClarifyScreen
+        from moot.tui.screens.clarify import ClarifyScreen
 
         names: dict[str, str] = {}
         if isinstance(self.runtime, LiveRuntime):
@@ -180,9 +176,13 @@ class MootApp(App[int]):
 
     # ------------------------------------------------------------------ debates
 
+    @on(DebatesScreen.Open)
+    def _open_picked(self, message: DebatesScreen.Open) -> None:
+        self.open_debate(message.folder, replay=message.replay)
+
     def open_debate(self, folder: DebateFolder, replay: bool = False) -> None:
         """From the list: watch (read-only, follows the log) or replay a saved debate."""
-        from tui.screens.debate import DebateScreen
+        from moot.tui.screens.debate import DebateScreen
 
         runtime: Runtime = (ReplayRuntime(folder, self.speed, clock=self.clock) if replay
                             else WatchRuntime(folder, clock=self.clock))
@@ -195,7 +195,7 @@ class MootApp(App[int]):
 
     async def action_quit(self) -> None:
         """Quit; while a debate runs here, ask once, then stop it cleanly (saved, resumable)."""
-        from tui.screens.confirm import ConfirmScreen
+        from moot.tui.screens.confirm import ConfirmScreen
 
         if self._moot_quitting:
             return
@@ -255,9 +255,9 @@ class MootApp(App[int]):
         runtime = self.runtime
         if isinstance(runtime, LiveRuntime):
             if runtime.error:
-                return 3
-            return exit_code_for(runtime.session.state, runtime.failed_code)
-        return 0
+                return int(ExitCode.UNEXPECTED)
+            return runtime.session.state.exit_code
+        return int(ExitCode.OK)
 
     async def on_unmount(self) -> None:
         # However the app ends (an exception, a test harness), never leave the engine running.
@@ -296,14 +296,14 @@ def _run(app: MootApp) -> int | None:
     def note(signum: int, frame: object) -> None:
         pending.append(signum)
 
-    previous: dict[int, object] = {}
+    previous: dict[signal.Signals, signal._HANDLER] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in STOP_SIGNALS:
             previous[sig] = signal.signal(sig, note)
 
     async def main() -> int | None:
         loop = asyncio.get_running_loop()
-        installed: list[int] = []
+        installed: list[signal.Signals] = []
         for sig in previous:
             try:
                 loop.add_signal_handler(sig, app.interrupt_now)
@@ -326,23 +326,23 @@ def _run(app: MootApp) -> int | None:
         return asyncio.run(main())
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+            signal.signal(sig, handler)
 
 
 def run_app(session: DebateSession, theme: str | None = None) -> int:
     """`moot run` / `moot resume` in a terminal: the live debate; returns the exit code."""
+    from moot.core.headless import ending_line
+
     runtime = LiveRuntime(session)
     app = create_app(runtime, theme=theme)
     result = _run(app)
     code = result if isinstance(result, int) else app.exit_code()
     state = session.state
-    folder = session.folder.path
-    if state.status in ("stopped", "interrupted", "failed"):
-        why = f"{state.error}; " if state.status == "failed" and state.error else f"debate {state.status}; "
-        print(f"moot: {why}saved in {folder}; continue with `moot resume {state.id} --state-dir {folder.parent}`",
-              file=sys.stderr)
-    elif state.status == "completed":
-        print(f"saved in {folder}", file=sys.stderr)
+    line = ending_line(state, session.folder.path) if state.problem else None
+    if line is not None:
+        print(line, file=sys.stderr)
+    elif state.status in ("completed", "stopped_budget"):
+        print(f"saved in {session.folder.path}", file=sys.stderr)
     return code
 
 

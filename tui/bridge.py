@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from core.events import Event, Token
-from tui.runtime import Runtime, Snapshot
+from moot.core.events import Event, Token
+from moot.tui.runtime import Runtime, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class Bridge:
             snapshot = await self.runtime.start()
             self.target.post_message(DebateLoaded(snapshot))
             async for event in self.runtime.events():
-                if event.type == "token":
+                if isinstance(event, Token):
                     self._add_token(event)
                 else:
                     self.flush()

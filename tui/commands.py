@@ -9,13 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.suggester import Suggester
-
-if TYPE_CHECKING:
-    from tui.screens.debate import DebateScreen
 
 
 class CommandError(Exception):
@@ -201,14 +198,23 @@ def palette_entries(agents: Iterable[tuple[str, str]], themes: Iterable[str]) ->
     return out
 
 
+@runtime_checkable
+class CommandTarget(Protocol):
+    """A screen that runs command lines (the debate screen): what the palette needs of it."""
+
+    def palette_entries(self) -> list[tuple[str, str, str]]: ...
+
+    def run_command_line(self, line: str) -> None: ...
+
+    def prefill_command_line(self, line: str) -> None: ...
+
+
 class MootCommandProvider(Provider):
     """The slash commands in Textual's command palette (ctrl+p)."""
 
-    def _entries(self) -> tuple[DebateScreen | None, list[tuple[str, str, str]]]:
-        from tui.screens.debate import DebateScreen
-
+    def _entries(self) -> tuple[CommandTarget | None, list[tuple[str, str, str]]]:
         screen = self.screen
-        if not isinstance(screen, DebateScreen):
+        if not isinstance(screen, CommandTarget):
             return None, []
         return screen, screen.palette_entries()
 
@@ -230,7 +236,7 @@ class MootCommandProvider(Provider):
                 yield Hit(score, matcher.highlight(title), self._action(screen, line), help=help_text)
 
     @staticmethod
-    def _action(screen: DebateScreen, line: str) -> Callable[[], object]:
+    def _action(screen: CommandTarget, line: str) -> Callable[[], object]:
         if line.endswith(" "):
             return partial(screen.prefill_command_line, line)
         return partial(screen.run_command_line, line)

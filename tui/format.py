@@ -2,37 +2,11 @@
 
 from __future__ import annotations
 
-from core.models import Solution
+from moot.core.describe import PHASE_LABELS, k, usd
+from moot.core.models import Solution
 
-PHASE_LABELS = {
-    "summarize": "summarization",
-    "proposal": "proposals",
-    "critique": "critiques",
-    "refinement": "refinements",
-    "synthesis": "synthesis",
-    "clarify": "clarifications",
-    "score": "convergence check",
-}
-
-
-def k(n: int | float) -> str:
-    """Compact token counts: 812, 5.2k, 7k, 1.3M."""
-    n = int(n)
-    if abs(n) < 1000:
-        return str(n)
-    if abs(n) < 1_000_000:
-        v = n / 1000
-        return f"{v:.0f}k" if v >= 100 or v == int(v) else f"{v:.1f}k"
-    v = n / 1_000_000
-    return f"{v:.1f}M"
-
-
-def usd(amount: float) -> str:
-    """Dollars: $0.0123 below a dollar, $0.05 for whole cents, $12.34 from a dollar up."""
-    cents = amount * 100
-    if amount >= 1 or abs(cents - round(cents)) < 1e-9:
-        return f"${amount:.2f}"
-    return f"${amount:.4f}"
+__all__ = ["PHASE_LABELS", "clock_time", "contribution_title", "first_line", "k", "solution_markdown",
+           "solution_title", "usd"]
 
 
 def clock_time(seconds: float) -> str:

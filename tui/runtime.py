@@ -7,7 +7,8 @@ line calls the command methods. Four kinds:
 - `WatchRuntime`: tails the events.jsonl of a debate (`moot watch`); read-only.
 - `ReplayRuntime`: plays a recorded debate with its original timing (`moot replay`);
   pause/resume control the playback, the rest is read-only.
-- `ScriptedRuntime`: events pushed by a test or a benchmark.
+
+(Tests and benchmarks push events through `tests/tui/scripted.py`.)
 """
 
 from __future__ import annotations
@@ -15,31 +16,37 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 import aiofiles
 from pydantic import ValidationError
 
-from core.events import TERMINAL_TYPES, ContributionAdded, Event, Token, parse_event
-from core.models import Clarification, DebateState
-from core.state import apply, new_state
-from core.store import DebateFolder, read_events
+from moot.core.clock import SYSTEM_CLOCK, Clock
+from moot.core.events import (
+    CallStarted,
+    ContributionAdded,
+    DebateResumed,
+    Event,
+    Subscription,
+    Token,
+    is_terminal,
+    parse_event,
+)
+from moot.core.models import Clarification, DebateState
+from moot.core.state import apply, new_state
+from moot.core.store import DebateFolder, read_events
 
 if TYPE_CHECKING:
-    from core.orchestrator import Clarifier
-    from core.runner import DebateSession
+    from moot.core.orchestrator import Clarifier
+    from moot.core.runner import DebateSession
 
 log = logging.getLogger(__name__)
 
 READ_ONLY = "read-only: this debate is not running in this process"
 BACKLOG = 300
 """How many recent events an opened debate shows in its event log."""
-
-Clock = Callable[[], float]
-
 
 class ReadOnlyError(Exception):
     """A command that needs the engine, on a debate this process does not run."""
@@ -53,24 +60,6 @@ class Snapshot:
     backlog: list[Event] = field(default_factory=list)
 
 
-def find_agent_in_state(state: DebateState, name: str) -> str | None:
-    """An agent's id by id, display name or role (case-insensitive); not the judge."""
-    key = name.strip().lower()
-    for a in state.agents:
-        if key in (a.id.lower(), a.name.lower(), a.role.lower()):
-            return a.id
-    return None
-
-
-def exit_code_for(state: DebateState, failed_code: int = 3) -> int:
-    """The process exit code for a debate's final status (see `core.cli`)."""
-    if state.status == "failed":
-        return failed_code
-    if state.status == "interrupted":
-        return 130
-    return 0
-
-
 class Runtime:
     """The base: a read-only source with nothing to read."""
 
@@ -78,8 +67,7 @@ class Runtime:
     read_only: ClassVar[bool] = True
 
     def __init__(self, clock: Clock | None = None) -> None:
-        self.clock: Clock = clock or time.time
-        self.failed_code = 3
+        self.clock: Clock = clock or SYSTEM_CLOCK
         self.error: str | None = None
         """An unexpected engine error (a bug), shown on screen."""
 
@@ -90,7 +78,7 @@ class Runtime:
         raise NotImplementedError
 
     def now(self) -> float:
-        return self.clock()
+        return self.clock.wall()
 
     @property
     def paused(self) -> bool:
@@ -100,9 +88,6 @@ class Runtime:
     def running(self) -> bool:
         """True while this process runs the debate and it has not ended."""
         return False
-
-    def find_agent(self, state: DebateState, name: str) -> str | None:
-        return find_agent_in_state(state, name)
 
     def request_summary(self, agent_id: str) -> None:
         raise ReadOnlyError(READ_ONLY)
@@ -140,7 +125,7 @@ class LiveRuntime(Runtime):
         super().__init__(clock)
         self.session = session
         self.orchestrator = session.orchestrator
-        self._sub = None
+        self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         """Set by stop/shutdown: a clarification dialog still open gives up."""
@@ -155,7 +140,7 @@ class LiveRuntime(Runtime):
         questions are asked again on resume."""
 
         async def clarifier(questions: list[Clarification]) -> list[str]:
-            from core.orchestrator import StopRequested
+            from moot.core.orchestrator import StopRequested
 
             if self._stopping.is_set():
                 raise StopRequested
@@ -189,15 +174,12 @@ class LiveRuntime(Runtime):
 
     async def _run(self) -> None:
         try:
-            state = await self.session.run()
+            await self.session.run()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in the engine: show it, keep the app alive
             log.exception("debate engine failed")
             self.error = f"{type(exc).__name__}: {exc}"
-            return
-        if state.status == "failed":
-            self.failed_code = 4 if state.error and "budget" in state.error and "token" in state.error else 3
 
     async def events(self) -> AsyncIterator[Event]:
         assert self._sub is not None, "start() first"
@@ -211,10 +193,6 @@ class LiveRuntime(Runtime):
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
-
-    def find_agent(self, state: DebateState, name: str) -> str | None:
-        agent = self.orchestrator.find_agent(name)
-        return agent.id if agent is not None else None
 
     def request_summary(self, agent_id: str) -> None:
         self.orchestrator.request_summary(agent_id)
@@ -318,9 +296,9 @@ class WatchRuntime(Runtime):
                 continue
             out.append(event)
             self._last_ts = event.ts
-            if event.type in TERMINAL_TYPES:
+            if is_terminal(event):
                 self._ended = True
-            elif event.type == "debate_resumed":
+            elif isinstance(event, DebateResumed):
                 self._ended = False
         return out
 
@@ -331,7 +309,7 @@ class WatchRuntime(Runtime):
                 yield event
 
     def now(self) -> float:
-        return self._last_ts if self._ended else self.clock()
+        return self._last_ts if self._ended else self.clock.wall()
 
 
 _WORDS = re.compile(r"\s*\S+|\s+")
@@ -363,9 +341,9 @@ def replay_timeline(events: Iterable[Event]) -> list[Event]:
     call_index: dict[str, int] = {}
     gaps: dict[int, list[Token]] = {}
     for i, e in enumerate(events):
-        if e.type == "call_started":
+        if isinstance(e, CallStarted):
             call_index[e.view.call_id] = i
-        elif e.type == "contribution_added":
+        elif isinstance(e, ContributionAdded):
             call_id = e.contribution.metadata.call_id
             j = call_index.get(call_id or "")
             if j is None:
@@ -434,78 +412,3 @@ class ReplayRuntime(Runtime):
 
     def resume(self) -> None:
         self._playing.set()
-
-
-class ScriptedRuntime(Runtime):
-    """Events pushed by a test or a benchmark; commands are recorded, not executed."""
-
-    mode = "live"
-    read_only = False
-
-    def __init__(self, initial: DebateState | None = None, events: Iterable[Event] = (),
-                 clock: Clock | None = None, read_only: bool = False) -> None:
-        super().__init__(clock)
-        self.initial = initial
-        self._pending: list[Event] = list(events)
-        self._queue: asyncio.Queue[Event] | None = None
-        self.commands: list[tuple[str, str | None]] = []
-        self._paused = False
-        self._read_only = read_only
-        self.debate_running = True
-
-    async def start(self) -> Snapshot:
-        self._queue = asyncio.Queue()
-        for e in self._pending:
-            self._queue.put_nowait(e)
-        self._pending.clear()
-        first_id = next((e.debate_id for e in self._queue._queue if e.debate_id), "scripted")  # type: ignore[attr-defined]
-        return Snapshot(self.initial.model_copy(deep=True) if self.initial else new_state(first_id), [])
-
-    def push(self, *events: Event) -> None:
-        for e in events:
-            if self._queue is None:
-                self._pending.append(e)
-            else:
-                self._queue.put_nowait(e)
-            if e.type in TERMINAL_TYPES:
-                self.debate_running = False
-
-    @property
-    def backlog(self) -> int:
-        return self._queue.qsize() if self._queue is not None else len(self._pending)
-
-    async def events(self) -> AsyncIterator[Event]:
-        assert self._queue is not None
-        while True:
-            yield await self._queue.get()
-
-    @property
-    def paused(self) -> bool:
-        return self._paused
-
-    @property
-    def running(self) -> bool:
-        return self.debate_running and not self._read_only
-
-    def _record(self, name: str, arg: str | None = None) -> None:
-        if self._read_only:
-            raise ReadOnlyError(READ_ONLY)
-        self.commands.append((name, arg))
-
-    def request_summary(self, agent_id: str) -> None:
-        self._record("summarize", agent_id)
-
-    def pause(self) -> None:
-        self._record("pause")
-        self._paused = True
-
-    def resume(self) -> None:
-        self._record("resume")
-        self._paused = False
-
-    def stop(self) -> None:
-        self._record("stop")
-        self.debate_running = False
-
-    def inject(self, text: str) -> None:
-        self._record("inject", text)

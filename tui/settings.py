@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from core.store import write_atomic
+from moot.core.store import write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 from textual.theme import Theme
 
-from themes import theme_files
+from moot.themes import theme_files
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,15 @@ def load_theme(path: Path) -> Theme:
         return Theme(**data, variables=variables)
     except TypeError as exc:
         raise ThemeFileError(f"{path.name}: {exc}") from None
+
+
+def theme_names(available: Iterable[str], *, everything: bool = False) -> list[str]:
+    """moot's own themes, in order; with `everything`, Textual's built-ins after them."""
+    names = set(available)
+    ours = [n for n in BUNDLED if n in names]
+    if not everything:
+        return ours
+    return ours + sorted(n for n in names if n not in BUNDLED and n != "textual-ansi")
 
 
 def load_themes() -> list[Theme]:

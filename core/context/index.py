@@ -6,8 +6,35 @@ scans the whole debate per call: the index is updated once per event.
 
 from __future__ import annotations
 
-from core.events import Event
-from core.models import Contribution, DebateState, Summary
+from typing import assert_never
+
+from moot.core.events import (
+    BudgetReached,
+    CallFailed,
+    CallStarted,
+    ClarificationsAnswered,
+    ClarificationsAsked,
+    ContributionAdded,
+    ControlChanged,
+    Converged,
+    ConvergenceScored,
+    DebateCompleted,
+    DebateFailed,
+    DebateInterrupted,
+    DebateResumed,
+    DebateStarted,
+    Event,
+    NoteInjected,
+    PhaseCompleted,
+    PhaseStarted,
+    RoundStarted,
+    SummaryAdded,
+    SummaryRequested,
+    SynthesisCompleted,
+    Token,
+    Warning_,
+)
+from moot.core.models import Contribution, DebateState, Summary
 
 
 class DebateIndex:
@@ -38,18 +65,25 @@ class DebateIndex:
             self.summaries[state.judge_summary.id] = state.judge_summary
 
     def on_event(self, event: Event) -> None:
-        if event.type == "contribution_added":
-            self.add_contribution(event.contribution)
-        elif event.type == "summary_added":
-            if event.judge:
-                self.summaries[event.summary.id] = event.summary
-            else:
-                self.add_summary(event.summary)
-        elif event.type == "debate_started":
-            self.prompts = dict(event.prompts)
-            self.problem = event.problem
-            for info in [*event.agents, event.judge]:
-                self.names[info.id] = (info.name, info.role)
+        match event:
+            case ContributionAdded(contribution=c):
+                self.add_contribution(c)
+            case SummaryAdded(summary=s, judge=True):
+                self.summaries[s.id] = s
+            case SummaryAdded(summary=s):
+                self.add_summary(s)
+            case DebateStarted():
+                self.prompts = dict(event.prompts)
+                self.problem = event.problem
+                for info in [*event.agents, event.judge]:
+                    self.names[info.id] = (info.name, info.role)
+            case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
+                  | CallFailed() | SummaryRequested() | SynthesisCompleted() | Warning_() | ControlChanged()
+                  | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
+                  | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()):
+                pass  # nothing to index
+            case _:
+                assert_never(event)
 
     def add_contribution(self, c: Contribution) -> None:
         if c.id in self.contributions:

@@ -4,24 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.context.index import DebateIndex
-from core.context.view import render_messages
-from core.models import JUDGE_ID, DebateState, ViewRecord
-
-
-class InspectError(Exception):
-    pass
+from moot.core.context.index import DebateIndex
+from moot.core.errors import InspectError
+from moot.core.context.view import render_messages
+from moot.core.agents import require_agent
+from moot.core.models import DebateState, ViewRecord
 
 
 def resolve_agent_id(state: DebateState, name: str) -> str:
-    key = name.strip().lower()
-    if key in (JUDGE_ID, "judge") and state.judge:
-        return state.judge.id
-    for a in state.agents:
-        if key in (a.id.lower(), a.name.lower(), a.role.lower()):
-            return a.id
-    known = ", ".join(a.id for a in state.agents)
-    raise InspectError(f"no agent {name!r} in debate {state.id}; agents: {known}, judge")
+    """The id of the debater or judge `name` stands for (see `moot.core.agents`); InspectError if none."""
+    return require_agent(name, state.agents, state.judge, where=f" in debate {state.id}").id
 
 
 def records_for(state: DebateState, round_no: int, agent_id: str, phase: str | None = None) -> list[ViewRecord]:

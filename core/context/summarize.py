@@ -14,16 +14,17 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from core import tokens
-from core.context.index import DebateIndex
-from core.context.rule_based import SourceItem, summarize_rule_based
-from core.context.view import ContextOverflow, ViewBuilder, format_item, item_label, render_messages
-from core.models import Contribution, Summary, SummaryMetadata, SummaryTrigger, ViewRecord
-from core.providers.base import Completion, Message, ProviderError
+from moot.core import tokens
+from moot.core.context.index import DebateIndex
+from moot.core.context.rule_based import SourceItem, summarize_rule_based
+from moot.core.clock import SYSTEM_CLOCK, Clock
+from moot.core.context.view import ViewBuilder, format_item, item_label, render_messages
+from moot.core.errors import ContextOverflow, ProviderError
+from moot.core.models import Contribution, Summary, SummaryMetadata, SummaryTrigger, ViewRecord
+from moot.core.providers.base import Completion, Message
 
 CallFn = Callable[[ViewRecord, list[Message], int], Awaitable[Completion]]
 """Makes one LLM call for a summarize record: (record, messages, max_tokens) → completion."""
@@ -69,7 +70,9 @@ def cap_text(text: str, max_chars: int, max_tokens: int, model: str) -> str:
 
 
 class Summarizer:
-    def __init__(self, index: DebateIndex, builder: ViewBuilder, call: CallFn, new_id: Callable[[str], str]) -> None:
+    def __init__(self, index: DebateIndex, builder: ViewBuilder, call: CallFn, new_id: Callable[[str], str],
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
         self.index = index
         self.builder = builder
         self.call = call
@@ -89,7 +92,7 @@ class Summarizer:
 
     async def run(self, job: SummaryJob) -> tuple[Summary, str | None]:
         """Summarize; returns the summary and the fallback reason (None when none was needed)."""
-        started = time.perf_counter()
+        started = self.clock.monotonic()
         # What the summary replaces, measured from cached per-item counts: counting the
         # joined text would re-tokenize the whole perspective every round (fresh).
         prev_text = job.previous.summary if job.previous else ""
@@ -121,7 +124,7 @@ class Summarizer:
         text = cap_text(text, job.max_chars, job.max_tokens, job.model)
         meta.after_chars = len(text)
         meta.after_tokens = tokens.count_text(text, job.model)
-        meta.latency_ms = int((time.perf_counter() - started) * 1000)
+        meta.latency_ms = self.clock.elapsed_ms(started)
         meta.tokens_used = meta.prompt_tokens + meta.completion_tokens
         meta.fallback_reason = fallback
         if not job.items and job.previous is not None:
@@ -135,8 +138,8 @@ class Summarizer:
             role=job.role,
             round=job.round,
             summary=text,
-            method=job.method,  # type: ignore[arg-type]
-            strategy=job.strategy,  # type: ignore[arg-type]
+            method=job.method,
+            strategy=job.strategy,
             trigger=job.trigger,
             covered_through=through,
             covered_count=count,

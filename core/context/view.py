@@ -16,18 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import tokens
-from core.context.index import DebateIndex
-from core.models import Contribution, Summary, TierTokens, ViewRecord
-from core.prompts import render
-from core.providers.base import Message
+from moot.core import tokens
+from moot.core.context.index import DebateIndex
+from moot.core.errors import ContextOverflow
+from moot.core.models import Contribution, Summary, TierTokens, ViewRecord
+from moot.core.prompts import render
+from moot.core.providers.base import Message
 
 HISTORY_PHASES = frozenset({"proposal", "critique", "refinement"})
 TRUNCATION_NOTE = "\n\n[… shortened to fit the context budget]"
-
-
-class ContextOverflow(Exception):
-    """Even the system prompt and a minimal task do not fit the budget."""
 
 
 def item_label(c: Contribution, owner: str, index: DebateIndex) -> str:

@@ -1,18 +1,26 @@
-"""The provider contract: stream one chat completion, report usage."""
+"""The provider contract: stream one chat completion as typed items, ending with its usage.
+
+A provider's `stream(request)` yields, in order, any number of `TextDelta`s,
+`RetryNotice`s and `Restart`s, and then exactly one `Finished` with the completion
+(or raises `ProviderError` once every attempt and fallback failed). Nothing rides
+inside the text: a retry that throws away text already streamed is a `Restart`
+item, not a marker in the deltas (the shape of openai-python's typed chat stream).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypedDict
 
-Message = dict[str, str]
-"""An OpenAI chat message: {"role": "system" | "user" | "assistant", "content": str}."""
+from moot.core.errors import ProviderError
 
-DeltaCallback = Callable[[str], Awaitable[None] | None]
 
-RESTART = "\x00restart"
-"""Passed to on_delta when a call starts over after a failed attempt had streamed text."""
+class Message(TypedDict):
+    """An OpenAI chat message."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
 
 
 @dataclass
@@ -29,23 +37,69 @@ class CallHint:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class JsonAnswer:
+    """Ask for a JSON answer: a JSON schema when the endpoint takes one, else any JSON object."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: list[Message]
+    model: str
+    temperature: float
+    max_tokens: int
+    hint: CallHint
+    fallback_models: Sequence[str] = ()
+    json_answer: JsonAnswer | None = None
+    """Constrain the reply to JSON (`response_format`) when the endpoint accepts it."""
+
+
 @dataclass
 class Completion:
     content: str
     prompt_tokens: int
     completion_tokens: int
     model: str
-    latency_ms: int
     attempts: int = 1
+    finish_reason: str | None = None
+    """`stop`, `length` (cut at max_tokens), … as the server reported it; None when it did not say."""
+    usage_estimated: bool = False
+    """The server sent no usable usage: the token counts are moot's own (tiktoken)."""
+    json_constrained: bool = False
+    """The reply was constrained to JSON by the endpoint (`response_format` was accepted)."""
 
 
-class ProviderError(Exception):
-    """A call failed for good (after retries and fallbacks). The message is safe to show."""
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+    type: Literal["text"] = "text"
 
-    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None) -> None:
-        super().__init__(message)
-        self.retryable = retryable
-        self.status = status
+
+@dataclass(frozen=True)
+class Restart:
+    """The call starts over after a failed attempt: drop the text streamed so far."""
+
+    type: Literal["restart"] = "restart"
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """An attempt failed and another follows (a retry or a fallback model); `reason` is one safe line."""
+
+    reason: str
+    type: Literal["retry"] = "retry"
+
+
+@dataclass(frozen=True)
+class Finished:
+    completion: Completion
+    type: Literal["finished"] = "finished"
+
+
+StreamItem = TextDelta | Restart | RetryNotice | Finished
 
 
 class Provider(Protocol):
@@ -53,26 +107,32 @@ class Provider(Protocol):
     label: str
     """Shown in every view (the demo provider says DEMO)."""
 
-    async def complete(
-        self,
-        messages: list[Message],
-        *,
-        model: str,
-        temperature: float,
-        max_tokens: int,
-        hint: CallHint,
-        on_delta: DeltaCallback | None = None,
-        on_retry: Callable[[str], None] | None = None,
-        fallback_models: Sequence[str] = (),
-    ) -> Completion:
-        """Stream one completion, calling `on_delta` per text chunk.
-
-        Retries transient failures itself, calling `on_retry` with a one-line reason
-        before each new attempt, then tries `fallback_models` in order. Raises
-        ProviderError when every attempt failed. When a retry happens after some
-        deltas were already delivered, `on_delta` is called with RESTART (the empty
-        marker below) first, so listeners can clear what they showed.
-        """
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamItem]:
+        """Stream one completion; retries and fallbacks happen inside (see the module doc)."""
         ...
 
     async def aclose(self) -> None: ...
+
+
+async def complete(provider: Provider, request: ChatRequest) -> Completion:
+    """The completion alone, for callers that do not show streaming (eval, tools)."""
+    async for item in provider.stream(request):
+        if isinstance(item, Finished):
+            return item.completion
+    raise ProviderError(f"{provider.name}: the stream ended without a completion")
+
+
+__all__ = [
+    "CallHint",
+    "ChatRequest",
+    "Completion",
+    "Finished",
+    "JsonAnswer",
+    "Message",
+    "Provider",
+    "Restart",
+    "RetryNotice",
+    "StreamItem",
+    "TextDelta",
+    "complete",
+]

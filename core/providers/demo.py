@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import inspect
 import json
 import os
 import random
 import re
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from core.providers.base import CallHint, Completion, DeltaCallback, Message, ProviderError
-from core.tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
+from moot.core.errors import ProviderError
+from moot.core.providers.base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
+from moot.core.tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
 
 DEFAULT_DELAY_S = 0.02
 DELAY_ENV = "MOOT_DEMO_DELAY"
@@ -519,40 +518,29 @@ class DemoProvider:
         self.chunk_tokens = max(1, int(chunk_tokens))
         self.fail_phases = frozenset(fail_phases)
 
-    async def complete(
-        self,
-        messages: list[Message],
-        *,
-        model: str,
-        temperature: float,
-        max_tokens: int,
-        hint: CallHint,
-        on_delta: DeltaCallback | None = None,
-        on_retry: Callable[[str], None] | None = None,
-        fallback_models: Sequence[str] = (),
-    ) -> Completion:
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamItem]:
         """Write, cap at max_tokens, then stream the reply in small word-aligned chunks."""
-        start = time.perf_counter()
-        model = model or "demo"
+        hint = request.hint
+        model = request.model or "demo"
         if hint.phase in self.fail_phases:
             raise ProviderError(f"demo provider: injected failure in {hint.phase}")
-        text = self.write(messages, hint, model=model, max_tokens=max_tokens)
-        if count_text(text, model) > max_tokens:
-            text = truncate_to_tokens(text, max_tokens, model)
+        text = self.write(request.messages, hint, model=model, max_tokens=request.max_tokens)
+        finish = "stop"
+        if count_text(text, model) > request.max_tokens:
+            text = truncate_to_tokens(text, request.max_tokens, model)
+            finish = "length"
         for i, chunk in enumerate(self._chunks(text, model)):
             if i and self.delay_s > 0:
                 await asyncio.sleep(self.delay_s)
-            if on_delta is not None:
-                result = on_delta(chunk)
-                if inspect.isawaitable(result):
-                    await result
-        return Completion(
+            yield TextDelta(chunk)
+        yield Finished(Completion(
             content=text,
-            prompt_tokens=count_messages(messages, model),
+            prompt_tokens=count_messages(request.messages, model),
             completion_tokens=count_text(text, model),
             model=model,
-            latency_ms=int((time.perf_counter() - start) * 1000),
-        )
+            finish_reason=finish,
+            json_constrained=request.json_answer is not None,
+        ))
 
     async def aclose(self) -> None:
         """Nothing to release."""
@@ -663,8 +651,10 @@ class DemoProvider:
             questions = [fmt(q) for q in bank["questions"]][: min(limit, rng.choice([1, 2]))]
             return json.dumps({"questions": [{"question": q} for q in questions]}, indent=2)
         if phase == "evaluate":
-            scores = {k: {"score": rng.randint(5, 9), "reason": fmt(r)} for k, r in EVAL_REASONS.items()}
-            overall = round(sum(s["score"] for s in scores.values()) / len(scores))
+            values = {k: rng.randint(5, 9) for k in EVAL_REASONS}
+            scores: dict[str, dict[str, object]] = {
+                k: {"score": values[k], "reason": fmt(r)} for k, r in EVAL_REASONS.items()}
+            overall = round(sum(values.values()) / len(values))
             scores["overall"] = {"score": overall, "reason": "Average of the criteria above, rounded."}
             return json.dumps({"scores": scores}, indent=2)
         return (

@@ -1,79 +1,92 @@
 """The real provider: any OpenAI-compatible server through the official `openai` SDK.
 
 The SDK's own retries are off (`max_retries=0`): it does not retry a stream that
-breaks half-way, and every retry has to be reported through `on_retry` and undo
-the text already shown (RESTART). So retries, backoff and fallbacks live here.
+breaks half-way, and every retry has to be reported (`RetryNotice`) and undo the
+text already shown (`Restart`). So retries, backoff and fallbacks live here.
+
+What a server sends is untrusted: a chunk that is not JSON, has no `choices`, or
+carries content that is not text is a failed attempt (retried like a cut stream);
+usage that is missing, negative or not a number is replaced by moot's own count and
+marked estimated. `timeout_s` is a deadline for each attempt, from the request to
+its last byte, however slowly the server drips.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-import ipaddress
-import os
+import json
 import random
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 import openai
-from dotenv import dotenv_values
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.chat.completion_create_params import ResponseFormat
 
 try:  # openai 3.x runs on httpx2; older releases on httpx
     import httpx2 as _httpx
 except ImportError:  # pragma: no cover
-    import httpx as _httpx  # type: ignore[no-redef]
+    import httpx as _httpx  # type: ignore[no-redef, import-not-found, unused-ignore]  # older SDKs
 
-from core.providers.base import RESTART, CallHint, Completion, DeltaCallback, Message, ProviderError
-from core.secrets import redact
-from core.tokens import count_messages, count_text
+from moot.core.errors import ProviderError
+from moot.core.providers.base import (
+    ChatRequest,
+    Completion,
+    Finished,
+    JsonAnswer,
+    Restart,
+    RetryNotice,
+    StreamItem,
+    TextDelta,
+)
+from moot.core.secrets import one_line, redact
+from moot.core.tokens import count_messages, count_text
 
-LOCAL_PLACEHOLDER_KEY = "not-needed"
-"""Sent to local servers (Ollama, vLLM, LM Studio) that ignore the key but the SDK wants one."""
 RETRY_AFTER_CAP_S = 60.0
 ERROR_TEXT_MAX = 200
 DEFAULT_HOST = "api.openai.com"
+JsonMode = Literal["schema", "object", "off"]
 
 
-def is_local_url(base_url: str | None) -> bool:
-    """True for loopback, localhost and private-network hosts, where no key is needed."""
-    if not base_url:
-        return False
-    host = (urlsplit(base_url if "//" in base_url else f"//{base_url}").hostname or "").lower()
-    if host in ("localhost", "host.docker.internal") or host.endswith((".localhost", ".local")):
-        return True
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
+class ContextTooLong(ProviderError):
+    """The server refused the request as longer than its context window (HTTP 400).
+
+    Not retried here: the caller rebuilds a smaller view and calls again. `window`
+    is the window the server stated in its message, when it stated one."""
+
+    def __init__(self, message: str, window: int | None, *, status: int | None = 400) -> None:
+        super().__init__(message, status=status)
+        self.window = window
 
 
-def resolve_api_key(
-    base_url: str | None,
-    *,
-    env: Mapping[str, str] | None = None,
-    dotenv_path: str | Path | None = ".env",
-) -> str | None:
-    """The key for `base_url`: OPENROUTER_API_KEY for OpenRouter, else OPENAI_API_KEY.
+# OpenAI `context_length_exceeded`, vLLM "maximum context length", llama.cpp "exceeds the
+# available context size", LM Studio "context length of only N tokens", TGI "must be <= N",
+# and their kin.
+_CONTEXT_REFUSAL = re.compile(
+    r"context[_ ]length[_ ]exceeded|maximum context length|exceeds? the (?:available )?context size|"
+    r"context (?:window|length) (?:of only|exceeded|is too)|too many tokens|prompt is too long|"
+    r"input (?:is )?too long|exceed_context_size", re.I)
+_WINDOW = (
+    re.compile(r"maximum context length is (\d+)", re.I),
+    re.compile(r"context size \((\d+) tokens?\)", re.I),
+    re.compile(r"context (?:length|window) of (?:only )?(\d+)", re.I),
+    re.compile(r"\bn_ctx\W{1,4}(\d+)", re.I),
+    re.compile(r"must be <= (\d+)", re.I),
+)
+_FORMAT_REFUSAL = re.compile(r"response_format|json_schema|json_object|guided|grammar|structured output", re.I)
 
-    Each name is looked up in the process environment, then in `.env` (read, never
-    loaded into os.environ); the other provider's name is the fallback.
-    """
-    env = os.environ if env is None else env
-    names = ["OPENAI_API_KEY", "OPENROUTER_API_KEY"]
-    if base_url and "openrouter" in base_url.lower():
-        names.reverse()
-    file_values: Mapping[str, str | None] = {}
-    if dotenv_path is not None and Path(dotenv_path).is_file():
-        file_values = dotenv_values(dotenv_path)
-    for name in names:
-        for source in (env, file_values):
-            value = (source.get(name) or "").strip()
-            if value:
-                return value
+
+def stated_window(message: str) -> int | None:
+    """The context window a refusal names ("maximum context length is 8192 tokens"), if any."""
+    for pattern in _WINDOW:
+        m = pattern.search(message)
+        if m:
+            n = int(m.group(1))
+            if 64 <= n <= 10_000_000:
+                return n
     return None
 
 
@@ -87,7 +100,18 @@ class _Failure(Exception):
     detail: str = ""
     retry_after: float | None = None
     shown: bool = False
-    """Deltas of this attempt were already delivered (the next one must send RESTART)."""
+    """Deltas of this attempt were already delivered (the next one must start with Restart)."""
+
+
+@dataclass
+class _Attempt:
+    """What one attempt produced besides its text."""
+
+    parts: list[str] = field(default_factory=list)
+    usage: tuple[int, int] | None = None
+    usage_valid: bool = True
+    reported_model: str | None = None
+    finish_reason: str | None = None
 
 
 def _retry_after(response: _httpx.Response) -> float | None:
@@ -99,7 +123,7 @@ def _retry_after(response: _httpx.Response) -> float | None:
                 seconds = float(raw) * scale
             except ValueError:
                 continue
-            if seconds >= 0:
+            if 0 <= seconds < float("inf"):
                 return min(seconds, RETRY_AFTER_CAP_S)
     return None
 
@@ -109,8 +133,10 @@ def _server_message(exc: openai.APIError) -> str:
     if isinstance(body, Mapping):
         inner = body.get("error")
         message = body.get("message") or (inner.get("message") if isinstance(inner, Mapping) else inner)
+        code = inner.get("code") if isinstance(inner, Mapping) else None
         if isinstance(message, str) and message:
-            return message
+            return f"{message} ({code})" if isinstance(code, str) and code and code not in message else message
+        return json.dumps(body)[:2000]
     if isinstance(body, str) and body.strip():
         return body
     return exc.message
@@ -121,38 +147,47 @@ def _classify(exc: Exception, timeout_s: float) -> _Failure:
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         retryable = status in (408, 429) or status >= 500
-        retry_after = _retry_after(exc.response) if status == 429 or status == 503 else None
+        retry_after = _retry_after(exc.response) if status in (429, 503) else None
         return _Failure(f"{status} from server", retryable, status, _server_message(exc), retry_after)
-    if isinstance(exc, (openai.APITimeoutError, _httpx.TimeoutException)):
-        return _Failure(f"no answer within {timeout_s:g}s", True, detail="timed out")
+    if isinstance(exc, (openai.APITimeoutError, _httpx.TimeoutException, TimeoutError)):
+        return _Failure(f"no complete answer within {timeout_s:g}s", True, detail="timed out")
     if isinstance(exc, (openai.APIConnectionError, _httpx.TransportError)):
         cause = exc.__cause__ or exc
         return _Failure("connection error", True, detail=f"{type(cause).__name__}: {cause}")
     if isinstance(exc, openai.APIError):  # an error event inside the stream
         return _Failure("error in stream", True, detail=_server_message(exc))
-    return _Failure("unexpected error", False, detail=f"{type(exc).__name__}: {exc}")
+    # JSON that does not parse, chunks of the wrong shape: the server (or a proxy) sent
+    # something no OpenAI server would. Another attempt may well get a sane answer.
+    return _Failure("malformed stream data", True, detail=f"{type(exc).__name__}: {exc}")
 
 
-def _clean(text: str) -> str:
+def _text(value: object) -> str:
     """Text that can be saved as UTF-8: a server can send lone surrogates (a bad
     `\\ud83d` escape, an emoji split across chunks), which no JSON log line can hold."""
+    if not isinstance(value, str):
+        raise TypeError(f"content is {type(value).__name__}, not text")
     try:
-        text.encode("utf-8")
+        value.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
+        return value.encode("utf-8", "replace").decode("utf-8")
+    return value
 
 
-def _one_line(text: str, limit: int = ERROR_TEXT_MAX) -> str:
-    text = " ".join(_clean(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _usage_number(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value != value or value < 0 or value > 100_000_000:
+        return None
+    return int(value)
 
 
-async def _emit(on_delta: DeltaCallback | None, text: str) -> None:
-    if on_delta is not None:
-        result = on_delta(text)
-        if inspect.isawaitable(result):
-            await result
+def response_format(answer: JsonAnswer, mode: JsonMode) -> dict[str, Any] | None:
+    """The `response_format` parameter for a JSON answer in the endpoint's current mode."""
+    if mode == "schema":
+        return {"type": "json_schema", "json_schema": {"name": answer.name, "schema": answer.schema}}
+    if mode == "object":
+        return {"type": "json_object"}
+    return None
 
 
 class OpenAIProvider:
@@ -169,26 +204,25 @@ class OpenAIProvider:
         max_retries: int = 3,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 30,
+        secrets: Sequence[str] = (),
+        sleep: Callable[[float], Any] = asyncio.sleep,
     ) -> None:
-        if not api_key and not is_local_url(base_url):
-            raise ProviderError(
-                "no API key: set OPENAI_API_KEY (or OPENROUTER_API_KEY for OpenRouter) "
-                "in the environment or in .env"
-            )
-        self._key = api_key or LOCAL_PLACEHOLDER_KEY
+        self._key = api_key
+        self._secrets = tuple(s for s in (api_key, *secrets) if s)
         self.base_url = base_url
-        self.host = urlsplit(base_url).netloc if base_url else DEFAULT_HOST
+        self.host = redact(urlsplit(base_url).hostname or base_url, self._secrets) if base_url else DEFAULT_HOST
+        port = urlsplit(base_url).port if base_url else None
+        if port:
+            self.host += f":{port}"
         self.label = f"openai · {self.host}"
         self.timeout_s = timeout_s
         self.max_retries = max(0, max_retries)
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
-        self._client = openai.AsyncOpenAI(
-            api_key=self._key, base_url=base_url, max_retries=0, timeout=timeout_s
-        )
-
-    def _secrets(self) -> tuple[str, ...]:
-        return (self._key,)
+        self.json_mode: JsonMode = "schema"
+        """How this endpoint takes JSON answers; lowered (schema → object → off) when it refuses one."""
+        self._sleep = sleep
+        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
     def _backoff(self, attempt: int, failure: _Failure) -> float:
         """Retry-After when the server sent one, else full-jitter exponential backoff."""
@@ -197,122 +231,175 @@ class OpenAIProvider:
         cap = min(self.backoff_max_s, self.backoff_base_s * 2**attempt)
         return random.uniform(0, max(0.0, cap))
 
-    async def complete(
-        self,
-        messages: list[Message],
-        *,
-        model: str,
-        temperature: float,
-        max_tokens: int,
-        hint: CallHint,
-        on_delta: DeltaCallback | None = None,
-        on_retry: Callable[[str], None] | None = None,
-        fallback_models: Sequence[str] = (),
-    ) -> Completion:
+    def _safe(self, text: str, limit: int = ERROR_TEXT_MAX) -> str:
+        """One line, masked before it is cut (a key straddling the cut is never half-shown)."""
+        return one_line(redact(text, self._secrets), limit)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamItem]:
         """Stream one completion, retrying transient failures and then the fallbacks."""
-        del hint  # only the demo provider writes from it
-        started = time.monotonic()
-        models = list(dict.fromkeys([model, *fallback_models]))
+        models = list(dict.fromkeys([request.model, *request.fallback_models]))
         total = self.max_retries + 1
         attempts = 0
         last: _Failure | None = None
         shown = False  # deltas of a failed attempt are on screen
 
-        def report(line: str) -> None:
-            if on_retry is not None:
-                on_retry(redact(_one_line(line), self._secrets()))
-
         for index, current in enumerate(models):
             if index > 0 and last is not None:
-                report(f"{models[index - 1]} failed ({last.reason}), falling back to {current}")
-            for attempt in range(total):
+                yield RetryNotice(self._safe(f"{models[index - 1]} failed ({last.reason}), falling back to {current}"))
+            attempt = 0
+            while attempt < total:
                 if shown:
-                    await _emit(on_delta, RESTART)
+                    yield Restart()
                     shown = False
                 attempts += 1
+                result = _Attempt()
+                fmt = response_format(request.json_answer, self.json_mode) if request.json_answer else None
                 try:
-                    content, prompt, completion, reported = await self._attempt(
-                        messages, current, temperature, max_tokens, on_delta
-                    )
+                    async for text in self._attempt(request, current, fmt, result):
+                        yield TextDelta(text)
                 except _Failure as failure:
                     last, shown = failure, failure.shown
+                    if fmt is not None and failure.status in (400, 422) and _FORMAT_REFUSAL.search(failure.detail):
+                        # The endpoint does not take this response_format: ask less of it from now on
+                        # (remembered for the run) and try again at once; not a failed attempt.
+                        self.json_mode = "object" if self.json_mode == "schema" else "off"
+                        yield RetryNotice(self._safe(f"{self.host} refused response_format ({failure.status}); "
+                                                     + ("asking for a JSON object instead" if self.json_mode == "object"
+                                                        else "parsing the answer instead")))
+                        attempts -= 1
+                        continue
+                    if failure.status in (400, 413) and _CONTEXT_REFUSAL.search(failure.detail):
+                        raise ContextTooLong(self._error_line(failure, models[: index + 1], attempts),
+                                             stated_window(failure.detail), status=failure.status) from None
                     if not failure.retryable:
                         raise self._error(failure, models[: index + 1], attempts) from None
-                    if attempt + 1 < total:
-                        delay = self._backoff(attempt, failure)
-                        report(f"{failure.reason}, retrying in {delay:.1f}s (attempt {attempt + 2}/{total})")
-                        await asyncio.sleep(delay)
+                    attempt += 1
+                    if attempt < total:
+                        delay = self._backoff(attempt - 1, failure)
+                        yield RetryNotice(self._safe(
+                            f"{failure.reason}, retrying in {delay:.1f}s (attempt {attempt + 1}/{total})"))
+                        await self._sleep(delay)
                     continue
-                return Completion(
+                content = "".join(result.parts)
+                estimated = result.usage is None
+                if result.usage is not None:
+                    prompt, completion = result.usage
+                else:
+                    counted_as = result.reported_model or current
+                    prompt, completion = count_messages(request.messages, counted_as), count_text(content, counted_as)
+                yield Finished(Completion(
                     content=content,
                     prompt_tokens=prompt,
                     completion_tokens=completion,
-                    model=reported or current,
-                    latency_ms=int((time.monotonic() - started) * 1000),
+                    model=result.reported_model or current,
                     attempts=attempts,
-                )
+                    finish_reason=result.finish_reason,
+                    usage_estimated=estimated,
+                    json_constrained=fmt is not None,
+                ))
+                return
         assert last is not None
         raise self._error(last, models, attempts)
 
-    def _error(self, failure: _Failure, tried: Sequence[str], attempts: int) -> ProviderError:
-        """One safe line: what failed, where, and what the server said."""
+    def _error_line(self, failure: _Failure, tried: Sequence[str], attempts: int) -> str:
         where = f"{' → '.join(tried)} at {self.host}"
         tries = f" after {attempts} attempts" if attempts > 1 else ""
-        detail = f": {_one_line(failure.detail)}" if failure.detail else ""
-        line = redact(_one_line(f"{failure.reason} ({where}){tries}{detail}", 400), self._secrets())
-        return ProviderError(line, retryable=failure.retryable, status=failure.status)
+        detail = f": {self._safe(failure.detail)}" if failure.detail else ""
+        return self._safe(f"{failure.reason} ({where}){tries}{detail}", 400)
+
+    def _error(self, failure: _Failure, tried: Sequence[str], attempts: int) -> ProviderError:
+        """One safe line: what failed, where, and what the server said."""
+        return ProviderError(self._error_line(failure, tried, attempts), retryable=failure.retryable,
+                             status=failure.status)
 
     async def _attempt(
-        self,
-        messages: list[Message],
-        model: str,
-        temperature: float,
-        max_tokens: int,
-        on_delta: DeltaCallback | None,
-    ) -> tuple[str, int, int, str | None]:
-        """One streamed request: (content, prompt_tokens, completion_tokens, reported model)."""
-        parts: list[str] = []
-        usage = None
-        reported: str | None = None
+        self, request: ChatRequest, model: str, fmt: dict[str, Any] | None, result: _Attempt
+    ) -> AsyncIterator[str]:
+        """One streamed request; yields text deltas and fills `result`. Raises _Failure.
+
+        The whole attempt must finish before its deadline: each wait below gets only
+        the time that is left (never a yield inside the timeout, so the deadline can
+        only ever cancel our own reads)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
         finished = False
         streaming = False
         try:
-            stream = await self._client.chat.completions.create(
-                model=model,
-                messages=messages,  # type: ignore[arg-type]
-                temperature=temperature,
-                max_tokens=max_tokens,
-                stream=True,
-                stream_options={"include_usage": True},
-            )
+            async with asyncio.timeout_at(deadline):
+                stream = await self._client.chat.completions.create(
+                    model=model,
+                    messages=cast("list[ChatCompletionMessageParam]", request.messages),
+                    temperature=request.temperature,
+                    max_tokens=request.max_tokens,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    response_format=cast("ResponseFormat", fmt) if fmt is not None else openai.omit,
+                )
             streaming = True
-            async with stream:
-                async for chunk in stream:
-                    reported = reported or (_clean(chunk.model) if chunk.model else None)
-                    if chunk.usage is not None:
-                        usage = chunk.usage
-                    for choice in chunk.choices[:1]:
-                        text = choice.delta.content if choice.delta else None
-                        if text:
-                            text = _clean(text)
-                            parts.append(text)
-                            await _emit(on_delta, text)
-                        if choice.finish_reason:
-                            finished = True
-        except (openai.APIError, _httpx.TransportError) as exc:
+            try:
+                chunks = stream.__aiter__()
+                while True:
+                    async with asyncio.timeout_at(deadline):
+                        try:
+                            chunk = await chunks.__anext__()
+                        except StopAsyncIteration:
+                            break
+                    text = self._read_chunk(chunk, result)
+                    if text:
+                        result.parts.append(text)
+                        yield text
+                    if result.finish_reason is not None:
+                        finished = True
+            finally:
+                await stream.close()
+        except _Failure:
+            raise
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - every way a server can misbehave is a failed attempt
             if not finished:  # an error after the finish only costs us the usage chunk
                 failure = _classify(exc, self.timeout_s)
                 if streaming and failure.reason == "connection error":
                     failure.reason = "stream broke off mid-reply"
-                failure.shown = bool(parts)
+                failure.shown = bool(result.parts)
                 raise failure from None
         if not finished:
-            raise _Failure("stream ended before the reply was complete", True, shown=bool(parts))
-        content = "".join(parts)
+            raise _Failure("stream ended before the reply was complete", True, shown=bool(result.parts))
+        if not result.usage_valid:
+            result.usage = None
+
+    @staticmethod
+    def _read_chunk(chunk: Any, result: _Attempt) -> str:
+        """The text of one chunk, recording its model, usage and finish reason.
+
+        Raises (TypeError, AttributeError, ValueError) for a chunk no OpenAI server sends."""
+        model = getattr(chunk, "model", None)
+        if result.reported_model is None and isinstance(model, str) and model:
+            result.reported_model = _text(model)[:200]
+        usage = getattr(chunk, "usage", None)
         if usage is not None:
-            return content, usage.prompt_tokens, usage.completion_tokens, reported
-        counted_as = reported or model
-        return content, count_messages(messages, counted_as), count_text(content, counted_as), reported
+            prompt = _usage_number(getattr(usage, "prompt_tokens", None))
+            completion = _usage_number(getattr(usage, "completion_tokens", None))
+            if prompt is None or completion is None:
+                result.usage_valid = False
+            else:
+                result.usage = (prompt, completion)
+        choices = chunk.choices
+        if choices is None:
+            if usage is None:
+                raise ValueError("a chunk without choices")
+            return ""
+        if not isinstance(choices, list):
+            raise TypeError("choices is not a list")
+        text = ""
+        for choice in choices[:1]:
+            delta = choice.delta
+            content = getattr(delta, "content", None) if delta is not None else None
+            if content is not None:
+                text = _text(content)
+            if choice.finish_reason:
+                result.finish_reason = str(choice.finish_reason)[:40]
+        return text
 
     async def aclose(self) -> None:
         await self._client.close()

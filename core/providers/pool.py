@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-from core.config import ConfigError, ResolvedAgent
-from core.providers.base import Provider
+from urllib.parse import unquote, urlsplit
+
+from moot.core.config import ResolvedAgent
+from moot.core.errors import ConfigError
+from moot.core.providers.base import Provider
+from moot.core.providers.keys import has_api_key, require_api_key
 
 
 def default_provider_name(base_url: str | None = None) -> str:
     """`openai` when a key is configured (env or .env) or a base URL is given, else `demo`."""
-    from core.providers.openai import resolve_api_key
+    return "openai" if (base_url or has_api_key(None)) else "demo"
 
-    return "openai" if (base_url or resolve_api_key(None)) else "demo"
+
+def url_secrets(base_url: str | None) -> list[str]:
+    """A password (or token) written into a base URL's userinfo: a secret like any key."""
+    if not base_url:
+        return []
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return []
+    return [unquote(s) for s in (parts.password, parts.username) if s and len(s) >= 8]
 
 
 class ProviderPool:
@@ -26,35 +39,32 @@ class ProviderPool:
 
     def get(self, agent: ResolvedAgent) -> Provider:
         key = (agent.provider, agent.config.base_url if agent.provider == "openai" else None)
-        if key not in self._providers:
-            self._providers[key] = self._make(*key)
-        return self._providers[key]
+        provider = self._providers.get(key)
+        if provider is None:
+            provider = self._providers[key] = self._make(*key)
+        return provider
 
     def _make(self, name: str, base_url: str | None) -> Provider:
         if name == "demo":
-            from core.providers.demo import DemoProvider
+            from moot.core.providers.demo import DemoProvider
 
             return DemoProvider(delay_s=self.demo_delay)
         if name == "openai":
-            from core.providers.openai import OpenAIProvider, is_local_url, resolve_api_key
+            # The SDK is imported only when an openai agent exists (start-up time).
+            from moot.core.providers.openai import OpenAIProvider
 
-            api_key = resolve_api_key(base_url)
-            if not api_key:
-                if base_url and is_local_url(base_url):
-                    api_key = "not-needed"
-                else:
-                    raise ConfigError(
-                        "no API key: set OPENAI_API_KEY (or OPENROUTER_API_KEY) in the environment or .env, "
-                        "or use --provider demo"
-                    )
-            else:
-                self.secrets.append(api_key)
+            api_key, secret = require_api_key(base_url)
+            extra = url_secrets(base_url)
+            for s in ([api_key] if secret else []) + extra:
+                if s not in self.secrets:
+                    self.secrets.append(s)
             return OpenAIProvider(
                 api_key,
                 base_url,
                 timeout_s=self.timeout_s,
                 max_retries=self.max_retries,
                 backoff_base_s=self.backoff_base_s,
+                secrets=extra,
             )
         raise ConfigError(f"unknown provider {name!r}; expected openai or demo")
 

@@ -7,16 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from core.config import Overrides, load_config
-from core.events import Event
-from core.runner import DebateSession, SessionOptions, new_session
-from core.store import read_events
+from moot.core.clock import frozen_clock
+from moot.core.config import Overrides, load_config
+from moot.core.events import Event
+from moot.core.runner import DebateSession, SessionOptions, new_session
+from moot.core.store import read_events
 
 FIXED_TS = 1_700_000_000.0
-
-
-def fixed_clock() -> float:
-    return FIXED_TS
+fixed_clock = frozen_clock(FIXED_TS)
+"""Every event at FIXED_TS and every latency 0 ms: nothing a snapshot draws depends on real time."""
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +65,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
 def recorded_folder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("recorded-folder")
     asyncio.run(_record(root))
-    from core.store import StateDir
+    from moot.core.store import StateDir
 
     return StateDir(root).open("recorded")
 
@@ -108,7 +107,7 @@ def feedback(app) -> str:  # type: ignore[no-untyped-def]
 
 async def command(pilot, line: str) -> None:  # type: ignore[no-untyped-def]
     """Type a whole command line and press Enter."""
-    from tui.widgets.command_input import CommandInput
+    from moot.tui.widgets.command_input import CommandInput
 
     app = pilot.app
     app.screen.query_one(CommandInput).focus()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.models import DebateState
-from tui.commands import CommandError, Vocabulary, complete, lookup, palette_entries, parse, parse_round
-from tui.format import clock_time, k
-from tui.runtime import exit_code_for
-from tui.screens.debate import grid_shape
+from moot.core.models import DebateState
+from moot.tui.commands import COMMANDS, CommandError, Vocabulary, complete, lookup, palette_entries, parse, parse_round
+from moot.tui.format import clock_time, k
+from moot.core.events import DebateCompleted, DebateFailed, DebateInterrupted
+from moot.core.state import apply
+from moot.tui.screens.debate import grid_shape
 
 VOCAB = Vocabulary(agents=lambda: ["architect", "performance", "kiss"], themes=lambda: ["dark", "light", "high-contrast"])
 
@@ -83,7 +84,24 @@ def test_grid_shape_adapts() -> None:
 def test_formatting_and_exit_codes() -> None:
     assert [k(812), k(5234), k(7000), k(123456)] == ["812", "5.2k", "7k", "123k"]
     assert clock_time(75) == "01:15" and clock_time(3725) == "1:02:05"
-    state = DebateState(id="x", problem="p")
-    for status, code in (("completed", 0), ("stopped", 0), ("failed", 3), ("interrupted", 130)):
-        state.status = status  # type: ignore[assignment]
-        assert exit_code_for(state) == code
+    state = apply(DebateState(id="x", problem="p"), DebateFailed(error="budget", exit_code=4))
+    assert (state.status, state.exit_code) == ("failed", 4)
+    for event, code in ((DebateCompleted(), 0), (DebateInterrupted(status="stopped"), 0),
+                        (DebateFailed(error="x"), 3), (DebateInterrupted(), 130)):
+        assert apply(DebateState(id="x", problem="p"), event).exit_code == code
+
+
+async def test_every_command_has_a_handler(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The registry (help, completion, palette, parser) and the screen's handler table agree."""
+    from moot.tui.app import create_app
+    from moot.tui.screens.debate import DebateScreen
+    from tests.tui.scripted import ScriptedRuntime
+
+    app = create_app(ScriptedRuntime(), cursor_blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DebateScreen)
+        handlers = screen.command_handlers()
+        assert set(handlers) == set(COMMANDS)
+        assert all(callable(h) for h in handlers.values())

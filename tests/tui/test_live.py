@@ -8,15 +8,15 @@ from pathlib import Path
 
 from textual.widgets import Input, Label
 
-from core.runner import SessionOptions, resume_session
-from tui.app import create_app
-from tui.runtime import LiveRuntime
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.context import ContextScreen
-from tui.screens.debate import DebateScreen
-from tui.screens.help import HelpScreen
-from tui.settings import SettingsStore
-from tui.widgets.command_input import CommandInput
+from moot.core.runner import SessionOptions, resume_session
+from moot.tui.app import create_app
+from moot.tui.runtime import LiveRuntime
+from moot.tui.screens.confirm import ConfirmScreen
+from moot.tui.screens.context import ContextScreen
+from moot.tui.screens.debate import DebateScreen
+from moot.tui.screens.help import HelpScreen
+from moot.tui.settings import SettingsStore
+from moot.tui.widgets.command_input import CommandInput
 
 from .conftest import command, events_of, feedback, fixed_clock, make_session, settle, wait_for
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from textual.widgets import Button, Input, Label
 
-from core.events import (
+from moot.core.events import (
+    Event,
     BudgetReached,
     ClarificationsAnswered,
     Converged,
@@ -15,15 +16,17 @@ from core.events import (
     DebateCompleted,
     NoteInjected,
 )
-from core.models import CallMetadata, Clarification, ConvergenceScore, ModeratorNote
-from tui.app import create_app
-from tui.runtime import LiveRuntime, ScriptedRuntime, WatchRuntime
-from tui.screens.clarify import ClarifyScreen
-from tui.screens.debate import DebateScreen
-from tui.widgets.command_input import CommandInput
-from tui.widgets.debate_header import DebateHeader
-from tui.widgets.event_log import EventLog, describe
+from moot.core.models import Clarification, ConvergenceScore, ModeratorNote, Usage
+from moot.tui.app import create_app
+from moot.tui.runtime import LiveRuntime, WatchRuntime
+from moot.tui.screens.clarify import ClarifyScreen
+from moot.tui.screens.debate import DebateScreen
+from moot.tui.widgets.command_input import CommandInput
+from moot.tui.widgets.debate_header import DebateHeader
+from moot.core.describe import Line, describe
+from moot.tui.widgets.event_log import EventLog
 
+from tests.tui.scripted import ScriptedRuntime
 from .conftest import command, events_of, feedback, fixed_clock, make_session, settle, wait_for
 
 CLARIFY = {"clarify": True}
@@ -230,13 +233,19 @@ def test_event_log_lines_for_the_new_events() -> None:
     qs = [Clarification(agent_id="a", question="q1", answer="x"), Clarification(agent_id="b", question="q2"),
           Clarification(agent_id="a", question="q3", answer="y")]
     answered = ClarificationsAnswered(round=1, answers=qs, done=True)
-    assert describe(answered) == ("manual", "clarify: 3 questions, 2 answered")
-    assert describe(ClarificationsAnswered(round=1, answers=[], done=True))[1] == "clarify: no questions"
+    assert describe(answered) == Line("manual", "clarify: 3 questions, 2 answered")
+    assert text_of(ClarificationsAnswered(round=1, answers=[], done=True)) == "clarify: no questions"
     note = ModeratorNote(id="n1", text="Keep it\nsimple", after_round=1)
-    assert describe(NoteInjected(note=note))[1].endswith(": Keep it simple")
-    assert "judge confidence 70" in describe(ConvergenceScored(score=ConvergenceScore(round=2, confidence=70)))[1]
-    assert describe(Converged(round=2, confidence=92, threshold=90))[1].startswith("✓ converged after round 2")
-    kind, text = describe(BudgetReached(reason="cost $0.0500 reached the cap of $0.0500"))
-    assert kind == "warning" and "budget reached" in text
-    done = describe(DebateCompleted(status="stopped_budget", totals=CallMetadata(cost_usd=0.0123)))
-    assert done == ("warning", "✓ debate stopped budget: 0 prompt + 0 completion tokens, $0.0123")
+    assert text_of(NoteInjected(note=note)).endswith(": Keep it simple")
+    assert "judge confidence 70" in text_of(ConvergenceScored(score=ConvergenceScore(round=2, confidence=70)))
+    assert text_of(Converged(round=2, confidence=92, threshold=90)).startswith("✓ converged after round 2")
+    line = describe(BudgetReached(reason="cost $0.0500 reached the cap of $0.0500"))
+    assert line is not None and line.kind == "warning" and "budget reached" in line.text
+    done = describe(DebateCompleted(status="stopped_budget", totals=Usage(cost_usd=0.0123)))
+    assert done == Line("warning", "✓ debate stopped budget: 0 prompt + 0 completion tokens, $0.0123")
+
+
+def text_of(event: Event) -> str:
+    line = describe(event)
+    assert line is not None
+    return line.text

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Label
 
-from core.runner import resume_session, SessionOptions  # noqa: F401
-from core.store import StateDir
-from tui.app import create_app
-from tui.runtime import ReplayRuntime, WatchRuntime, replay_timeline
-from tui.screens.debate import DebateScreen
-from tui.screens.debates import DebatesScreen
+from moot.core.runner import resume_session, SessionOptions  # noqa: F401
+from moot.core.store import StateDir
+from moot.tui.app import create_app
+from moot.tui.runtime import ReplayRuntime, WatchRuntime, replay_timeline
+from moot.tui.screens.debate import DebateScreen
+from moot.tui.screens.debates import DebatesScreen
 
 from .conftest import feedback, fixed_clock, settle, wait_for
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from core.runner import SessionOptions, resume_session
-from tests.conftest import ROOT, moot
-from tui import app as app_module
-from tui.app import create_app
-from tui.runtime import LiveRuntime
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.debate import DebateScreen
+from moot.core.runner import SessionOptions, resume_session
+from tests.conftest import moot
+from moot.tui import app as app_module
+from moot.tui.app import create_app
+from moot.tui.runtime import LiveRuntime
+from moot.tui.screens.confirm import ConfirmScreen
+from moot.tui.screens.debate import DebateScreen
 
 from .conftest import fixed_clock, make_session, wait_for
 
@@ -42,9 +42,8 @@ class _PtyRun:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
         env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "CI")}
-        env.update(TERM="xterm-256color", COLUMNS="120", LINES="40", MOOT_DEMO_DELAY="0.05",
-                   PYTHONPATH=str(ROOT))
-        self.proc = subprocess.Popen([sys.executable, "-m", "core.cli", *args], stdin=slave, stdout=slave,
+        env.update(TERM="xterm-256color", COLUMNS="120", LINES="40", MOOT_DEMO_DELAY="0.05")
+        self.proc = subprocess.Popen([sys.executable, "-m", "moot", *args], stdin=slave, stdout=slave,
                                      stderr=slave, env=env, cwd=cwd, start_new_session=True, close_fds=True)
         os.close(slave)
         self.master = master

@@ -6,9 +6,9 @@ report before committing the SVGs.
 
 from __future__ import annotations
 
-from core.events import CallFailed, DebateFailed, Event, Token, Warning_
-from tui.app import create_app
-from tui.runtime import ScriptedRuntime
+from moot.core.events import CallFailed, DebateFailed, Event, Token, Warning_
+from moot.tui.app import create_app
+from tests.tui.scripted import ScriptedRuntime
 
 from .conftest import FIXED_TS, fixed_clock, settle, upto
 

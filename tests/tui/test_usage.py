@@ -8,13 +8,14 @@ from pathlib import Path
 
 from textual.widgets import Label
 
-from core.config import Overrides, load_config
-from core.runner import SessionOptions, new_session
+from moot.core.config import Overrides, load_config
+from moot.core.runner import SessionOptions, new_session
 from tests.conftest import make_server
-from tui.app import create_app
-from tui.runtime import LiveRuntime, ScriptedRuntime
-from tui.screens.debate import DebateScreen, agent_usage
-from tui.widgets.command_input import CommandInput
+from moot.tui.app import create_app
+from moot.tui.runtime import LiveRuntime
+from tests.tui.scripted import ScriptedRuntime
+from moot.tui.screens.debate import DebateScreen, agent_usage
+from moot.tui.widgets.command_input import CommandInput
 
 from .conftest import fixed_clock, settle, wait_for
 
@@ -46,23 +47,22 @@ async def test_panes_show_each_agents_tokens_and_cost(recorded) -> None:  # type
 
 
 def _k(n: int) -> str:
-    from tui.format import k
+    from moot.tui.format import k
 
     return k(n)
 
 
-def test_agent_usage_without_per_agent_totals(recorded) -> None:  # type: ignore[no-untyped-def]
-    """A debate saved before the state kept per-agent totals: counted from its records."""
-    from core.state import apply, new_state
+def test_agent_usage_is_the_states_totals(recorded) -> None:  # type: ignore[no-untyped-def]
+    """One source: what a pane shows is the state's per-agent totals, summaries and the judge included."""
+    from moot.core.state import apply, new_state
 
     state = new_state("recorded")
     for e in recorded:
         apply(state, e)
-    folded = agent_usage(state)
-    state.agent_totals = {}
-    counted = agent_usage(state)
-    assert counted["architect"][0] > 0 and counted.keys() <= folded.keys()
-    assert counted["judge"][0] > 0
+    usage = agent_usage(state)
+    assert usage == {a: (u.total_tokens, u.cost_usd) for a, u in state.agent_totals.items()}
+    assert usage["architect"][0] > 0 and usage["judge"][0] > 0
+    assert sum(t for t, _ in usage.values()) == state.totals.total_tokens
 
 
 async def test_live_openai_session_injected_note_and_cost(tmp_path: Path) -> None:

@@ -16,10 +16,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Select, Static
 
-from core.context.index import DebateIndex
-from core.context.inspect import call_view, message_tiers, records_for
-from core.models import DebateState, ViewRecord
-from tui.format import k
+from moot.core.context.index import DebateIndex
+from moot.core.context.inspect import call_view, message_tiers, records_for
+from moot.core.models import DebateState, ViewRecord
+from moot.tui.format import k
 
 ALL = "*"
 
@@ -46,6 +46,8 @@ class ContextScreen(Screen):
         self.round_no = round_no
         self.phase = phase or ALL
         self.target = target or ALL
+        self._options: dict[str, list[tuple[str, Any]]] = {}
+        """What each Select offers now (set again only when it changes)."""
 
     # ------------------------------------------------------------------ layout
 
@@ -125,9 +127,9 @@ class ContextScreen(Screen):
         select = self.query_one(selector, Select)
         # Changing options or value from code must not read as the user picking something.
         with select.prevent(Select.Changed):
-            if getattr(select, "_moot_options", None) != options:
+            if self._options.get(selector) != options:
                 select.set_options(options)
-                select._moot_options = options  # type: ignore[attr-defined]
+                self._options[selector] = options
             if select.value != value:
                 select.value = value
 
@@ -141,7 +143,7 @@ class ContextScreen(Screen):
         if event.select.id == "ctx-agent" and event.value != self.agent_id:
             self.agent_id, changed = str(event.value), True
         elif event.select.id == "ctx-round" and event.value != self.round_no:
-            self.round_no, changed = int(event.value), True  # type: ignore[arg-type]
+            self.round_no, changed = int(str(event.value)), True
         elif event.select.id == "ctx-phase" and event.value != self.phase:
             self.phase, changed = str(event.value), True
         elif event.select.id == "ctx-target" and event.value != self.target:

@@ -7,6 +7,8 @@ whatever the runtime (live, watch, replay), so the screen is the same in all thr
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import assert_never
 
 from rich.text import Text
 from textual import on
@@ -17,13 +19,38 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Label
 
-from core.context.index import DebateIndex
-from core.context.inspect import InspectError, resolve_agent_id
-from core.events import Event
-from core.models import JUDGE_ID, AgentInfo, CallMetadata, DebateState, SummaryMetadata
-from core.state import apply, new_state
-from tui.bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
-from tui.commands import (
+from moot.core.agents import find_agent
+from moot.core.context.index import DebateIndex
+from moot.core.events import (
+    BudgetReached,
+    CallFailed,
+    CallStarted,
+    ClarificationsAnswered,
+    ClarificationsAsked,
+    ContributionAdded,
+    ControlChanged,
+    Converged,
+    ConvergenceScored,
+    DebateCompleted,
+    DebateFailed,
+    DebateInterrupted,
+    DebateResumed,
+    DebateStarted,
+    Event,
+    NoteInjected,
+    PhaseCompleted,
+    PhaseStarted,
+    RoundStarted,
+    SummaryAdded,
+    SummaryRequested,
+    SynthesisCompleted,
+    Token,
+    Warning_,
+)
+from moot.core.models import JUDGE_ID, AgentInfo, DebateState
+from moot.core.state import apply, new_state
+from moot.tui.bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
+from moot.tui.commands import (
     COMMANDS,
     MootCommandProvider,
     CommandError,
@@ -32,15 +59,15 @@ from tui.commands import (
     parse,
     parse_round,
 )
-from tui.runtime import ReadOnlyError, Runtime
-from tui.widgets.agent_pane import AgentPane
-from tui.widgets.command_input import CommandInput
-from tui.widgets.debate_header import DebateHeader
-from tui.widgets.event_log import EventLog
+from moot.tui.runtime import ReadOnlyError, Runtime
+from moot.tui.theming import BUNDLED, theme_names
+from moot.tui.widgets.agent_pane import AgentPane
+from moot.tui.widgets.command_input import CommandInput
+from moot.tui.widgets.debate_header import DebateHeader
+from moot.tui.widgets.event_log import EventLog
 
 MIN_PANE_WIDTH = 38
 MIN_PANE_HEIGHT = 8
-TERMINAL = ("debate_completed", "debate_interrupted", "debate_failed")
 
 
 def grid_shape(n: int, width: int, height: int) -> tuple[int, int]:
@@ -61,30 +88,8 @@ def grid_shape(n: int, width: int, height: int) -> tuple[int, int]:
 
 
 def agent_usage(state: DebateState) -> dict[str, tuple[int, float]]:
-    """Agent id (the judge's too) → (tokens, cost in USD) so far, every kind of call counted.
-
-    From the state's per-agent totals; a debate saved before those existed is counted
-    from its contributions, summaries and solution."""
-    out: dict[str, tuple[int, float]] = {}
-    totals = getattr(state, "agent_totals", None)
-    if totals:
-        for agent_id, m in totals.items():
-            out[agent_id] = (m.prompt_tokens + m.completion_tokens, m.cost_usd)
-        return out
-
-    def add(agent_id: str | None, m: CallMetadata | SummaryMetadata) -> None:
-        if agent_id:
-            tokens, cost = out.get(agent_id, (0, 0.0))
-            out[agent_id] = (tokens + m.prompt_tokens + m.completion_tokens, cost + m.cost_usd)
-
-    for r in state.rounds:
-        for c in r.contributions:
-            add(c.agent_id, c.metadata)
-        for s in r.summaries.values():
-            add(s.agent_id, s.metadata)
-    if state.final_solution is not None:
-        add(state.final_solution.synthesized_by, state.final_solution.metadata)
-    return out
+    """Agent id (the judge's too) → (tokens, cost in USD) so far, every kind of call counted."""
+    return {agent_id: (u.total_tokens, u.cost_usd) for agent_id, u in state.agent_totals.items()}
 
 
 class DebateScreen(Screen):
@@ -180,7 +185,7 @@ class DebateScreen(Screen):
             log.start_ts = self.state.created_at
         for event in snap.backlog:
             log.add_event(event)
-            if event.type == "phase_started":
+            if isinstance(event, PhaseStarted):
                 self.phase = event.phase
         await self._build_panes()
         await self._load_panes()
@@ -197,8 +202,8 @@ class DebateScreen(Screen):
             summaries = [r.summaries[agent_id] for r in state.rounds if agent_id in r.summaries]
             summary = summaries[-1] if summaries else (state.judge_summary if pane.judge else None)
             views = [v for r in state.rounds for v in r.calls if v.agent_id == agent_id and v.phase != "summarize"]
-            pane.submit("load", contributions, summary, views[-1] if views else None,
-                        state.final_solution if pane.judge else None)
+            pane.call_later(pane.load, contributions, summary, views[-1] if views else None,
+                            state.final_solution if pane.judge else None)
 
     @on(EngineEvent)
     async def _engine_event(self, message: EngineEvent) -> None:
@@ -211,58 +216,73 @@ class DebateScreen(Screen):
         self._refresh_header()
 
     async def _route(self, event: Event) -> None:
-        t = event.type
-        if t == "debate_started":
-            await self._build_panes()
-        elif t == "phase_started":
-            self.phase = event.phase
-            for pane in self.panes.values():
-                if pane.status == "done":
-                    pane.status = "waiting"
-        elif t == "call_started":
-            if event.view.phase in ("clarify", "score"):
-                self.phase = event.view.phase  # no phase_started for these steps
-            self._submit(event.view.agent_id, "call_started", event.view)
-        elif t == "contribution_added":
-            self._submit(event.contribution.agent_id, "contribution_added", event.contribution)
-        elif t == "call_failed":
-            self._submit(event.agent_id, "call_failed", event.call_id, event.error, event.will_retry)
-        elif t == "summary_added":
-            judge = self.state.judge.id if self.state.judge else JUDGE_ID
-            self._submit(judge if event.judge else event.summary.agent_id, "summary_added", event.summary)
-        elif t == "summary_requested":
-            self._submit(event.agent_id, "summary_requested")
-        elif t in ("clarifications_asked", "clarifications_answered"):
-            asked = event.questions if t == "clarifications_asked" else event.answers
-            for agent_id in self.panes:
-                mine = [c for c in asked if c.agent_id == agent_id]
-                self._submit(agent_id, "clarifications", mine, t == "clarifications_answered", event.round)
-        elif t == "convergence_scored":
-            self._submit(self.state.judge.id if self.state.judge else JUDGE_ID, "convergence_scored",
-                         event.score, event.usage.call_id)
-        elif t == "synthesis_completed":
-            self._submit(self.state.judge.id if self.state.judge else JUDGE_ID, "show_solution", event.solution)
-        elif t in TERMINAL:
-            self._debate_ended()
-        if t in ("control", *TERMINAL):
-            self.refresh_bindings()
+        """What each event changes on screen (the header and the log are refreshed by the caller).
+
+        Pane work is queued on the pane (`call_later`): the screen repaints only when its
+        own queue is idle, so it hands the work over instead of doing it here."""
+        judge = self.judge_pane
+        pane: AgentPane | None
+        match event:
+            case DebateStarted():
+                await self._build_panes()
+            case PhaseStarted(phase=phase):
+                self.phase = phase
+                for pane in self.panes.values():
+                    if pane.status == "done":
+                        pane.status = "waiting"
+            case CallStarted(view=view):
+                if view.phase in ("clarify", "score"):
+                    self.phase = view.phase  # no phase_started for these steps
+                if (pane := self.pane(view.agent_id)) is not None:
+                    pane.call_later(pane.call_started, view)
+            case ContributionAdded(contribution=c):
+                if (pane := self.pane(c.agent_id)) is not None:
+                    pane.call_later(pane.contribution_added, c)
+            case CallFailed(agent_id=agent_id, call_id=call_id, error=error, will_retry=will_retry):
+                if (pane := self.pane(agent_id)) is not None:
+                    pane.call_later(pane.call_failed, call_id, error, will_retry)
+            case SummaryAdded(summary=summary, judge=for_judge):
+                pane = judge if for_judge else self.pane(summary.agent_id)
+                if pane is not None:
+                    pane.call_later(pane.summary_added, summary)
+            case SummaryRequested(agent_id=agent_id):
+                if (pane := self.pane(agent_id)) is not None:
+                    pane.call_later(pane.summary_requested)
+            case ClarificationsAsked(questions=items, round=r) | ClarificationsAnswered(answers=items, round=r):
+                answered = isinstance(event, ClarificationsAnswered)
+                for agent_id, pane in self.panes.items():
+                    mine = [c for c in items if c.agent_id == agent_id]
+                    pane.call_later(pane.clarifications, mine, answered, r)
+            case ConvergenceScored(score=score, usage=usage):
+                if judge is not None:
+                    judge.call_later(judge.convergence_scored, score, usage.call_id)
+            case SynthesisCompleted(solution=solution):
+                if judge is not None:
+                    judge.call_later(judge.show_solution, solution)
+            case DebateCompleted() | DebateInterrupted() | DebateFailed():
+                self._debate_ended()
+                self.refresh_bindings()
+            case ControlChanged():
+                self.refresh_bindings()
+            case (DebateResumed() | RoundStarted() | PhaseCompleted() | Token() | Warning_() | NoteInjected()
+                  | Converged() | BudgetReached()):
+                pass  # the header and the event log show these
+            case _:
+                assert_never(event)
 
     def _show_usage(self) -> None:
         """Each pane's tokens and cost so far, sent to the panes whose numbers changed."""
         for agent_id, usage in agent_usage(self.state).items():
-            if agent_id in self.panes and self._usage_shown.get(agent_id) != usage:
+            pane = self.pane(agent_id)
+            if pane is not None and self._usage_shown.get(agent_id) != usage:
                 self._usage_shown[agent_id] = usage
-                self._submit(agent_id, "usage", *usage)
-
-    def _submit(self, agent_id: str, method: str, *args: object) -> None:
-        pane = self.pane(agent_id)
-        if pane is not None:
-            pane.submit(method, *args)
+                pane.call_later(pane.usage, *usage)
 
     @on(TokensArrived)
     def _tokens_arrived(self, message: TokensArrived) -> None:
         for chunk in message.chunks:
-            self._submit(chunk.agent_id, "stream", chunk)
+            if (pane := self.pane(chunk.agent_id)) is not None:
+                pane.call_later(pane.stream, chunk)
 
     @on(RuntimeFailed)
     def _runtime_failed(self, message: RuntimeFailed) -> None:
@@ -273,7 +293,7 @@ class DebateScreen(Screen):
     def _debate_ended(self) -> None:
         failed = self.state.status == "failed"
         for pane in self.panes.values():
-            pane.submit("debate_ended", failed)
+            pane.call_later(pane.debate_ended, failed)
         if self.state.final_solution is not None and self.zoomed is None:
             # Stay on the final solution until the user quits (escape shows every pane again).
             self.zoom(self.judge_pane)
@@ -318,7 +338,7 @@ class DebateScreen(Screen):
         return [a.id for a in self.state.agents]
 
     def _theme_words(self) -> list[str]:
-        return self.app.theme_names()  # type: ignore[attr-defined]
+        return theme_names(self.app.available_themes)
 
     def palette_entries(self) -> list[tuple[str, str, str]]:
         return palette_entries([(a.id, a.name) for a in self.state.agents], self._theme_words())
@@ -342,11 +362,25 @@ class DebateScreen(Screen):
         if line:
             self.run_command_line(line)
 
+    def command_handlers(self) -> dict[str, Callable[..., None]]:
+        """Command name → the method that runs it: one table for every command in `COMMANDS`."""
+        return {
+            "summarize": self.cmd_summarize,
+            "context": self.cmd_context,
+            "pause": self.cmd_pause,
+            "resume": self.cmd_resume,
+            "stop": self.cmd_stop,
+            "inject": self.cmd_inject,
+            "theme": self.cmd_theme,
+            "help": self.cmd_help,
+            "quit": self.cmd_quit,
+        }
+
     def run_command_line(self, line: str) -> None:
         """Parse and run one command; every problem ends as an inline message."""
         try:
             cmd = parse(line)
-            getattr(self, f"cmd_{cmd.name}")(*cmd.args)
+            self.command_handlers()[cmd.name](*cmd.args)
         except (CommandError, ReadOnlyError) as exc:
             self.feedback(str(exc), error=True)
 
@@ -368,12 +402,12 @@ class DebateScreen(Screen):
         if target is None or target.lower() == "all":
             ids = [a.id for a in self.state.agents]
         else:
-            agent_id = self.runtime.find_agent(self.state, target)
-            if agent_id is None:
-                if self.state.judge and target.lower() in (JUDGE_ID, self.state.judge.id.lower()):
-                    raise CommandError("the judge summarizes the final round by itself; /summarize takes a debater")
+            agent = find_agent(target, self.state.agents, self.state.judge)
+            if agent is None:
                 raise CommandError(f"no agent {target!r} — agents: {self._agent_list()} (or all)")
-            ids = [agent_id]
+            if agent is self.state.judge:
+                raise CommandError("the judge summarizes the final round by itself; /summarize takes a debater")
+            ids = [agent.id]
         for agent_id in ids:
             try:
                 self.runtime.request_summary(agent_id)
@@ -383,7 +417,7 @@ class DebateScreen(Screen):
         self.feedback(f"summary requested for {who}: applied at its next call")
 
     def cmd_context(self, agent: str | None = None, round_text: str | None = None) -> None:
-        from tui.screens.context import ContextScreen
+        from moot.tui.screens.context import ContextScreen
 
         state = self.state
         if not state.rounds:
@@ -395,10 +429,10 @@ class DebateScreen(Screen):
             pane = focused if isinstance(focused, AgentPane) else None
             agent_id = pane.info.id if pane else state.agents[0].id
         else:
-            try:
-                agent_id = resolve_agent_id(state, agent)
-            except InspectError:
-                raise CommandError(f"no agent {agent!r} — agents: {self._agent_list()}, judge") from None
+            found = find_agent(agent, state.agents, state.judge)
+            if found is None:
+                raise CommandError(f"no agent {agent!r} — agents: {self._agent_list()}, judge")
+            agent_id = found.id
         if round_text is None:
             round_no = max(1, min(state.current_round or len(state.rounds), len(state.rounds)))
         else:
@@ -445,15 +479,18 @@ class DebateScreen(Screen):
 
     def cmd_theme(self, name: str | None = None) -> None:
         names = self._theme_words()
-        if name is None:
-            self.feedback(f"theme {self.app.theme}; themes: {', '.join(names)} — /theme NAME to switch")
+        if name is None or name.lower() == "all":
+            shown = theme_names(self.app.available_themes, everything=name is not None)
+            more = "" if name is not None else " (/theme all adds Textual's own)"
+            self.feedback(f"theme {self.app.theme}; themes: {', '.join(shown)}{more} — /theme NAME to switch")
             return
-        if not self.app.set_theme(name):  # type: ignore[attr-defined]
-            raise CommandError(f"unknown theme {name!r} — themes: {', '.join(names)}")
+        if name not in self.app.available_themes:
+            raise CommandError(f"unknown theme {name!r} — themes: {', '.join(names)} (/theme all lists more)")
+        self.app.theme = name  # the app remembers it
         self.feedback(f"theme {name} (remembered)")
 
     def cmd_help(self) -> None:
-        from tui.screens.help import HelpScreen
+        from moot.tui.screens.help import HelpScreen
 
         self.feedback("")
         self.app.push_screen(HelpScreen())
@@ -508,7 +545,7 @@ class DebateScreen(Screen):
         self.run_command_line("/resume" if self.runtime.paused else "/pause")
 
     def action_stop(self) -> None:
-        from tui.screens.confirm import ConfirmScreen
+        from moot.tui.screens.confirm import ConfirmScreen
 
         if not self.runtime.running:
             self.run_command_line("/stop")
@@ -522,8 +559,6 @@ class DebateScreen(Screen):
                                            f"`moot resume {self.state.id}`."), confirmed)
 
     def action_cycle_theme(self) -> None:
-        from tui.theming import BUNDLED
-
         current = self.app.theme
         nxt = BUNDLED[(BUNDLED.index(current) + 1) % len(BUNDLED)] if current in BUNDLED else BUNDLED[0]
         self.run_command_line(f"/theme {nxt}")

@@ -6,10 +6,11 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
-from core.store import DebateFolder, StateDir, summarize_folder
+from moot.core.store import DebateFolder, StateDir, summarize_folder
 
 
 class DebatesScreen(Screen):
@@ -20,6 +21,14 @@ class DebatesScreen(Screen):
         Binding("f5", "reload", "Reload"),
         Binding("q,escape", "app.quit", "Quit"),
     ]
+
+    class Open(Message):
+        """The user picked a debate to watch (or replay); the app opens it."""
+
+        def __init__(self, folder: DebateFolder, replay: bool) -> None:
+            super().__init__()
+            self.folder = folder
+            self.replay = replay
 
     def __init__(self, state_dir: StateDir) -> None:
         super().__init__()
@@ -65,9 +74,9 @@ class DebatesScreen(Screen):
     def action_open(self) -> None:
         folder = self._selected()
         if folder is not None:
-            self.app.open_debate(folder, replay=False)  # type: ignore[attr-defined]
+            self.post_message(self.Open(folder, replay=False))
 
     def action_replay(self) -> None:
         folder = self._selected()
         if folder is not None:
-            self.app.open_debate(folder, replay=True)  # type: ignore[attr-defined]
+            self.post_message(self.Open(folder, replay=True))

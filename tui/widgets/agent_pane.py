@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 from typing import Any
 
@@ -10,15 +9,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
-from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Label
 
-from core.models import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
-from tui.bridge import TokenChunk
-from tui.format import contribution_title, k, solution_markdown, solution_title, usd
-from tui.widgets.token_gauge import TokenGauge
-from tui.widgets.transcript import Entry, Transcript
+from moot.core.models import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
+from moot.tui.bridge import TokenChunk
+from moot.tui.format import contribution_title, k, solution_markdown, solution_title, usd
+from moot.tui.widgets.token_gauge import TokenGauge
+from moot.tui.widgets.transcript import Entry, Transcript
 
 STATUSES = ("waiting", "thinking", "streaming", "summarizing", "done", "error")
 STATUS_ICONS = {"waiting": "○", "thinking": "◔", "streaming": "●", "summarizing": "◑", "done": "✓", "error": "✗"}
@@ -43,25 +41,17 @@ class AgentPane(Vertical, can_focus=True):
 
     Bounded: the calls in flight and the newest finished one show as markdown;
     older contributions collapse to one line each (click for the full text), at
-    most `MAX_HISTORY` of them; older ones are only counted (`/context` shows all)."""
+    most `MAX_HISTORY` of them; older ones are only counted (`/context` shows all).
+
+    The screen queues work on a pane with `pane.call_later(pane.method, …)`, so it
+    runs in the pane's own message queue and the screen stays free to repaint."""
 
     MAX_HISTORY = 12
     KEEP_FINISHED = 1
 
     status: reactive[str] = reactive("waiting")
 
-    class Update(Message):
-        """Work for this pane, done in the pane's own message queue.
-
-        The screen repaints only when its own queue is idle, so the debate screen
-        hands pane work over as messages instead of doing it in its handlers."""
-
-        def __init__(self, method: str, args: tuple[Any, ...]) -> None:
-            super().__init__()
-            self.method = method
-            self.args = args
-
-    def __init__(self, info: AgentInfo, *, judge: bool = False, **kwargs) -> None:
+    def __init__(self, info: AgentInfo, *, judge: bool = False, **kwargs: Any) -> None:
         super().__init__(id=f"pane-{info.id}", classes="agent-pane" + (" -judge" if judge else ""), **kwargs)
         self.info = info
         self.judge = judge
@@ -121,18 +111,6 @@ class AgentPane(Vertical, can_focus=True):
         self.transcript.follow_end()
 
     # ------------------------------------------------------------------ events
-
-    def submit(self, method: str, *args: Any) -> None:
-        """Queue a call of one of the event methods below on this pane."""
-        self.post_message(self.Update(method, args))
-
-    async def on_agent_pane_update(self, message: Update) -> None:
-        message.stop()
-        if not self.is_attached:
-            return  # the app is closing with work still queued
-        result = getattr(self, message.method)(*message.args)
-        if inspect.isawaitable(result):
-            await result
 
     def call_started(self, view: ViewRecord) -> None:
         if view.phase == "summarize":
@@ -319,7 +297,7 @@ class AgentPane(Vertical, can_focus=True):
 
     def _add_block(self, entry: Entry) -> None:
         transcript = self.transcript
-        transcript.remove(EMPTY_KEY)
+        transcript.remove_entry(EMPTY_KEY)
         transcript.add(entry)
 
     def _settle(self) -> None:
@@ -338,7 +316,7 @@ class AgentPane(Vertical, can_focus=True):
             transcript.to_history(key)
             self._history.append(key)
         while len(self._history) > self.MAX_HISTORY:
-            transcript.remove(self._history.pop(0))
+            transcript.remove_entry(self._history.pop(0))
             self._hidden += 1
         self._update_more()
 
@@ -353,4 +331,4 @@ class AgentPane(Vertical, can_focus=True):
             if text:
                 transcript.set_text(MORE_KEY, text)
             else:
-                transcript.remove(MORE_KEY)
+                transcript.remove_entry(MORE_KEY)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.binding import Binding
 from textual.widgets import Input
 
-from tui.commands import CommandSuggester, Vocabulary
+from moot.tui.commands import CommandSuggester, Vocabulary
 
 
 class CommandInput(Input):
@@ -19,7 +21,7 @@ class CommandInput(Input):
     ]
     MAX_HISTORY = 100
 
-    def __init__(self, vocab: Vocabulary, **kwargs) -> None:
+    def __init__(self, vocab: Vocabulary, **kwargs: Any) -> None:
         super().__init__(placeholder="type / for a command — /help lists them", suggester=CommandSuggester(vocab),
                          select_on_focus=False, **kwargs)
         self.history: list[str] = []

@@ -7,12 +7,17 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label
 
-from core.models import DebateState
-from tui.format import PHASE_LABELS, clock_time, first_line, k, usd
+from moot.core.models import DebateState
+from moot.tui.format import PHASE_LABELS, clock_time, first_line, k, usd
 
 
 class DebateHeader(Horizontal):
     """One line; the DEMO badge shows whenever any agent runs on the demo provider."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._texts: dict[str, str] = {}
+        """What each label shows now: a label is updated only when its text changes."""
 
     def compose(self) -> ComposeResult:
         yield Label("moot", id="hdr-app")
@@ -33,10 +38,9 @@ class DebateHeader(Horizontal):
 
     def _set(self, name: str, text: str) -> None:
         # Only on change: updating a label asks for a layout of the whole screen.
-        label = self.query_one(f"#hdr-{name}", Label)
-        if getattr(label, "_moot_text", None) != text:
-            label._moot_text = text  # type: ignore[attr-defined]
-            label.update(Text(text))
+        if self._texts.get(name) != text:
+            self._texts[name] = text
+            self.query_one(f"#hdr-{name}", Label).update(Text(text))
 
     def show_state(self, state: DebateState, phase: str, mode: str) -> None:
         self._set("title", first_line(state.problem) or "(no debate yet)")

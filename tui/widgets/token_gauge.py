@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from core.models import TierTokens
-from tui.format import k
+from moot.core.models import TierTokens
+from moot.tui.format import k
 
 TIERS = ("system", "summary", "history", "task")
 WARN_RATIO = 0.8

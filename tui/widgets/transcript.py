@@ -13,6 +13,7 @@ finished paragraphs are frozen segments rendered once), never the whole text.
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import Any
 from dataclasses import dataclass, field
 
 from rich.markdown import Markdown as RichMarkdown
@@ -24,7 +25,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.format import first_line
+from moot.tui.format import first_line
 
 SEGMENT_CHARS = 300
 """Streamed text past this many characters is frozen at its last paragraph break."""
@@ -87,7 +88,7 @@ class Transcript(ScrollView, can_focus=False):
         "transcript--title-solution", "transcript--history", "transcript--note",
     }
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entries: list[Entry] = []
         self._index: dict[str, Entry] = {}
@@ -112,7 +113,7 @@ class Transcript(ScrollView, can_focus=False):
         self._content_changed()
         return entry
 
-    def remove(self, key: str) -> None:
+    def remove_entry(self, key: str) -> None:
         entry = self._index.pop(key, None)
         if entry is not None:
             self.entries.remove(entry)

@@ -1,0 +1,169 @@
+"""One line of text per event: what the headless printer prints and the TUI's event log shows.
+
+`describe` is the one place an event becomes words, so the two views cannot drift.
+The `kind` lets a view style the line (the TUI colours it by theme); the text is
+made terminal-safe here, since events carry text from models and servers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, assert_never
+
+from moot.core.events import (
+    BudgetReached,
+    CallFailed,
+    CallStarted,
+    ClarificationsAnswered,
+    ClarificationsAsked,
+    ContributionAdded,
+    ControlChanged,
+    Converged,
+    ConvergenceScored,
+    DebateCompleted,
+    DebateFailed,
+    DebateInterrupted,
+    DebateResumed,
+    DebateStarted,
+    Event,
+    NoteInjected,
+    PhaseCompleted,
+    PhaseStarted,
+    RoundStarted,
+    SummaryAdded,
+    SummaryRequested,
+    SynthesisCompleted,
+    Token,
+    Warning_,
+)
+from moot.core.sanitize import one_line_safe
+
+LineKind = Literal["phase", "contribution", "summary", "manual", "warning", "error", "done", "control"]
+
+PHASE_LABELS = {
+    "summarize": "summarization",
+    "proposal": "proposals",
+    "critique": "critiques",
+    "refinement": "refinements",
+    "synthesis": "synthesis",
+    "clarify": "clarifications",
+    "score": "convergence check",
+}
+
+
+@dataclass(frozen=True)
+class Line:
+    kind: LineKind
+    text: str
+
+
+def k(n: int | float) -> str:
+    """Compact token counts: 812, 5.2k, 7k, 1.3M."""
+    n = int(n)
+    if abs(n) < 1000:
+        return str(n)
+    if abs(n) < 1_000_000:
+        v = n / 1000
+        return f"{v:.0f}k" if v >= 100 or v == int(v) else f"{v:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def usd(amount: float) -> str:
+    """Dollars: $0.0123 below a dollar, $0.05 for whole cents, $12.34 from a dollar up."""
+    cents = amount * 100
+    if amount >= 1 or abs(cents - round(cents)) < 1e-9:
+        return f"${amount:.2f}"
+    return f"${amount:.4f}"
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _safe(text: str, limit: int | None = None) -> str:
+    return one_line_safe(text, limit)
+
+
+def describe(event: Event) -> Line | None:
+    """The line for an event, or None for events no view lists (tokens, call starts)."""
+    match event:
+        case DebateStarted():
+            demo = " · DEMO provider (offline, scripted answers)" if "demo" in event.provider_label else ""
+            names = ", ".join(_safe(a.id) for a in event.agents)
+            return Line("phase", f"▶ debate {event.debate_id} started: {event.total_rounds} rounds, "
+                                 f"agents {names}; judge {_safe(event.judge.id)}{demo}")
+        case DebateResumed(from_round=r):
+            return Line("phase", f"▶ debate {event.debate_id} resumed at round {r}")
+        case RoundStarted(round=r):
+            return Line("phase", f"── round {r} ──")
+        case PhaseStarted(phase=phase):
+            return Line("phase", f"   {PHASE_LABELS.get(phase, phase)}")
+        case ContributionAdded(contribution=c):
+            target = f" → {c.target_agent_id}" if c.target_agent_id else ""
+            if c.carried_from:
+                return Line("contribution", f"✎ {c.agent_id} {c.type}{target}: carried from its last refinement")
+            m = c.metadata
+            secs = f", {m.latency_ms / 1000:.1f}s" if m.latency_ms else ""
+            return Line("contribution", f"✎ {c.agent_id} {c.type}{target}: {len(c.content)} chars, "
+                                        f"{k(m.prompt_tokens)} in / {k(m.completion_tokens)} out{secs}")
+        case SummaryAdded(summary=s, judge=judge):
+            md = s.metadata
+            who = "judge (final round)" if judge else s.agent_id
+            how = "MANUAL" if s.trigger == "manual" else ("judge" if s.trigger == "judge" else "automatic")
+            why = f" ({s.trigger})" if s.trigger in ("chars", "tokens") else ""
+            fb = f" · fallback: {_safe(md.fallback_reason, 160)}" if md.fallback_reason else ""
+            return Line("manual" if s.trigger == "manual" else "summary",
+                        f"⇣ summary of {who}, {how}{why}: {k(md.before_tokens)} → {k(md.after_tokens)} tokens, "
+                        f"{s.method}/{s.strategy}{fb}")
+        case SummaryRequested(agent_id=agent_id):
+            return Line("manual", f"⇣ summary requested for {agent_id} (at its next call)")
+        case CallFailed(agent_id=agent_id, error=error, will_retry=True):
+            return Line("warning", f"↻ {agent_id}: {_safe(error, 300)} (retrying)")
+        case CallFailed(agent_id=agent_id, error=error):
+            return Line("error", f"✗ {agent_id}: {_safe(error, 300)}")
+        case Warning_(message=message):
+            return Line("warning", f"⚠ {_safe(message, 400)}")
+        case SynthesisCompleted(solution=solution):
+            conf = solution.confidence
+            return Line("done", f"★ synthesis: confidence {conf if conf is not None else 'n/a'}")
+        case ClarificationsAsked(questions=questions, round=r):
+            n = len(questions)
+            agents = len({q.agent_id for q in questions})
+            follow = " (follow-up)" if r > 1 else ""
+            return Line("manual", f"? {n} clarifying question{_s(n)}{follow} from {agents} agent{_s(agents)}: "
+                                  "waiting for the user's answers")
+        case ClarificationsAnswered(answers=answers, round=r):
+            n = len(answers)
+            answered = sum(1 for a in answers if a.answer)
+            which = f"clarify (round {r})" if r > 1 else "clarify"
+            if not n:
+                return Line("manual", f"{which}: no questions")
+            return Line("manual", f"{which}: {n} question{_s(n)}, {answered} answered")
+        case NoteInjected(note=note):
+            return Line("manual", f"✉ moderator note (agents see it from their next call): {_safe(note.text, 400)}")
+        case ConvergenceScored(score=score):
+            value = score.confidence
+            return Line("summary", f"≈ convergence after round {score.round}: judge confidence "
+                                   f"{value if value is not None else 'not parsed'}")
+        case Converged(round=r, confidence=conf, threshold=threshold):
+            return Line("done", f"✓ converged after round {r} (confidence {conf} ≥ {threshold}): the judge synthesizes")
+        case BudgetReached(reason=reason):
+            return Line("warning", f"$ budget reached: {reason}; the judge synthesizes from what exists")
+        case ControlChanged(action=action):
+            text = {"pause": "⏸ pause requested", "resume": "▶ resumed", "stop": "■ stop requested"}[action]
+            return Line("control", text + (" (at the next call boundary)" if action != "resume" else ""))
+        case DebateCompleted(status=status, totals=tot):
+            cost = f", {usd(tot.cost_usd)}" if tot.cost_usd > 0 else ""
+            return Line("done" if status == "completed" else "warning",
+                        f"✓ debate {status.replace('_', ' ')}: {k(tot.prompt_tokens)} prompt + "
+                        f"{k(tot.completion_tokens)} completion tokens{cost}")
+        case DebateInterrupted(status="stopped"):
+            return Line("warning", "■ debate stopped by the user")
+        case DebateInterrupted():
+            return Line("warning", "■ debate interrupted")
+        case DebateFailed(error=error):
+            return Line("error", f"✗ debate failed: {_safe(error, 400)}")
+        case Token() | CallStarted() | PhaseCompleted():
+            return None
+        case _:
+            assert_never(event)

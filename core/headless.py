@@ -1,0 +1,132 @@
+"""The headless view: run a debate printing a line per event, or follow one on disk.
+
+Lines go to stderr (through `moot.core.describe`), the final solution to stdout, so
+`moot run … --headless > solution.md` works. Ctrl-C and SIGTERM stop the debate at
+once; it is saved and the resume command is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from moot.core.describe import describe
+from moot.core.errors import ExitCode, StoreError
+from moot.core.events import is_terminal, parse_event
+from moot.core.models import DebateState
+from moot.core.printer import print_events, solution_text
+from moot.core.runner import DebateSession
+from moot.core.sanitize import one_line_safe
+from moot.core.store import DebateFolder, default_state_dir
+
+
+def resume_hint(folder: Path, debate_id: str) -> str:
+    """`moot resume ID` with `--state-dir` when the debate is not in the default folder."""
+    root = folder.parent
+    flag = "" if root.resolve() == default_state_dir().resolve() else f" --state-dir {root}"
+    return f"moot resume {debate_id}{flag}"
+
+
+def ending_line(state: DebateState, folder: Path) -> str | None:
+    """The one line that tells a person how an unfinished debate ended and how to continue it
+    (None for a debate that completed). `running` here means it was cut off before it could
+    record its own end."""
+    hint = f"saved in {folder}; continue with `{resume_hint(folder, state.id)}`"
+    if state.status == "failed":
+        return f"moot: {one_line_safe(state.error or 'failed', 600)}; {hint}"
+    if state.status in ("interrupted", "running"):
+        return f"moot: debate interrupted; {hint}"
+    if state.status == "stopped":
+        return f"moot: debate stopped; {hint}"
+    return None
+
+
+async def run_headless(session: DebateSession) -> DebateState:
+    """Run the debate to its end, printing progress; signals interrupt it (saved, resumable)."""
+    printer_sub = session.bus.subscribe("printer")
+    printer = asyncio.create_task(print_events(printer_sub))
+    session.start_writer()
+    loop = asyncio.get_running_loop()
+    engine = asyncio.ensure_future(session.run())
+    interrupted = False
+
+    def on_signal() -> None:
+        # Ctrl-C / SIGTERM: cancel the debate at once (it records `interrupted` and
+        # flushes the log). Signals that come while it flushes are ignored, so a
+        # second Ctrl-C cannot tear the log.
+        nonlocal interrupted
+        if not interrupted and not engine.done():
+            interrupted = True
+            engine.cancel()
+
+    stop_signals = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal)
+            stop_signals.append(sig)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
+            pass
+    try:
+        try:
+            state = await engine
+        except asyncio.CancelledError:
+            if not interrupted:
+                raise
+            state = session.state
+            await session.close()
+    finally:
+        for sig in stop_signals:
+            loop.remove_signal_handler(sig)
+        session.bus.unsubscribe(printer_sub)
+        await printer
+    return state
+
+
+def finish_headless(session: DebateSession, state: DebateState) -> int:
+    """Print the solution (stdout) or the ending line (stderr); the exit code for the debate."""
+    folder = session.folder.path
+    line = ending_line(state, folder)
+    if line is not None:
+        print(line, file=sys.stderr)
+        return state.exit_code if state.status != "running" else int(ExitCode.INTERRUPTED)
+    sys.stdout.write(solution_text(state))
+    sys.stdout.flush()
+    print(f"saved in {folder}", file=sys.stderr)
+    return int(ExitCode.OK)
+
+
+async def tail_events(folder: DebateFolder, poll_s: float = 0.2) -> int:
+    """Print a debate's events as they are appended, until it ends."""
+    offset = 0
+    pending = b""
+    while True:
+        try:
+            with open(folder.events_path, "rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            raise StoreError(f"no event log in {folder.path}") from None
+        offset += len(chunk)
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for raw in lines:
+            if not raw.strip():
+                continue
+            try:
+                event = parse_event(raw)
+            except ValueError:
+                raise StoreError(f"{folder.events_path} is corrupt") from None
+            line = describe(event)
+            if line is not None:
+                print(line.text, flush=True)
+            if is_terminal(event):
+                return int(ExitCode.OK)
+        await asyncio.sleep(poll_s)
+
+
+def wants_tui(headless: bool) -> bool:
+    """The TUI when asked for and a terminal is there (not in CI)."""
+    return not headless and sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("CI") is None

@@ -1,0 +1,11 @@
+"""moot: multi-agent LLM debates with managed per-agent context, watched live in the terminal.
+
+The installed package maps the repository's top-level folders: `moot.core` (the
+engine, `core/`), `moot.tui` (the Textual app, `tui/`) and `moot.themes` (`themes/`).
+This package itself holds only the entry point (`moot.cli`), the composition root
+that sits above both: `moot.core` never imports `moot.tui`.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.2.0"

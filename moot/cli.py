@@ -1,0 +1,444 @@
+"""The `moot` command: the composition root, above the engine (`moot.core`) and the TUI (`moot.tui`).
+
+It parses arguments, builds a session, and starts either the headless printer or
+the TUI; report, eval, inspection and the rest are library calls into `moot.core`.
+Exit codes: 0 ok, 2 bad arguments or input, 3 provider failure, 4 config error,
+130 interrupted. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, cast
+
+from moot import __version__
+from moot.core.errors import ExitCode, InputError, MootError
+from moot.core.models import ROLES, ProviderName
+
+if TYPE_CHECKING:  # the commands import what they need when they run (start-up time)
+    from moot.core.config import Overrides
+    from moot.core.models import DebateState
+    from moot.core.runner import DebateSession
+    from moot.core.store import DebateFolder
+
+PHASES = ["clarify", "summarize", "proposal", "critique", "refinement", "score", "synthesis"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not the usage block
+        where = f"moot {self.prog.split()[-1]}" if " " in self.prog else "moot"
+        print(f"moot: {message} (see `{where} --help`)", file=sys.stderr)
+        raise SystemExit(ExitCode.INPUT)
+
+
+def _finite_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (0 <= v < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number ≥ 0: {text!r}")
+    return v
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be ≥ 1: {text!r}")
+    return v
+
+
+def _rounds(text: str) -> int:
+    from moot.core.state import MAX_ROUND
+
+    v = _positive_int(text)
+    if v > MAX_ROUND:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_ROUND}: {text!r}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="moot", description="Multi-agent LLM debates, watched live in the terminal.")
+    p.add_argument("--version", action="version", version=f"moot {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def state_dir(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--state-dir", help="folder of saved debates (env MOOT_STATE_DIR, default ./debates)")
+
+    def provider_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--provider", choices=["demo", "openai"], help="default: openai when a key is set, else demo")
+        sp.add_argument("--model", help="model for every agent and the judge")
+        sp.add_argument("--base-url", help="OpenAI-compatible endpoint (OpenRouter, Ollama, vLLM, LM Studio…)")
+        sp.add_argument("--demo-delay", type=_finite_seconds, help="seconds between demo chunks (env MOOT_DEMO_DELAY)")
+
+    run = sub.add_parser("run", help="run a debate (TUI in a terminal, else headless)")
+    run.add_argument("problem", nargs="?", help="the problem statement (or use -p FILE)")
+    run.add_argument("-p", "--problem-file", help="read the problem from a file")
+    run.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)")
+    run.add_argument("-a", "--agents", help=f"comma-separated roles: {', '.join(ROLES)}")
+    run.add_argument("-r", "--rounds", type=_rounds, help="number of rounds (default 3)")
+    run.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, solution on stdout")
+    run.add_argument("-o", "--output", help="also write the final solution (JSON or markdown by extension)")
+    run.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
+    run.add_argument("--allow-truncate", action="store_true", help="cut a problem that is larger than the budget")
+    run.add_argument("--clarify", action="store_true", help="agents ask clarifying questions first; you answer")
+    run.add_argument("--termination", choices=["fixed", "convergence"],
+                     help="convergence: stop early when the judge's confidence reaches debate.convergence_threshold")
+    run.add_argument("--max-cost", type=_finite_seconds, metavar="USD", help="stop starting calls past this cost")
+    run.add_argument("--max-tokens", type=_positive_int, metavar="N", help="stop starting calls past N tokens")
+    run.add_argument("--report", metavar="FILE", help="write the markdown report at the end")
+    provider_args(run)
+    state_dir(run)
+
+    ls = sub.add_parser("list", help="list saved debates")
+    state_dir(ls)
+
+    show = sub.add_parser("show", help="show a saved debate")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true", help="print the whole state as JSON")
+    state_dir(show)
+
+    ctx = sub.add_parser("context", help="show exactly what an agent saw in a round")
+    ctx.add_argument("id")
+    ctx.add_argument("--round", type=_positive_int, required=True)
+    ctx.add_argument("--agent", required=True, help="agent id, name or role (or the judge: its id or `judge`)")
+    ctx.add_argument("--phase", choices=PHASES)
+    ctx.add_argument("--json", action="store_true")
+    state_dir(ctx)
+
+    rep = sub.add_parser("report", help="write a markdown report of a debate")
+    rep.add_argument("id")
+    rep.add_argument("-o", "--output", help="write to FILE instead of stdout")
+    rep.add_argument("--verbose", action="store_true", help="add latency and tokens to each contribution")
+    state_dir(rep)
+
+    ev = sub.add_parser("eval", help="score a debate's final solution with evaluator agents")
+    ev.add_argument("id")
+    ev.add_argument("-c", "--config", required=True, help="evaluator config (JSON or TOML)")
+    ev.add_argument("-o", "--output", help="write results: .md table, .json or .csv by extension")
+    provider_args(ev)
+    state_dir(ev)
+
+    for name, helptext in (("watch", "watch a running or finished debate (tails its event log)"),
+                           ("replay", "play a recorded debate back with its original timing")):
+        w = sub.add_parser(name, help=helptext)
+        w.add_argument("id", nargs="?", help="debate id (default: pick from a list)")
+        w.add_argument("--theme", help="TUI theme")
+        if name == "replay":
+            w.add_argument("--speed", type=_finite_seconds, default=1.0, help="playback speed (default 1)")
+        else:
+            w.add_argument("--headless", action="store_true", help="print event lines instead of the TUI")
+        state_dir(w)
+
+    res = sub.add_parser("resume", help="continue an unfinished debate")
+    res.add_argument("id")
+    res.add_argument("--headless", action="store_true")
+    res.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
+    provider_args(res)
+    state_dir(res)
+    return p
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _demo_delay(args: argparse.Namespace, tui: bool) -> float | None:
+    """The demo provider's pacing exists for watching: headless runs default to none."""
+    if args.demo_delay is not None:
+        return float(args.demo_delay)
+    if not tui and os.environ.get("MOOT_DEMO_DELAY") is None:
+        return 0.0
+    return None  # the provider reads MOOT_DEMO_DELAY or its lively default
+
+
+def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrides:
+    from moot.core.config import Overrides
+
+    roles = None
+    if getattr(args, "agents", None):
+        roles = [r.strip() for r in args.agents.split(",") if r.strip()]
+    debate: dict[str, object] = {}
+    if getattr(args, "clarify", False):
+        debate["clarify"] = True
+    if getattr(args, "termination", None):
+        debate["termination"] = args.termination
+    if getattr(args, "max_cost", None) is not None:
+        debate["max_cost_usd"] = args.max_cost
+    if getattr(args, "max_tokens", None) is not None:
+        debate["max_total_tokens"] = args.max_tokens
+    return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None, roles=roles,
+                     provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,
+                     debate=debate)
+
+
+def _write(path: Path, text: str) -> None:
+    """Write a file atomically; an unwritable path is a one-line error (exit 2)."""
+    from moot.core.store import write_atomic
+
+    try:
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _deliver(text: str, output: str | None, what: str) -> None:
+    """Write `text` to the -o file (atomically, naming it on stderr) or to stdout."""
+    if output:
+        _write(Path(output), text)
+        print(f"{what} written to {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _open(args: argparse.Namespace) -> DebateFolder:
+    from moot.core.store import StateDir
+
+    return StateDir(args.state_dir).open(args.id)
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _start(session: DebateSession, *, tui: bool, theme: str | None) -> int:
+    """Run a built session in the TUI or headless; the exit code."""
+    if tui:
+        from moot.tui.app import run_app
+
+        return run_app(session, theme=theme)
+    from moot.core.headless import finish_headless, run_headless
+
+    state = asyncio.run(run_headless(session))
+    return finish_headless(session, state)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from moot.core.ask import ask_on_stdin
+    from moot.core.config import load_config, resolve_agent
+    from moot.core.headless import wants_tui
+    from moot.core.inputs import fit_problem, problem_text
+    from moot.core.runner import SessionOptions, new_session
+    from moot.core.secrets import known_secrets, redact
+
+    problem = redact(problem_text(args.problem, args.problem_file), known_secrets())  # a pasted key is never saved
+    config = load_config(args.config, _overrides(args))
+    smallest = min(resolve_agent(a, config, "demo").context.input_budget for a in [*config.active_agents, config.judge])
+    problem = fit_problem(problem, smallest, args.model, args.allow_truncate)
+    tui = wants_tui(args.headless)
+    session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=_demo_delay(args, tui),
+                                                          clarifier=None if tui else ask_on_stdin))
+    if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
+        print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
+              file=sys.stderr)
+    code = _start(session, tui=tui, theme=args.theme)
+    state = session.state
+    if state.final_solution is not None:
+        if args.output:
+            _write_solution(Path(args.output), state)
+        if args.report:
+            from moot.core.report import render_report
+
+            _write(Path(args.report), render_report(state))
+            print(f"report written to {args.report}", file=sys.stderr)
+    return code
+
+
+def _write_solution(path: Path, state: DebateState) -> None:
+    from moot.core.printer import solution_text
+
+    if path.suffix.lower() == ".json":
+        data = state.final_solution.model_dump_json(indent=2) if state.final_solution else "null"
+    else:
+        data = f"# {state.problem.splitlines()[0]}\n\n" + solution_text(state)
+    _write(path, data)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from moot.core.ask import ask_on_stdin
+    from moot.core.headless import wants_tui
+    from moot.core.runner import SessionOptions, resume_session
+
+    tui = wants_tui(args.headless)
+    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=_demo_delay(args, tui),
+                                                     clarifier=None if tui else ask_on_stdin),
+                             _overrides(args, with_rounds=False))
+    return _start(session, tui=tui, theme=args.theme)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from moot.core.sanitize import one_line_safe
+    from moot.core.store import StateDir, summarize_folder
+
+    sd = StateDir(args.state_dir)
+    rows = [summarize_folder(f) for f in sd.debates()]
+    if not rows:
+        print(f"no debates in {sd.root}", file=sys.stderr)
+        return ExitCode.OK
+    for r in rows:
+        demo = " [DEMO]" if r.get("demo") else ""
+        problem = one_line_safe(str(r["problem"]), 80)
+        print(f"{r['id']}  {r['status']:<14} {str(r['rounds']):>7}  {r.get('created', ''):16}  {problem}{demo}")
+    return ExitCode.OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from moot.core.printer import solution_text
+    from moot.core.sanitize import one_line_safe
+
+    state = _open(args).load()
+    if args.json:
+        print(state.model_dump_json(indent=2))
+        return ExitCode.OK
+    print(f"debate {state.id} · {state.status} · {len(state.rounds)}/{state.total_rounds} rounds")
+    print(f"problem: {one_line_safe(state.problem.splitlines()[0] if state.problem else '', 200)}")
+    print("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{one_line_safe(a.model, 80)})" for a in state.agents))
+    if any(a.provider == "demo" for a in [*state.agents, *([state.judge] if state.judge else [])]):
+        print("provider: DEMO (offline, scripted answers, not a real model)")
+    for rnd in state.rounds:
+        kinds: dict[str, int] = {}
+        for c in rnd.contributions:
+            kinds[c.type] = kinds.get(c.type, 0) + 1
+        summ = ", ".join(f"{k} {s.metadata.before_tokens}→{s.metadata.after_tokens} tok" for k, s in rnd.summaries.items())
+        print(f"round {rnd.number}: " + ", ".join(f"{v} {k}s" for k, v in kinds.items()) + (f"; summaries: {summ}" if summ else ""))
+    print(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
+    if state.error:
+        print(f"error: {one_line_safe(state.error, 600)}")
+    if state.final_solution:
+        print("\n" + solution_text(state))
+    return ExitCode.OK
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    from moot.core.context.inspect import calls_for, format_calls
+
+    state = _open(args).load()
+    calls = calls_for(state, args.round, args.agent, args.phase)
+    if args.json:
+        print(json.dumps(calls, indent=2, ensure_ascii=False))
+    else:
+        print(format_calls(calls))
+    return ExitCode.OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from moot.core.report import render_report
+
+    state = _open(args).load()
+    _deliver(render_report(state, verbose=bool(args.verbose)), args.output, "report")
+    return ExitCode.OK
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from moot.core.errors import ProviderError
+    from moot.core.evaluate import FORMATS, load_eval_config, render_csv, render_json, render_markdown, run_evaluators
+
+    fmt = "md"
+    if args.output:
+        suffix = Path(args.output).suffix.lower()
+        if suffix not in FORMATS:
+            raise InputError(f"unknown output format {suffix or '(none)'!r} for {args.output}; use .md, .json or .csv")
+        fmt = FORMATS[suffix]
+    evaluators = load_eval_config(Path(args.config), provider=args.provider, model=args.model,
+                                  base_url=args.base_url)
+    state = _open(args).load()
+    if state.final_solution is None:
+        raise InputError(f"debate {state.id} has no final solution (status {state.status}); nothing to evaluate")
+    demo = [ev.id for ev in evaluators if ev.provider == "demo"]
+    if demo:
+        verb = "uses" if len(demo) == 1 else "use"
+        print(f"moot: {', '.join(demo)} {verb} the offline DEMO provider (scripted scores)", file=sys.stderr)
+    results = asyncio.run(run_evaluators(state, evaluators, demo_delay=args.demo_delay))
+    failed = [r for r in results if r.error]
+    if len(failed) == len(results):
+        raise ProviderError(f"all {len(results)} evaluators failed; {failed[0].id}: {failed[0].error}")
+    for r in failed:
+        print(f"moot: evaluator {r.id} failed: {r.error}", file=sys.stderr)
+    text = (render_json(state, results) if fmt == "json" else render_csv(results) if fmt == "csv"
+            else render_markdown(state, results))
+    _deliver(text, args.output, "evaluation")
+    return ExitCode.OK
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from moot.core.headless import tail_events, wants_tui
+    from moot.core.store import StateDir
+
+    sd = StateDir(args.state_dir)
+    if not wants_tui(args.headless):
+        if args.id is None:
+            raise InputError("give a debate id to watch without a terminal (see `moot list`)")
+        return asyncio.run(tail_events(sd.open(args.id)))
+    from moot.tui.app import run_picker, run_watch
+
+    if args.id is None:
+        return run_picker(sd.root, args.theme)
+    return run_watch(sd.open(args.id), args.theme)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from moot.core.store import StateDir
+
+    sd = StateDir(args.state_dir)
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise InputError("replay needs a terminal; use `moot show` or `moot report` to read a debate")
+    from moot.tui.app import run_picker, run_replay
+
+    if args.id is None:
+        return run_picker(sd.root, args.theme)
+    return run_replay(sd.open(args.id), args.speed, args.theme)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "context": cmd_context,
+    "report": cmd_report, "eval": cmd_eval, "watch": cmd_watch, "replay": cmd_replay,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from moot.core.secrets import known_secrets, one_line
+
+    def fail(message: object, code: int) -> int:
+        """The one error line on stderr: masked, terminal-safe (servers echo keys and escapes in errors)."""
+        print(f"moot: {one_line(str(message), 2000, known_secrets())}", file=sys.stderr)
+        return code
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    args = build_parser().parse_args(argv)
+    # SIGTERM before a debate's own handlers are in place acts like Ctrl-C (a line and
+    # exit 130), not a silent kill.
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        return int(COMMANDS[args.command](args))
+    except MootError as exc:
+        return fail(exc, exc.exit_code)
+    except KeyboardInterrupt:
+        print("moot: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        return ExitCode.OK
+    except Exception as exc:  # the promise: one line, never a traceback (MOOT_DEBUG=1 shows it)
+        if os.environ.get("MOOT_DEBUG"):
+            raise
+        return fail(f"unexpected error: {type(exc).__name__}: {exc}", ExitCode.UNEXPECTED)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""The shape of the package: one `moot` import package, the engine free of the TUI, no import cycles."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = {"moot": ROOT / "moot", "moot.core": ROOT / "core", "moot.tui": ROOT / "tui",
+            "moot.themes": ROOT / "themes"}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the installed package, by its dotted name, from the repository's folders."""
+    out: dict[str, Path] = {}
+    for package, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            rel = path.relative_to(folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([package, *parts])
+            if package == "moot" and parts and parts[0] in ("core", "tui", "themes"):
+                continue
+            out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every module `name` imports, at any depth of the file (functions included), resolved to
+    modules of the package; `importlib.import_module("…")` with a literal counts too."""
+    tree = ast.parse(path.read_text("utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def add(target: str) -> None:
+        while target and target not in MODULES:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            found.add(target)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package
+                for _ in range(node.level - 1):
+                    parent = parent.rpartition(".")[0]
+                base = f"{parent}.{base}" if base else parent
+            for alias in node.names:
+                add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module" and node.args and isinstance(node.args[0], ast.Constant)):
+            add(str(node.args[0].value))
+    return found
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def test_every_module_is_found() -> None:
+    assert {"moot.cli", "moot.core.orchestrator", "moot.core.events", "moot.tui.app",
+            "moot.tui.screens.debate", "moot.themes"} <= MODULES.keys()
+
+
+def test_core_never_imports_the_tui() -> None:
+    bad = {m: sorted(t for t in deps if t.startswith("moot.tui"))
+           for m, deps in GRAPH.items() if m.startswith("moot.core")}
+    assert {m: d for m, d in bad.items() if d} == {}
+    text = "\n".join(p.read_text("utf-8") for m, p in MODULES.items() if m.startswith("moot.core"))
+    assert "moot.tui" not in text and '"tui' not in text and "'tui" not in text
+
+
+def test_no_import_cycles() -> None:
+    """Tarjan's strongly connected components over every import, function-level ones included."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+
+    def visit(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(GRAPH[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    assert cycles == []
+
+
+def test_core_takes_no_argparse_namespace() -> None:
+    for name, path in MODULES.items():
+        if name.startswith("moot.core"):
+            assert "argparse" not in path.read_text("utf-8"), name
+
+
+def test_installed_package_outside_the_checkout(tmp_path: Path) -> None:
+    """`import moot.core, moot.tui` works from any directory; the bare folder names do not leak."""
+    ok = subprocess.run([sys.executable, "-c", "import moot.core, moot.tui, moot.themes; "
+                         "import moot.core.orchestrator, moot.tui.app; print(moot.__version__)"],
+                        cwd=tmp_path, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    for bare in ("core", "tui", "themes"):
+        r = subprocess.run([sys.executable, "-c", f"import {bare}"], cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode != 0 and "ModuleNotFoundError" in r.stderr, bare
+
+
+def test_the_console_script_and_python_m(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "moot"
+    for argv in ([str(script), "--version"], [sys.executable, "-m", "moot", "--version"]):
+        r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.startswith("moot 0."), (argv, r.stderr)
+
+
+def test_package_data_ships_prompts_and_themes() -> None:
+    from importlib import resources
+
+    assert resources.files("moot.core").joinpath("prompts", "judge", "synthesize.md").is_file()
+    from moot.themes import theme_files
+
+    assert {p.stem for p in theme_files()} >= {"dark", "light", "high-contrast"}
+
+
+@pytest.mark.parametrize("folder", ["core", "tui", "moot"])
+def test_type_ignores_say_why(folder: str) -> None:
+    """`type: ignore` only with an error code and a reason on the same line."""
+    for path in (ROOT / folder).rglob("*.py"):
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            if "type: ignore" in line:
+                after = line.split("type: ignore", 1)[1]
+                assert after.startswith("[") and "#" in after, f"{path}:{n}: {line.strip()}"
