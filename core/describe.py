@@ -46,6 +46,8 @@ PHASE_LABELS = {
     "critique": "critiques",
     "refinement": "refinements",
     "synthesis": "synthesis",
+    "turn": "conversation",
+    "answer": "answers",
     "clarify": "clarifications",
     "score": "convergence check",
 }
@@ -90,14 +92,22 @@ def describe(event: Event) -> Line | None:
         case DebateStarted():
             demo = " · DEMO provider (offline, scripted answers)" if "demo" in event.provider_label else ""
             names = ", ".join(_safe(a.id) for a in event.agents)
-            return Line("phase", f"▶ debate {event.debate_id} started: {event.total_rounds} rounds, "
+            steps = f"{event.total_rounds} turns" if event.protocol == "conversation" else f"{event.total_rounds} rounds"
+            shape = "" if event.protocol == "rounds" else f"{event.protocol}, "
+            return Line("phase", f"▶ debate {event.debate_id} started: {shape}{steps}, "
                                  f"agents {names}; judge {_safe(event.judge.id)}{demo}")
         case DebateResumed(from_round=r):
             return Line("phase", f"▶ debate {event.debate_id} resumed at round {r}")
+        case RoundStarted(step="turn"):
+            return None  # a conversation's message line says its turn
         case RoundStarted(round=r):
             return Line("phase", f"── round {r} ──")
         case PhaseStarted(phase=phase):
             return Line("phase", f"   {PHASE_LABELS.get(phase, phase)}")
+        case ContributionAdded(contribution=c) if c.type == "message":
+            m = c.metadata
+            return Line("contribution", f"✎ turn {c.round} {c.agent_id}: {len(c.content)} chars, "
+                                        f"{k(m.prompt_tokens)} in / {k(m.completion_tokens)} out")
         case ContributionAdded(contribution=c):
             target = f" → {c.target_agent_id}" if c.target_agent_id else ""
             if c.carried_from:
@@ -108,15 +118,18 @@ def describe(event: Event) -> Line | None:
                                         f"{k(m.prompt_tokens)} in / {k(m.completion_tokens)} out{secs}")
         case SummaryAdded(summary=s, judge=judge):
             md = s.metadata
-            who = "judge (final round)" if judge else s.agent_id
+            who = ("judge (final round)" if judge else f"the conversation ({s.agent_id}'s)" if s.scope == "conversation"
+                   else s.agent_id)
             how = "MANUAL" if s.trigger == "manual" else ("judge" if s.trigger == "judge" else "automatic")
-            why = f" ({s.trigger})" if s.trigger in ("chars", "tokens") else ""
+            why = f" ({s.trigger})" if s.trigger in ("chars", "tokens", "turns") else ""
+            focus = f" · focus: {_safe(s.focus, 80)}" if s.focus else ""
             fb = f" · fallback: {_safe(md.fallback_reason, 160)}" if md.fallback_reason else ""
             return Line("manual" if s.trigger == "manual" else "summary",
                         f"⇣ summary of {who}, {how}{why}: {k(md.before_tokens)} → {k(md.after_tokens)} tokens, "
-                        f"{s.method}/{s.strategy}{fb}")
-        case SummaryRequested(agent_id=agent_id):
-            return Line("manual", f"⇣ summary requested for {agent_id} (at its next call)")
+                        f"{s.method}/{s.strategy}{focus}{fb}")
+        case SummaryRequested(agent_id=agent_id, focus=focus):
+            about = f", focus: {_safe(focus, 80)}" if focus else ""
+            return Line("manual", f"⇣ summary requested for {agent_id} (at its next call{about})")
         case CallFailed(agent_id=agent_id, error=error, will_retry=True):
             return Line("warning", f"↻ {agent_id}: {_safe(error, 300)} (retrying)")
         case CallFailed(agent_id=agent_id, error=error):

@@ -24,6 +24,7 @@ from moot.core.models import (
     ModeratorNote,
     Contribution,
     Phase,
+    ProtocolName,
     Solution,
     Summary,
     Usage,
@@ -42,7 +43,9 @@ class _Event(BaseModel):
 class DebateStarted(_Event):
     type: Literal["debate_started"] = "debate_started"
     problem: str
+    protocol: ProtocolName = "rounds"
     total_rounds: int
+    """Rounds, or turns for a conversation."""
     agents: list[AgentInfo]
     judge: AgentInfo
     prompts: dict[str, str]
@@ -56,8 +59,11 @@ class DebateResumed(_Event):
 
 
 class RoundStarted(_Event):
+    """A new step: a round, or a conversation's turn."""
+
     type: Literal["round_started"] = "round_started"
     round: int
+    step: Literal["round", "turn"] = "round"
 
 
 class PhaseStarted(_Event):
@@ -110,6 +116,7 @@ class SummaryAdded(_Event):
 class SummaryRequested(_Event):
     type: Literal["summary_requested"] = "summary_requested"
     agent_id: str
+    focus: str | None = None
 
 
 class SynthesisCompleted(_Event):
@@ -131,11 +138,15 @@ class ControlChanged(_Event):
 
 
 class ClarificationsAsked(_Event):
-    """Questions from the agents, waiting for the user's answers."""
+    """Questions from the agents, waiting for the user's answers (a resume asks the user again,
+    never the agents)."""
 
     type: Literal["clarifications_asked"] = "clarifications_asked"
     round: int
     questions: list[Clarification]
+    usage: CallMetadata = Field(default_factory=CallMetadata)
+    """Tokens and cost of the calls that asked these questions."""
+    per_agent: dict[str, CallMetadata] = Field(default_factory=dict)
 
 
 class ClarificationsAnswered(_Event):
@@ -143,7 +154,7 @@ class ClarificationsAnswered(_Event):
     round: int
     answers: list[Clarification]
     usage: CallMetadata = Field(default_factory=CallMetadata)
-    """Tokens and cost of the calls that asked these questions."""
+    """Tokens and cost of asking calls not already counted with `clarifications_asked` (none asked)."""
     per_agent: dict[str, CallMetadata] = Field(default_factory=dict)
     done: bool = False
     """True after the last clarification round: the debate proper starts."""

@@ -21,11 +21,14 @@ ROLES: tuple[str, ...] = (
     "data-modeling",
 )
 Role = Literal["architect", "performance", "security", "testing", "kiss", "generalist", "data-modeling"]
-ContributionType = Literal["proposal", "critique", "refinement"]
-Phase = Literal["summarize", "proposal", "critique", "refinement", "synthesis", "clarify", "score"]
+ContributionType = Literal["proposal", "critique", "refinement", "answer", "message"]
+"""proposal/critique/refinement (rounds), answer (simultaneous), message (conversation)."""
+Phase = Literal["summarize", "proposal", "critique", "refinement", "answer", "turn", "synthesis", "clarify", "score"]
+ProtocolName = Literal["rounds", "conversation", "simultaneous"]
+SummaryScope = Literal["shared", "per-agent"]
 SummaryMethod = Literal["llm", "rule-based", "hybrid"]
 SummaryStrategy = Literal["fresh", "rolling"]
-SummaryTrigger = Literal["chars", "tokens", "manual", "judge"]
+SummaryTrigger = Literal["chars", "tokens", "turns", "manual", "judge"]
 ProviderName = Literal["openai", "demo"]
 DebateStatus = Literal["running", "completed", "failed", "interrupted", "stopped", "stopped_budget"]
 
@@ -149,12 +152,56 @@ class AgentConfig(_Strict):
         return self.name or self.id.replace("-", " ").title()
 
 
+class ConversationConfig(_Strict):
+    """The turn-based conversation (seed 003): a shared transcript, each view = system prompt +
+    rolling summary of everything older + the latest messages verbatim, under a token budget."""
+
+    recent_messages: int = Field(50, ge=1, le=10_000)
+    """At least this many of the latest messages are shown verbatim (when they fit `recent_tokens`)."""
+    summary_every: int = Field(50, ge=1, le=10_000)
+    """Roll the summary forward when this many messages wait beyond the verbatim window."""
+    summary_scope: SummaryScope = "shared"
+    """`shared`: one rolling summary every agent reads (the seed); `per-agent`: each agent keeps its own."""
+    max_context_tokens: ContextTokens = 8000
+    """The whole request plus the reserved output must fit here."""
+    system_tokens: int = Field(2000, ge=64)
+    """Cap of the system message (role prompt and topic)."""
+    summary_tokens: int = Field(1000, ge=32)
+    """Cap of the rolling summary."""
+    recent_tokens: int = Field(5000, ge=64)
+    """Cap of the verbatim messages; past it the summary rolls forward early."""
+    reserve_output_tokens: ReserveTokens = 1000
+    """Kept free for each turn's answer (its max_tokens)."""
+    score_every: int | None = Field(None, ge=1)
+    """With `termination = "convergence"`: the judge scores convergence every this many turns."""
+
+    @model_validator(mode="after")
+    def _fits(self) -> ConversationConfig:
+        if self.reserve_output_tokens >= self.max_context_tokens:
+            raise ValueError(
+                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
+                f"max_context_tokens ({self.max_context_tokens})"
+            )
+        return self
+
+    @property
+    def input_budget(self) -> int:
+        return self.max_context_tokens - self.reserve_output_tokens
+
+
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 """USD per million tokens. NaN or infinity would make every later cost unsavable (JSON has no NaN)."""
 
 
 class DebateSettings(_Strict):
+    protocol: ProtocolName = "rounds"
+    """`rounds` (propose, critique, refine; the anchor's), `conversation` (turns into one shared
+    transcript) or `simultaneous` (every agent answers each round, having read the others)."""
     rounds: int = Field(3, ge=1, le=1000)
+    """Rounds of the `rounds` and `simultaneous` protocols."""
+    turns: int = Field(200, ge=1, le=100_000)
+    """Turns of the `conversation` protocol (one message each, agents in config order)."""
+    conversation: ConversationConfig = Field(default_factory=ConversationConfig)
     max_concurrency: int = Field(4, ge=1, le=64)
     carry_refinements: bool = False
     """From round 2, reuse each agent's previous refinement as its proposal (no call)."""
@@ -221,6 +268,10 @@ class CallMetadata(BaseModel):
     cost_usd: float = 0.0
     call_id: str | None = None
     attempts: int = 1
+    finish_reason: str | None = None
+    """How the reply ended, as the server said: `stop`, or `length` when it was cut at max_tokens."""
+    usage_estimated: bool = False
+    """The server reported no usable usage: the token counts are moot's own (tiktoken)."""
 
 
 class Usage(BaseModel):
@@ -284,6 +335,10 @@ class Summary(BaseModel):
     later views show only the items after it verbatim. An id, not a list, so that
     summaries stay small however long the debate."""
     covered_count: int = 0
+    focus: str | None = None
+    """What the user asked the summary to focus on (`/summarize agent TEXT`)."""
+    scope: Literal["perspective", "conversation"] = "perspective"
+    """`conversation`: a rolling summary of a conversation's transcript (shared, or one agent's)."""
     metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
     ts: float = Field(default_factory=time.time)
 
@@ -316,6 +371,9 @@ class ViewRecord(BaseModel):
     """Verbatim history items, oldest first."""
     dropped_ids: list[str] = Field(default_factory=list)
     """History items that did not fit and were replaced by a marker."""
+    history_turns: tuple[int, int] | None = None
+    """A conversation's verbatim window as the turns `first..last` of the transcript, in place
+    of `contribution_ids` (so a 10,000-turn log does not repeat fifty ids a turn)."""
     task_contribution_ids: list[str] = Field(default_factory=list)
     """Contributions quoted inside the task (the critique's target, the critiques received)."""
     inline: dict[str, str] = Field(default_factory=dict)
@@ -356,8 +414,11 @@ class ModeratorNote(BaseModel):
 
 class ConvergenceScore(BaseModel):
     round: int
-    confidence: int | None
+    confidence: int | None = None
+    """None: the judge's answer held no usable score ("not parsed"); never counts as converged."""
     reason: str = ""
+    raw: str | None = None
+    """The judge's answer as given, kept when it could not be parsed (shown by the report)."""
 
 
 class Round(BaseModel):
@@ -385,9 +446,12 @@ class AgentInfo(BaseModel):
 class DebateState(BaseModel):
     id: str
     problem: str
+    protocol: ProtocolName = "rounds"
     status: DebateStatus = "running"
     current_round: int = 0
+    """The current step: a round (rounds, simultaneous) or a turn (conversation)."""
     total_rounds: int = 3
+    """Steps in all: rounds, or turns for a conversation."""
     rounds: list[Round] = Field(default_factory=list)
     agents: list[AgentInfo] = Field(default_factory=list)
     judge: AgentInfo | None = None
@@ -401,6 +465,8 @@ class DebateState(BaseModel):
     updated_at: float = Field(default_factory=time.time)
     last_seq: int = 0
     """Sequence number of the last event applied; resume replays the log after it."""
+    log_offset: int = 0
+    """In a snapshot: how many bytes of the event log it covers (loading reads only the rest)."""
     error: str | None = None
     exit_code: int = 0
     """What `moot` exits with for this debate as it stands (0 running or done, 3 provider
@@ -413,6 +479,9 @@ class DebateState(BaseModel):
     convergence: list[ConvergenceScore] = Field(default_factory=list)
     clarified: bool = False
     """The clarification step finished (resume does not ask again)."""
+    pending_questions: list[Clarification] = Field(default_factory=list)
+    """Questions asked and not yet answered (a crash while the user answers keeps them)."""
+    pending_round: int = 0
 
     def round(self, number: int) -> Round:
         while len(self.rounds) < number:

@@ -19,6 +19,13 @@ from moot.core.models import ROLES
 
 PROMPT_KINDS = ("system", "propose", "critique", "refine", "summarize", "clarify")
 JUDGE_KINDS = ("system", "synthesize", "summarize", "score")
+SHARED: dict[str, tuple[str, str]] = {
+    "turn": ("conversation", "turn"),
+    "summarize_conversation": ("conversation", "summarize"),
+    "answer": ("simultaneous", "answer"),
+}
+"""Prompt kinds every role shares, by protocol: kind → (folder, file). The role's own voice
+comes from its system prompt."""
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
@@ -26,7 +33,7 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 @lru_cache(maxsize=None)
 def builtin(role: str, kind: str) -> str:
     """The shipped prompt text for a role (or "judge") and kind."""
-    if role not in ("judge", "evaluator") and role not in ROLES:
+    if role not in ("judge", "evaluator", "conversation", "simultaneous") and role not in ROLES:
         raise PromptError(f"unknown role {role!r}")
     try:
         return resources.files("moot.core").joinpath("prompts", role, f"{kind}.md").read_text("utf-8")
@@ -35,13 +42,16 @@ def builtin(role: str, kind: str) -> str:
 
 
 def load(role: str, kind: str, override_path: str | None = None) -> str:
-    """A prompt from `override_path` when given (a clear error if unreadable), else the built-in."""
+    """A prompt from `override_path` when given (a clear error if unreadable), else the built-in
+    (the protocol's shared template for the kinds in SHARED)."""
     if override_path:
         path = Path(override_path).expanduser()
         text = read_text_file(path, "prompt file", max_bytes=MAX_PROMPT_BYTES, error=PromptError)
         if not text.strip():
             raise PromptError(f"prompt file {path} is empty")
         return text
+    if kind in SHARED:
+        return builtin(*SHARED[kind])
     return builtin(role, kind)
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
-from typing import Any
 
-from moot.core.models import CallMetadata, Contribution, DebateState, Summary, Usage
+from moot.core.models import CallMetadata, Contribution, ConvergenceScore, DebateState, Summary, Usage
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -75,11 +74,6 @@ def table(header: Iterable[str], rows: Iterable[Iterable[object]], right: Iterab
     return lines
 
 
-def _get(obj: Any, name: str, default: Any = "") -> Any:
-    """A field of a model or a dict (clarifications may arrive as either)."""
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-
 def _usd(value: float) -> str:
     return f"${value:.4f}"
 
@@ -123,19 +117,21 @@ def _agents(state: DebateState) -> list[str]:
 
 
 def _clarifications(state: DebateState) -> list[str]:
-    items = list(getattr(state, "clarifications", None) or [])
+    items = list(state.clarifications)
     if not items:
         return []
     out = ["## Clarifications", ""]
     for c in items:
-        answer = str(_get(c, "answer")).strip() or "_(no answer)_"
-        out += [f"- **{_get(c, 'agent_id')}** asked: {_get(c, 'question')}", f"  - Answer: {answer}"]
+        answer = c.answer.strip() or "_(no answer)_"
+        out += [f"- **{c.agent_id}** asked: {c.question}", f"  - Answer: {answer}"]
     return out + [""]
 
 
-def _contribution(c: Contribution, verbose: bool) -> list[str]:
+def _contribution(c: Contribution, verbose: bool, names: dict[str, str] | None = None) -> list[str]:
     if c.type == "critique":
         title = f"### Critique: {c.agent_id} → {c.target_agent_id or '?'}"
+    elif c.type == "message":
+        title = f"### Turn {c.round} · {(names or {}).get(c.agent_id, c.agent_id)} ({c.role})"
     else:
         title = f"### {c.type.capitalize()}: {c.agent_id}"
     out = [title, ""]
@@ -146,11 +142,13 @@ def _contribution(c: Contribution, verbose: bool) -> list[str]:
     return out + [demote_headings(c.content, 4) or "_(empty)_", ""]
 
 
-def _summary_rows(summaries: Iterable[Summary]) -> list[tuple[object, ...]]:
+def _summary_rows(summaries: Iterable[Summary], replaced: set[str] | None = None) -> list[tuple[object, ...]]:
     rows: list[tuple[object, ...]] = []
     for s in summaries:
         m = s.metadata
-        rows.append((s.agent_id, s.trigger, f"{s.method}/{s.strategy}", f"{m.before_tokens} → {m.after_tokens}",
+        who = f"{s.agent_id} (replaced later this round)" if replaced and s.id in replaced else s.agent_id
+        trigger = f"{s.trigger}: {s.focus}" if s.focus else s.trigger
+        rows.append((who, trigger, f"{s.method}/{s.strategy}", f"{m.before_tokens} → {m.after_tokens}",
                      f"{m.before_chars} → {m.after_chars}", s.covered_count, m.fallback_reason or "—"))
     return rows
 
@@ -175,27 +173,58 @@ def _meta_line_summary(s: Summary) -> str:
 
 def _rounds(state: DebateState, verbose: bool) -> list[str]:
     out: list[str] = []
-    notes = list(getattr(state, "notes", None) or [])
-    scores = {int(_get(s, "round", 0)): s for s in getattr(state, "convergence", None) or []}
+    notes = list(state.notes)
+    scores = {s.round: s for s in state.convergence}
+    if state.protocol == "conversation":
+        return _transcript(state, verbose)
     for rnd in state.rounds:
         out += [f"## Round {rnd.number}", ""]
-        if rnd.summaries:
-            summaries = list(rnd.summaries.values())
-            out += ["### Summaries", "", *table(_SUMMARY_HEAD, _summary_rows(summaries), right=(5,)), ""]
+        if rnd.summaries or rnd.replaced_summaries:
+            summaries = [*rnd.replaced_summaries, *rnd.summaries.values()]
+            replaced = {s.id for s in rnd.replaced_summaries}
+            out += ["### Summaries", "", *table(_SUMMARY_HEAD, _summary_rows(summaries, replaced), right=(5,)), ""]
             out += _summary_texts(summaries, verbose)
-        order = {"proposal": 0, "critique": 1, "refinement": 2}
+        order = {"proposal": 0, "answer": 0, "critique": 1, "refinement": 2}
         for c in sorted(rnd.contributions, key=lambda c: order.get(c.type, 3)):
             out += _contribution(c, verbose)
         if not rnd.contributions:
             out += ["_No contributions recorded in this round._", ""]
         if rnd.number in scores:
             s = scores[rnd.number]
-            out += [f"**Judge's confidence after round {rnd.number}:** {_get(s, 'confidence', None)} — "
-                    f"{_get(s, 'reason')}", ""]
+            out += [f"**Judge's confidence after round {rnd.number}:** {_score_text(s)}", ""]
         for n in notes:
-            if int(_get(n, "after_round", -1)) == rnd.number:
-                out += [f"> **Moderator note:** {_get(n, 'text')}", ""]
+            if n.after_round == rnd.number:
+                out += [f"> **Moderator note:** {n.text}", ""]
     return out
+
+
+def _transcript(state: DebateState, verbose: bool) -> list[str]:
+    """A conversation: every turn in order, each rolling summary where it was made."""
+    names = {a.id: a.name for a in state.agents}
+    notes = list(state.notes)
+    scores = {s.round: s for s in state.convergence}
+    out = ["## Transcript", ""]
+    for rnd in state.rounds:
+        summaries = [*rnd.replaced_summaries, *rnd.summaries.values()]
+        if summaries:
+            out += [f"#### Rolling summary before turn {rnd.number}", "",
+                    *table(_SUMMARY_HEAD, _summary_rows(summaries), right=(5,)), ""]
+            out += _summary_texts(summaries, verbose)
+        for c in rnd.contributions:
+            out += _contribution(c, verbose, names)
+        if rnd.number in scores:
+            s = scores[rnd.number]
+            out += [f"**Judge's confidence after turn {rnd.number}:** {_score_text(s)}", ""]
+        for n in notes:
+            if n.after_round == rnd.number:
+                out += [f"> **Moderator note:** {n.text}", ""]
+    return out
+
+
+def _score_text(s: ConvergenceScore) -> str:
+    if s.confidence is None:
+        return "not parsed" + (f" (the judge answered: {' '.join((s.raw or '').split())[:200]})" if s.raw else "")
+    return f"{s.confidence} — {s.reason}"
 
 
 def _synthesis(state: DebateState, verbose: bool) -> list[str]:

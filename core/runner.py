@@ -182,7 +182,7 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder, state))
+    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
 
 
 __all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session"]

@@ -38,8 +38,8 @@ from moot.core.events import (
 )
 from moot.core.models import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
 
-MAX_ROUND = 1000
-"""No debate has more rounds (`debate.rounds` ≤ 1000); a larger number in an event is corruption."""
+MAX_ROUND = 100_000
+"""No debate has more steps (rounds ≤ 1000, turns ≤ 100,000); a larger number in an event is corruption."""
 
 
 class StateError(ValueError):
@@ -70,6 +70,7 @@ def apply(state: DebateState, event: Event) -> DebateState:
     match event:
         case DebateStarted():
             state.problem = event.problem
+            state.protocol = event.protocol
             state.total_rounds = event.total_rounds
             state.agents = list(event.agents)
             state.judge = event.judge
@@ -109,9 +110,16 @@ def apply(state: DebateState, event: Event) -> DebateState:
         case SynthesisCompleted(solution=solution):
             state.final_solution = solution
             _add_usage(state, solution.metadata, solution.synthesized_by)
+        case ClarificationsAsked():
+            state.pending_questions = list(event.questions)
+            state.pending_round = event.round
+            _add_usage(state, event.usage, calls=len(event.per_agent))
+            for agent_id, meta in event.per_agent.items():
+                _add_usage(state, meta, agent_id, totals=False)
         case ClarificationsAnswered():
             state.clarifications = [c for c in state.clarifications if c.round != event.round] + list(event.answers)
             state.clarified = state.clarified or event.done
+            state.pending_questions, state.pending_round = [], 0
             _add_usage(state, event.usage, calls=len(event.per_agent))
             for agent_id, meta in event.per_agent.items():
                 _add_usage(state, meta, agent_id, totals=False)
@@ -132,7 +140,7 @@ def apply(state: DebateState, event: Event) -> DebateState:
             state.error = error
             state.exit_code = code
         case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | Warning_() | ControlChanged()
-              | ClarificationsAsked() | Converged() | BudgetReached()):
+              | Converged() | BudgetReached()):
             pass  # shown as they happen; nothing in the state changes
         case _:
             assert_never(event)

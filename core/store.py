@@ -75,9 +75,12 @@ def read_events(path: Path) -> Iterator[Event]:
         yield event
 
 
-def _numbered_events(path: Path) -> Iterator[tuple[int, Event]]:
+def _numbered_events(path: Path, start: int = 0) -> Iterator[tuple[int, Event]]:
+    """(line number, event) from byte `start` on (line numbers then count from there)."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            data = fh.read()
     except FileNotFoundError:
         raise StoreError(f"no event log at {path}") from None
     except OSError as exc:
@@ -137,8 +140,17 @@ class DebateFolder:
             return state
         if state is None:
             state = new_state(self.id)
-        previous = 0
-        for lineno, event in _numbered_events(self.events_path):
+        elif state.log_offset and self._starts_after(state):
+            # The snapshot covers the log up to its offset: read only the rest. Should the rest
+            # be corrupt, fold again from the top, so the error names the line in the file.
+            try:
+                return self._fold(state, state.log_offset, state.last_seq)
+            except StoreError:
+                return self._fold(new_state(self.id), 0, 0)
+        return self._fold(state, 0, 0)
+
+    def _fold(self, state: DebateState, start: int, previous: int) -> DebateState:
+        for lineno, event in _numbered_events(self.events_path, start):
             if event.seq and event.seq <= previous:
                 raise StoreError(f"{self.events_path}: line {lineno} repeats or reorders event {event.seq} "
                                  f"after event {previous} (the log is corrupt)")
@@ -151,6 +163,25 @@ class DebateFolder:
         if not state.problem:
             raise StoreError(f"{self.path} holds no readable moot debate (no debate_started event)")
         return state
+
+    def _starts_after(self, state: DebateState) -> bool:
+        """Does the log, at the snapshot's offset, go on with the event after the snapshot's last?
+        (Else the snapshot does not belong to this log: fold the whole log instead.)"""
+        try:
+            with open(self.events_path, "rb") as fh:
+                fh.seek(max(0, state.log_offset - 1))
+                before = fh.read(1)
+                line = fh.readline()
+        except OSError:
+            return False
+        if before != b"\n":
+            return False
+        if not line.strip():
+            return True  # nothing after the snapshot
+        try:
+            return parse_event(line).seq == state.last_seq + 1
+        except (ValidationError, ValueError, RecursionError):
+            return not line.endswith(b"\n")  # a torn last line, skipped by the reader
 
     def repair_log(self) -> int:
         """Cut a torn last line (a crash mid-append) so new events start on a fresh line,
@@ -266,9 +297,8 @@ class EventLogWriter:
     It keeps its own fold of what it has written, so the snapshot always matches
     the log it sits beside."""
 
-    def __init__(self, folder: DebateFolder, state: DebateState | None = None) -> None:
+    def __init__(self, folder: DebateFolder) -> None:
         self.folder = folder
-        self.state = state.model_copy(deep=True) if state is not None else new_state(folder.id)
         self.bytes_written = 0
         self.log_bytes = folder.events_path.stat().st_size if folder.events_path.exists() else 0
         self._checkpoint_at = max(MIN_CHECKPOINT_BYTES, 2 * self.log_bytes)
@@ -286,7 +316,6 @@ class EventLogWriter:
                 n = len(line.encode("utf-8"))
                 self.bytes_written += n
                 self.log_bytes += n
-                apply(self.state, event)
                 terminal = is_terminal(event)
                 if terminal or self.log_bytes >= self._checkpoint_at:
                     # The log reaches the disk before a snapshot that covers it, so even a
@@ -312,9 +341,19 @@ class EventLogWriter:
         return line
 
     async def checkpoint(self) -> None:
-        """Rewrite the snapshot. A failure here loses nothing (the log is the truth and
-        a missing or stale snapshot is rebuilt from it), so it is noted, not raised."""
-        data = self.state.model_dump_json().encode("utf-8")
+        """Rewrite the snapshot: the last one plus the log written since, folded from the disk
+        (so it matches the log it sits beside, and no second copy of the state is kept in
+        memory). A failure here loses nothing (the log is the truth and a missing or stale
+        snapshot is rebuilt from it), so it is noted, not raised."""
+        try:
+            state = await asyncio.to_thread(self.folder.load)
+        except StoreError as exc:
+            self.snapshot_error = OSError(str(exc))
+            return
+        state.log_offset = self.log_bytes
+        # Fields at their defaults are left out (they come back on load): a smaller snapshot,
+        # rewritten less expensively as a long debate grows.
+        data = state.model_dump_json(exclude_defaults=True).encode("utf-8")
         try:
             await asyncio.to_thread(write_atomic, self.folder.state_path, data)
         except OSError as exc:

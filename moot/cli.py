@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the commands import what they need when they run (start-up 
     from moot.core.runner import DebateSession
     from moot.core.store import DebateFolder
 
-PHASES = ["clarify", "summarize", "proposal", "critique", "refinement", "score", "synthesis"]
+PHASES = ["clarify", "summarize", "proposal", "critique", "refinement", "answer", "turn", "score", "synthesis"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,13 +59,23 @@ def _positive_int(text: str) -> int:
     return v
 
 
-def _rounds(text: str) -> int:
-    from moot.core.state import MAX_ROUND
+def _bounded(field: str) -> Callable[[str], int]:
+    """An integer flag checked against the bounds of `debate.<field>` (exit 2, not a config error)."""
 
-    v = _positive_int(text)
-    if v > MAX_ROUND:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_ROUND}: {text!r}")
-    return v
+    def parse(text: str) -> int:
+        from moot.core.models import DebateSettings
+
+        v = _positive_int(text)
+        limit = next(m.le for m in DebateSettings.model_fields[field].metadata if hasattr(m, "le"))
+        if v > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit}: {text!r}")
+        return v
+
+    return parse
+
+
+_rounds = _bounded("rounds")
+_turns = _bounded("turns")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-p", "--problem-file", help="read the problem from a file")
     run.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)")
     run.add_argument("-a", "--agents", help=f"comma-separated roles: {', '.join(ROLES)}")
+    run.add_argument("--protocol", choices=["rounds", "conversation", "simultaneous"],
+                     help="debate shape (default rounds; see the README)")
     run.add_argument("-r", "--rounds", type=_rounds, help="number of rounds (default 3)")
+    run.add_argument("--turns", type=_turns, help="turns of a conversation (default 200)")
     run.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, solution on stdout")
     run.add_argument("-o", "--output", help="also write the final solution (JSON or markdown by extension)")
     run.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
@@ -111,8 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     ctx = sub.add_parser("context", help="show exactly what an agent saw in a round")
     ctx.add_argument("id")
-    ctx.add_argument("--round", type=_positive_int, required=True)
-    ctx.add_argument("--agent", required=True, help="agent id, name or role (or the judge: its id or `judge`)")
+    which = ctx.add_mutually_exclusive_group(required=True)
+    which.add_argument("--round", type=_positive_int, help="a round (rounds, simultaneous)")
+    which.add_argument("--turn", type=_positive_int, help="a turn (conversation)")
+    ctx.add_argument("--agent", help="agent id, name or role (or the judge: its id or `judge`); with --turn, "
+                                     "default: every call of that turn (the speaker's, the summarizer's)")
     ctx.add_argument("--phase", choices=PHASES)
     ctx.add_argument("--json", action="store_true")
     state_dir(ctx)
@@ -177,6 +193,10 @@ def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrid
         debate["max_cost_usd"] = args.max_cost
     if getattr(args, "max_tokens", None) is not None:
         debate["max_total_tokens"] = args.max_tokens
+    if getattr(args, "protocol", None):
+        debate["protocol"] = args.protocol
+    if getattr(args, "turns", None) is not None:
+        debate["turns"] = args.turns
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None, roles=roles,
                      provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,
                      debate=debate)
@@ -300,17 +320,28 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print(state.model_dump_json(indent=2))
         return ExitCode.OK
-    print(f"debate {state.id} · {state.status} · {len(state.rounds)}/{state.total_rounds} rounds")
+    steps = "turns" if state.protocol == "conversation" else "rounds"
+    print(f"debate {state.id} · {state.protocol} · {state.status} · {len(state.rounds)}/{state.total_rounds} {steps}")
     print(f"problem: {one_line_safe(state.problem.splitlines()[0] if state.problem else '', 200)}")
     print("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{one_line_safe(a.model, 80)})" for a in state.agents))
     if any(a.provider == "demo" for a in [*state.agents, *([state.judge] if state.judge else [])]):
         print("provider: DEMO (offline, scripted answers, not a real model)")
-    for rnd in state.rounds:
+    if state.protocol == "conversation":
+        rolls = [s for rnd in state.rounds for s in [*rnd.replaced_summaries, *rnd.summaries.values()]]
+        print(f"turns: {sum(len(r.contributions) for r in state.rounds)} messages; rolling summaries: {len(rolls)}")
+        for s in rolls[-5:]:
+            print(f"  turn {s.round}: {s.agent_id} {s.trigger}, turns 1–{s.covered_count}, "
+                  f"{s.metadata.before_tokens}→{s.metadata.after_tokens} tok")
+    for rnd in state.rounds if state.protocol != "conversation" else []:
         kinds: dict[str, int] = {}
         for c in rnd.contributions:
             kinds[c.type] = kinds.get(c.type, 0) + 1
-        summ = ", ".join(f"{k} {s.metadata.before_tokens}→{s.metadata.after_tokens} tok" for k, s in rnd.summaries.items())
-        print(f"round {rnd.number}: " + ", ".join(f"{v} {k}s" for k, v in kinds.items()) + (f"; summaries: {summ}" if summ else ""))
+        replaced = {s.id for s in rnd.replaced_summaries}
+        summ = ", ".join(f"{s.agent_id} {s.metadata.before_tokens}→{s.metadata.after_tokens} tok"
+                         + (" (replaced)" if s.id in replaced else "")
+                         for s in [*rnd.replaced_summaries, *rnd.summaries.values()])
+        print(f"round {rnd.number}: " + ", ".join(f"{v} {k}s" for k, v in kinds.items())
+              + (f"; summaries: {summ}" if summ else ""))
     print(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
     if state.error:
         print(f"error: {one_line_safe(state.error, 600)}")
@@ -320,10 +351,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    from moot.core.context.inspect import calls_for, format_calls
+    from moot.core.context.inspect import calls_at_turn, calls_for, format_calls
 
     state = _open(args).load()
-    calls = calls_for(state, args.round, args.agent, args.phase)
+    if args.turn is not None:
+        calls = calls_at_turn(state, args.turn, args.agent, args.phase)
+    elif args.agent is None:
+        raise InputError("--round needs --agent (which agent's calls)")
+    else:
+        calls = calls_for(state, args.round, args.agent, args.phase)
     if args.json:
         print(json.dumps(calls, indent=2, ensure_ascii=False))
     else:

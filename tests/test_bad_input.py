@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 from moot.cli import main
+from moot.core.models import DebateState
 from moot.core.config import ConfigError, load_config
 from tests.conftest import moot
 from tests.test_resume import TRACEBACK, check_complete, only_debate
@@ -233,13 +234,13 @@ def _debate(state_dir: Path) -> Path:
 
 def test_corrupt_state_json_is_rebuilt_from_the_log(state_dir: Path) -> None:
     folder = _debate(state_dir)
-    good = json.loads((folder / "state.json").read_text())
+    good = DebateState.model_validate_json((folder / "state.json").read_bytes())
     _write(folder / "state.json", b"\x00\x01 not json at all")
     r = cli("show", folder.name, "--state-dir", str(state_dir), "--json")
     assert r.returncode == 0, r.stderr
-    rebuilt = json.loads(r.stdout)
-    assert rebuilt["status"] == "completed" and rebuilt["rounds"] == good["rounds"]
-    assert rebuilt["final_solution"] == good["final_solution"]
+    rebuilt = DebateState.model_validate_json(r.stdout)
+    assert rebuilt.status == "completed" and rebuilt.rounds == good.rounds
+    assert rebuilt.final_solution == good.final_solution
 
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "wrong shape"])

@@ -99,7 +99,7 @@ def test_summarization_input_is_only_the_agents_perspective(tmp_path: Path) -> N
         for call in rnd.calls:
             if call.phase != "summarize" or call.agent_id == "judge":
                 continue
-            allowed = set(index.perspective[call.agent_id])
+            allowed = {c.id for c in index.perspective_items(call.agent_id)}
             assert set(call.task_contribution_ids) <= allowed
             for cid in call.task_contribution_ids:
                 c = index.contributions[cid]

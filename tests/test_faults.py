@@ -297,7 +297,7 @@ async def test_unsavable_text_from_a_server_is_cleaned(tmp_path: Path, loopback:
                                      roles=["kiss", "security"])
     assert state.status == "completed"
     assert all(c.content.endswith("broken emoji: ?") for c in state.all_contributions())
-    assert DebateFolder(folder.path).load().model_dump() == state.model_dump()
+    assert DebateFolder(folder.path).load().model_dump(exclude={"log_offset"}) == state.model_dump(exclude={"log_offset"})
 
 
 def test_a_non_finite_price_never_makes_the_log_unreadable(tmp_path: Path, loopback: Any) -> None:

@@ -138,6 +138,6 @@ def test_context_cli_accepts_clarify_and_score_phases(tmp_path: Path, capsys) ->
                                                                          "convergence_threshold": 100}}, rounds=2))
     sd = str(folder.path.parent)
     assert main(["context", state.id, "--round", "1", "--agent", "kiss", "--phase", "clarify", "--state-dir", sd]) == 0
-    assert "═══ clarify" in capsys.readouterr().out
+    assert "═══ kiss clarify" in capsys.readouterr().out
     assert main(["context", state.id, "--round", "1", "--agent", "judge", "--phase", "score", "--state-dir", sd]) == 0
-    assert "═══ score" in capsys.readouterr().out
+    assert "═══ judge score" in capsys.readouterr().out

@@ -123,8 +123,6 @@ def test_status_error_clarifications_notes() -> None:
     assert "> **Moderator note:** Keep it cheap." in text
     assert "**Judge's confidence after round 1:** 71 — close" in text
     assert "_No final synthesis" in text and "**DEMO**" not in text
-    as_dicts = state.model_copy(update={"clarifications": [{"agent_id": "a", "question": "Q?", "answer": "A."}]})
-    assert "**a** asked: Q?" in render_report(as_dicts)
 
 
 def test_demote_headings_respects_code_fences() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from moot.core.models import DebateState
 from moot.core.pricing import call_cost, price_for
 from tests.conftest import make_server, moot, read_jsonl, run_debate
 
@@ -41,9 +42,9 @@ def test_clarifications_scripted_answers_reach_every_prompt(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert "clarifying question" in proc.stderr
     state_path = next((tmp_path / "d").iterdir()) / "state.json"
-    state = json.loads(state_path.read_text())
-    answers = [c["answer"] for c in state["clarifications"]]
-    assert sorted(answers) == ["", "ten thousand per second"] and state["clarified"] is True
+    state = DebateState.model_validate_json(state_path.read_bytes())
+    answers = [c.answer for c in state.clarifications]
+    assert sorted(answers) == ["", "ten thousand per second"] and state.clarified is True
     later = [b for b in bodies if '"questions"' not in b["messages"][-1]["content"]]
     assert later and all("ten thousand per second" in b["messages"][-1]["content"] for b in later)
     assert all("(no answer)" in b["messages"][-1]["content"] for b in later)

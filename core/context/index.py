@@ -1,11 +1,21 @@
-"""An incremental index over a debate's state: lookups by id and each agent's perspective.
+"""An incremental index over a debate's state: lookups by id, each agent's perspective, the transcript.
 
-Building a view must cost the same at round 200 as at round 10, so nothing here
-scans the whole debate per call: the index is updated once per event.
+Building a view must cost the same at round 200 (or turn 10,000) as at round 10, so
+nothing here scans the whole debate per call: the index is updated once per event,
+and a view's items are found by binary search.
+
+Items are kept in a canonical order — step (round or turn), then phase, then agent
+and target in config order — not in the order calls happened to finish. With the
+visibility rule below, that makes every view independent of timing.
+
+Visibility: a view built for step `r`, phase `p` sees only items of earlier steps and
+of earlier phases of step `r` (`before=(r, rank(p))`), never work of its own phase,
+so calls running side by side see the debate as it stood when their phase began.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from typing import assert_never
 
 from moot.core.events import (
@@ -34,30 +44,81 @@ from moot.core.events import (
     Token,
     Warning_,
 )
-from moot.core.models import Contribution, DebateState, Summary
+from moot.core.models import AgentInfo, Contribution, DebateState, Summary
+
+PHASE_RANK: dict[str, int] = {
+    "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "refinement": 3,
+    "score": 4, "synthesis": 5,
+}
+"""Where each phase (and the contribution type it makes) sits inside a step."""
+
+Key = tuple[int, int, int, int]
+"""(step, phase rank, agent rank, target rank): the canonical order of items."""
+
+
+def barrier(step: int, phase: str) -> tuple[int, int]:
+    """What a view of `phase` in `step` may see: everything strictly before this."""
+    return (step, PHASE_RANK[phase])
+
+
+class _Ordered:
+    """Contribution ids in canonical order, with their keys for binary search."""
+
+    __slots__ = ("ids", "keys")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.keys: list[Key] = []
+
+    def add(self, key: Key, cid: str) -> None:
+        if not self.keys or key >= self.keys[-1]:  # the usual case: the newest item
+            self.keys.append(key)
+            self.ids.append(cid)
+            return
+        i = bisect_right(self.keys, key)
+        self.keys.insert(i, key)
+        self.ids.insert(i, cid)
+
+    def window(self, after: Key | None, before: tuple[int, int] | None) -> list[str]:
+        """Ids strictly after the item keyed `after` and strictly before `before` (step, phase)."""
+        lo = bisect_right(self.keys, after) if after is not None else 0
+        hi = bisect_left(self.keys, (before[0], before[1], -1, -1)) if before is not None else len(self.keys)
+        return self.ids[lo:hi] if lo < hi else []
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 class DebateIndex:
     def __init__(self, state: DebateState | None = None) -> None:
         self.contributions: dict[str, Contribution] = {}
         self.summaries: dict[str, Summary] = {}
-        self.perspective: dict[str, list[str]] = {}
-        """agent id → ids of its proposals, refinements and the critiques aimed at it, in order."""
+        self._perspective: dict[str, _Ordered] = {}
+        """agent id → its proposals, refinements, answers and the critiques aimed at it."""
+        self._transcript = _Ordered()
+        """Every conversation message, in turn order (the shared transcript)."""
         self.latest_summary: dict[str, Summary] = {}
         self.names: dict[str, tuple[str, str]] = {}
         """agent id → (display name, role)."""
+        self._rank: dict[str, int] = {"": -1}
         self.prompts: dict[str, str] = {}
         self.problem = ""
         if state is not None:
             self.load(state)
 
+    # ------------------------------------------------------------------ building
+
+    def _people(self, agents: list[AgentInfo], judge: AgentInfo | None) -> None:
+        for info in [*agents, *([judge] if judge else [])]:
+            self.names[info.id] = (info.name, info.role)
+            self._rank.setdefault(info.id, len(self._rank) - 1)
+
     def load(self, state: DebateState) -> None:
         self.prompts = state.prompts
         self.problem = state.problem
-        for info in [*state.agents, *([state.judge] if state.judge else [])]:
-            self.names[info.id] = (info.name, info.role)
+        self._people(state.agents, state.judge)
         for rnd in state.rounds:
-            for c in rnd.contributions:  # already in the order they were emitted
+            for c in rnd.contributions:
                 self.add_contribution(c)
             for s in [*rnd.replaced_summaries, *rnd.summaries.values()]:
                 self.add_summary(s)
@@ -75,8 +136,7 @@ class DebateIndex:
             case DebateStarted():
                 self.prompts = dict(event.prompts)
                 self.problem = event.problem
-                for info in [*event.agents, event.judge]:
-                    self.names[info.id] = (info.name, info.role)
+                self._people(event.agents, event.judge)
             case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
                   | CallFailed() | SummaryRequested() | SynthesisCompleted() | Warning_() | ControlChanged()
                   | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
@@ -85,13 +145,20 @@ class DebateIndex:
             case _:
                 assert_never(event)
 
+    def key(self, c: Contribution) -> Key:
+        return (c.round, PHASE_RANK[c.type], self._rank.get(c.agent_id, 1_000),
+                self._rank.get(c.target_agent_id or "", 1_000))
+
     def add_contribution(self, c: Contribution) -> None:
         if c.id in self.contributions:
             return
         self.contributions[c.id] = c
+        key = self.key(c)
+        if c.type == "message":
+            self._transcript.add(key, c.id)
         owner = c.target_agent_id if c.type == "critique" else c.agent_id
         if owner:
-            self.perspective.setdefault(owner, []).append(c.id)
+            self._perspective.setdefault(owner, _Ordered()).add(key, c.id)
 
     def add_summary(self, s: Summary) -> None:
         self.summaries[s.id] = s
@@ -99,27 +166,50 @@ class DebateIndex:
         if prev is None or (s.round, s.ts) >= (prev.round, prev.ts):
             self.latest_summary[s.agent_id] = s
 
-    def perspective_items(self, agent_id: str) -> list[Contribution]:
-        return [self.contributions[i] for i in self.perspective.get(agent_id, [])]
+    # ------------------------------------------------------------------ queries
 
-    def uncovered_items(self, agent_id: str, summary: Summary | None) -> list[Contribution]:
-        """Perspective items newer than `summary` (all of them when there is none).
+    def _after(self, summary: Summary | None) -> Key | None:
+        if summary is None or summary.covered_through is None:
+            return None
+        covered = self.contributions.get(summary.covered_through)
+        return self.key(covered) if covered is not None else None
 
-        Walks back from the newest item and stops at the first covered one, so the
-        cost is the size of the recent window, not of the whole debate."""
-        ids = self.perspective.get(agent_id, [])
-        if summary is None:
-            return [self.contributions[i] for i in ids]
-        out: list[Contribution] = []
-        for cid in reversed(ids):
-            if cid == summary.covered_through:
-                break
-            out.append(self.contributions[cid])
-        out.reverse()
-        return out
+    def perspective_items(self, agent_id: str, before: tuple[int, int] | None = None) -> list[Contribution]:
+        items = self._perspective.get(agent_id)
+        return [self.contributions[i] for i in items.window(None, before)] if items else []
+
+    def uncovered_items(self, agent_id: str, summary: Summary | None,
+                        before: tuple[int, int] | None = None) -> list[Contribution]:
+        """The agent's perspective items newer than `summary` (all when there is none) and
+        visible before `before`; found by binary search, so the cost is the window's size."""
+        items = self._perspective.get(agent_id)
+        if items is None:
+            return []
+        return [self.contributions[i] for i in items.window(self._after(summary), before)]
+
+    def perspective_size(self, agent_id: str) -> int:
+        items = self._perspective.get(agent_id)
+        return len(items) if items else 0
+
+    def messages_after(self, summary: Summary | None, before_turn: int | None = None) -> list[Contribution]:
+        """Conversation messages newer than `summary` and older than turn `before_turn`."""
+        before = (before_turn, 0) if before_turn is not None else None
+        return [self.contributions[i] for i in self._transcript.window(self._after(summary), before)]
+
+    def turn_ids(self, first: int, last: int) -> list[str]:
+        """The ids of the conversation's messages of turns `first..last`, in order."""
+        return self._transcript.window((first - 1, 99, 1 << 30, 1 << 30), (last + 1, 0))
+
+    @property
+    def message_count(self) -> int:
+        return len(self._transcript)
 
     def name(self, agent_id: str) -> str:
         return self.names.get(agent_id, (agent_id, ""))[0]
 
     def role(self, agent_id: str) -> str:
         return self.names.get(agent_id, ("", "generalist"))[1]
+
+    def rank(self, agent_id: str) -> int:
+        """The agent's position in the config (the judge after the agents)."""
+        return self._rank.get(agent_id, 1_000)

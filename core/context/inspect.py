@@ -6,7 +6,7 @@ from typing import Any
 
 from moot.core.context.index import DebateIndex
 from moot.core.errors import InspectError
-from moot.core.context.view import render_messages
+from moot.core.context.view import history_ids, render_messages
 from moot.core.agents import require_agent
 from moot.core.models import DebateState, ViewRecord
 
@@ -16,10 +16,12 @@ def resolve_agent_id(state: DebateState, name: str) -> str:
     return require_agent(name, state.agents, state.judge, where=f" in debate {state.id}").id
 
 
-def records_for(state: DebateState, round_no: int, agent_id: str, phase: str | None = None) -> list[ViewRecord]:
+def records_for(state: DebateState, round_no: int, agent_id: str | None, phase: str | None = None) -> list[ViewRecord]:
+    """The recorded calls of one step (every agent's when `agent_id` is None), oldest first."""
+    word = "turns" if state.protocol == "conversation" else "rounds"
     if round_no < 1 or round_no > len(state.rounds):
-        raise InspectError(f"debate {state.id} has rounds 1–{len(state.rounds)}, not {round_no}")
-    calls = [c for c in state.rounds[round_no - 1].calls if c.agent_id == agent_id]
+        raise InspectError(f"debate {state.id} has {word} 1–{len(state.rounds)}, not {round_no}")
+    calls = [c for c in state.rounds[round_no - 1].calls if agent_id is None or c.agent_id == agent_id]
     if phase:
         calls = [c for c in calls if c.phase == phase]
     return calls
@@ -28,6 +30,8 @@ def records_for(state: DebateState, round_no: int, agent_id: str, phase: str | N
 def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
     return {
         "call_id": record.call_id,
+        "agent_id": record.agent_id,
+        "round": record.round,
         "phase": record.phase,
         "target_agent_id": record.target_agent_id,
         "model": record.model,
@@ -36,7 +40,7 @@ def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
         "budget": record.budget,
         "max_tokens": record.max_tokens,
         "summary_id": record.summary_id,
-        "contribution_ids": record.contribution_ids,
+        "contribution_ids": history_ids(record, index),
         "dropped_ids": record.dropped_ids,
     }
 
@@ -48,6 +52,16 @@ def calls_for(state: DebateState, round_no: int, agent: str, phase: str | None =
     return [call_view(r, index) for r in records_for(state, round_no, agent_id, phase)]
 
 
+def calls_at_turn(state: DebateState, turn: int, agent: str | None = None,
+                  phase: str | None = None) -> list[dict[str, Any]]:
+    """Every call made at a conversation's turn (the summarizer's, then the speaker's), or one agent's."""
+    if state.protocol != "conversation":
+        raise InspectError(f"debate {state.id} is a {state.protocol} debate: use --round, not --turn")
+    agent_id = resolve_agent_id(state, agent) if agent else None
+    index = DebateIndex(state)
+    return [call_view(r, index) for r in records_for(state, turn, agent_id, phase)]
+
+
 def format_calls(calls: list[dict[str, Any]]) -> str:
     """A readable view: each call, each message with its tier and token count."""
     if not calls:
@@ -56,7 +70,7 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
     for c in calls:
         t = c["tokens"]
         target = f" → {c['target_agent_id']}" if c["target_agent_id"] else ""
-        out.append(f"═══ {c['phase']}{target} · {c['model']} · {t['total']} / {c['budget']} tokens"
+        out.append(f"═══ {c['agent_id']} {c['phase']}{target} · {c['model']} · {t['total']} / {c['budget']} tokens"
                    + (f" · {len(c['dropped_ids'])} items dropped" if c["dropped_ids"] else ""))
         tiers = message_tiers(c)
         for (tier, n), m in zip(tiers, c["messages"]):

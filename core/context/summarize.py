@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from moot.core import tokens
 from moot.core.context.index import DebateIndex
@@ -23,11 +24,20 @@ from moot.core.context.rule_based import SourceItem, summarize_rule_based
 from moot.core.clock import SYSTEM_CLOCK, Clock
 from moot.core.context.view import ViewBuilder, format_item, item_label, render_messages
 from moot.core.errors import ContextOverflow, ProviderError
-from moot.core.models import Contribution, Summary, SummaryMetadata, SummaryTrigger, ViewRecord
+from moot.core.models import (
+    Contribution,
+    Summary,
+    SummaryMetadata,
+    SummaryMethod,
+    SummaryStrategy,
+    SummaryTrigger,
+    ViewRecord,
+)
 from moot.core.providers.base import Completion, Message
 
-CallFn = Callable[[ViewRecord, list[Message], int], Awaitable[Completion]]
-"""Makes one LLM call for a summarize record: (record, messages, max_tokens) → completion."""
+CallFn = Callable[[ViewRecord, int, int], Awaitable[Completion]]
+"""Makes one LLM call for a summarize record: (record, input budget, max_tokens) → completion.
+The caller builds the view from the record (so its provenance is recorded like any call's)."""
 
 
 class SummaryRejected(Exception):
@@ -44,8 +54,8 @@ class SummaryJob:
     """What to fold in: the whole perspective (fresh) or what aged out (rolling)."""
     previous: Summary | None
     """The summary being extended (rolling only)."""
-    method: str
-    strategy: str
+    method: SummaryMethod
+    strategy: SummaryStrategy
     max_chars: int
     max_tokens: int
     model: str
@@ -56,6 +66,11 @@ class SummaryJob:
     task_key: str
     summary_id: str
     judge: bool = False
+    focus: str | None = None
+    """What the user asked the summary to focus on (goes into the prompt; kept with the summary)."""
+    params: dict[str, object] = field(default_factory=dict)
+    scope: Literal["perspective", "conversation"] = "perspective"
+    """More template parameters for the summarize prompt (e.g. a conversation's `lens`)."""
 
 
 def cap_text(text: str, max_chars: int, max_tokens: int, model: str) -> str:
@@ -143,6 +158,8 @@ class Summarizer:
             trigger=job.trigger,
             covered_through=through,
             covered_count=count,
+            focus=job.focus,
+            scope=job.scope,
             metadata=meta,
         )
         return summary, fallback
@@ -158,7 +175,8 @@ class Summarizer:
             model=job.model,
             system_key=job.system_key,
             task_key=job.task_key,
-            task_params={"max_length": max_chars, "owner": job.agent_id},
+            task_params={"max_length": max_chars, "owner": job.agent_id, **job.params,
+                         **({"focus": job.focus} if job.focus else {})},
             summary_id=prev,
             task_contribution_ids=ids,
             inline=parts,
@@ -169,9 +187,8 @@ class Summarizer:
         return tokens.count_messages(messages, job.model) <= job.budget, messages
 
     async def _one(self, job: SummaryJob, record: ViewRecord, max_chars: int, max_tokens: int, meta: SummaryMetadata) -> str:
-        messages = self.builder.build(record, [], job.budget)  # shortens quotes if one item is huge
         out_tokens = max(16, min(max_tokens, job.reserve))
-        completion = await self.call(record, messages, out_tokens)
+        completion = await self.call(record, job.budget, out_tokens)  # the view shortens quotes if one item is huge
         meta.prompt_tokens += completion.prompt_tokens
         meta.completion_tokens += completion.completion_tokens
         meta.input_tokens += record.tokens.total

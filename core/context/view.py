@@ -5,10 +5,13 @@ messages by `render_messages`. The live call sends exactly what `render_messages
 returns, and `moot context` calls the same function on the stored record, so what
 is shown is byte for byte what was sent.
 
-Messages: system prompt · summary of older perspective history (if any) · recent
-perspective items verbatim (if any) · the phase's task. When they do not fit, the
-oldest verbatim items give way first (a marker says so), then quoted material in
-the task is shortened, then the summary; a request over budget is never sent.
+Messages: system prompt · summary of older history (if any) · recent items verbatim
+(if any) · the phase's task. In the `rounds` protocol the history is the agent's
+perspective; in a `conversation` it is the shared transcript (the system message then
+also states the topic). When a view does not fit, the oldest verbatim items give way
+first (a marker says so), then quoted material in the task is shortened, then the
+summary; a request over budget is never sent. (A conversation rolls its summary
+forward instead of dropping anything: see `moot.core.protocols.conversation`.)
 """
 
 from __future__ import annotations
@@ -23,11 +26,15 @@ from moot.core.models import Contribution, Summary, TierTokens, ViewRecord
 from moot.core.prompts import render
 from moot.core.providers.base import Message
 
-HISTORY_PHASES = frozenset({"proposal", "critique", "refinement"})
+HISTORY_PHASES = frozenset({"proposal", "critique", "refinement", "turn"})
+"""Phases whose views carry a summary and verbatim history (the others carry material in the task)."""
 TRUNCATION_NOTE = "\n\n[… shortened to fit the context budget]"
 
 
 def item_label(c: Contribution, owner: str, index: DebateIndex) -> str:
+    if c.type == "message":
+        you = " (you)" if c.agent_id == owner else ""
+        return f"Turn {c.round} · {index.name(c.agent_id)} ({c.role}){you}"
     if c.agent_id == owner:
         return f"Round {c.round} · your {c.type}"
     if c.type == "critique" and c.target_agent_id == owner:
@@ -39,15 +46,24 @@ def format_item(c: Contribution, owner: str, index: DebateIndex) -> str:
     return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}"
 
 
-def summary_message(s: Summary) -> str:
+def summary_message(s: Summary, conversation: bool = False) -> str:
+    if conversation:
+        return (f"## Summary of the conversation so far (turns 1–{s.covered_count}; made at turn {s.round})"
+                f"\n\n{s.summary.strip()}")
     return (
         f"## Summary of your earlier debate (made in round {s.round}; "
         f"covers {s.covered_count} items)\n\n{s.summary.strip()}"
     )
 
 
-def history_message(items: list[str], dropped: int) -> str:
-    parts = ["## Your recent debate history (verbatim, oldest first)"]
+def conversation_system(prompt: str, problem: str) -> str:
+    """A conversation's system message: the speaker's role prompt, then the topic."""
+    return f"{prompt.rstrip()}\n\n## Debate topic\n\n{problem.strip()}"
+
+
+def history_message(items: list[str], dropped: int, conversation: bool = False) -> str:
+    parts = ["## The latest messages (verbatim, oldest first)" if conversation
+             else "## Your recent debate history (verbatim, oldest first)"]
     if dropped:
         parts.append(f"[{dropped} older item{'s' if dropped != 1 else ''} omitted to fit the context budget]")
     parts.extend(items)
@@ -65,6 +81,9 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
     """The phase's task message, from the record's template key, parameters and ids."""
     p: dict[str, Any] = {"problem": index.problem, **record.task_params}
     limit = p.pop("quote_limit", None)
+    transcript = p.pop("transcript", False)
+    own = p.pop("own_answer_id", None)
+    focus = p.pop("focus", None)
     m = record.model
     ids = record.task_contribution_ids
     phase = record.phase
@@ -84,6 +103,21 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
         blocks += [format_item(index.contributions[i], owner, index) for i in ids]
         blocks += [record.inline[k] for k in sorted(record.inline) if k.startswith("part")]
         p["history"] = _quote("\n\n".join(blocks), limit, m)
+    elif phase == "answer":
+        first = int(p.get("round", 1)) <= 1
+        p["own_answer"] = (_brief(record, index, own, limit) if own else
+                           "(none: this is the first round)" if first else "(your previous answer was not recorded)")
+        p["other_answers"] = "\n\n".join(
+            f"### {index.name(index.contributions[i].agent_id)} ({index.contributions[i].role})\n\n"
+            f"{_brief(record, index, i, limit)}" for i in ids if i != own
+        ) or ("(none: this is the first round)" if first else "(no other answers were recorded)")
+    elif phase in ("synthesis", "score") and transcript:
+        parts: list[str] = []
+        if record.summary_id:
+            s = index.summaries[record.summary_id]
+            parts.append(f"### Summary of turns 1–{s.covered_count}\n\n{s.summary.strip()}")
+        parts += [format_item(index.contributions[i], "", index) for i in ids]
+        p["material"] = _quote("\n\n".join(parts), limit, m) if limit else "\n\n".join(parts)
     elif phase in ("synthesis", "score"):
         if record.summary_id and phase == "synthesis":
             material = "### Summary of the final round\n\n" + index.summaries[record.summary_id].summary.strip()
@@ -95,21 +129,42 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
         p["material"] = material
     p.pop("owner", None)
     text = render(index.prompts[record.task_key], **p)
+    if focus:
+        text += f"\n\n## The user asks this summary to focus on\n\n{focus}"
     notes = record.inline.get("notes")
     if notes:
         text += "\n\n" + notes
     return text
 
 
+def _brief(record: ViewRecord, index: DebateIndex, cid: str, limit: int | None) -> str:
+    """A quoted contribution, or the summary of it the view used instead (`inline["brief:<id>"]`)."""
+    text = record.inline.get(f"brief:{cid}")
+    return text if text is not None else _quote(index.contributions[cid].content, limit, record.model)
+
+
+def history_ids(record: ViewRecord, index: DebateIndex) -> list[str]:
+    """The verbatim history of a view, oldest first (a conversation's stored as a span of turns)."""
+    if record.history_turns is not None:
+        return index.turn_ids(*record.history_turns)
+    return record.contribution_ids
+
+
 def render_messages(record: ViewRecord, index: DebateIndex) -> list[Message]:
     """The exact messages of a call, rebuilt from its record."""
-    messages: list[Message] = [{"role": "system", "content": index.prompts[record.system_key]}]
+    conversation = record.phase == "turn"
+    system = index.prompts[record.system_key]
+    if conversation:
+        system = conversation_system(system, index.problem)
+    messages: list[Message] = [{"role": "system", "content": system}]
     if record.summary_id and record.phase in HISTORY_PHASES:
-        messages.append({"role": "user", "content": summary_message(index.summaries[record.summary_id])})
-    if record.contribution_ids or record.dropped_ids:
+        summary = summary_message(index.summaries[record.summary_id], conversation)
+        messages.append({"role": "user", "content": summary})
+    ids = history_ids(record, index)
+    if ids or record.dropped_ids:
         owner = record.agent_id
-        blocks = [format_item(index.contributions[i], owner, index) for i in record.contribution_ids]
-        messages.append({"role": "user", "content": history_message(blocks, len(record.dropped_ids))})
+        blocks = [format_item(index.contributions[i], owner, index) for i in ids]
+        messages.append({"role": "user", "content": history_message(blocks, len(record.dropped_ids), conversation)})
     messages.append({"role": "user", "content": render_task(record, index)})
     return messages
 
@@ -144,6 +199,7 @@ class ViewBuilder:
     def build(self, record: ViewRecord, history: list[Contribution], budget: int) -> list[Message]:
         """Fill `record` (history ids, tokens, budget) so the view fits; return its messages."""
         record.budget = budget
+        record.history_turns = None
         m = record.model
         keep: list[Contribution] = list(history)
         record.contribution_ids = [c.id for c in keep]
@@ -172,6 +228,10 @@ class ViewBuilder:
         if total > budget:
             messages, total = self._shrink_task(record, budget)
         record.tokens = tier_tokens(record, messages)
+        if record.phase == "turn" and keep and not record.dropped_ids:
+            turns = [c.round for c in keep]
+            if turns == list(range(turns[0], turns[-1] + 1)):
+                record.history_turns, record.contribution_ids = (turns[0], turns[-1]), []
         return messages
 
     def _shrink_task(self, record: ViewRecord, budget: int) -> tuple[list[Message], int]:

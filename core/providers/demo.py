@@ -463,6 +463,7 @@ def _first_sentence(text: str) -> str:
 _HEADING = re.compile(r"^\s*(#{1,6}\s+(?P<h>.+?)\s*#*|\*\*(?P<b>[^*]{1,80})\*\*:?|\[(?P<s>[^\]]{1,80})\]:?)\s*$")
 _LABELLED = re.compile(r"^\s*(?P<l>[A-Za-z][\w .()/,-]{0,60}):\s+(?P<rest>\S.*)$")
 _MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_TURN_HEAD = re.compile(r"^### Turn \d+ · (.+?) \(", re.M)
 
 
 def _blocks(material: str) -> list[tuple[str, str]]:
@@ -529,6 +530,7 @@ class DemoProvider:
         if count_text(text, model) > request.max_tokens:
             text = truncate_to_tokens(text, request.max_tokens, model)
             finish = "length"
+        await asyncio.sleep(0)  # like any real call, let the event loop run (commands, other views)
         for i, chunk in enumerate(self._chunks(text, model)):
             if i and self.delay_s > 0:
                 await asyncio.sleep(self.delay_s)
@@ -637,6 +639,16 @@ class DemoProvider:
                 f"Overall the {ctx['target']} view is a useful anchor. With the weaknesses above addressed I would "
                 f"support it, and I would ask its author to say how each change will be measured for {ctx['noun']}.\n"
             )
+        if phase == "turn":
+            return self._turn(messages, hint, rng, fmt, pick, bank, ctx)
+        if phase == "answer":
+            intro = (f"{fmt(rng.choice(OPENERS))} {fmt(rng.choice(bank['position']))}" if hint.round <= 1 else
+                     f"In round {hint.round} I keep {frag(rng.choice(bank['keeps']))} and change "
+                     f"{frag(rng.choice(bank['changes']))}, taking the other agents' answers as advice.")
+            changes = ("none" if hint.round <= 1 else
+                       fmt(f"I moved {rng.choice(bank['changes'])} because the others showed it was the weak spot."))
+            return (f"## Answer\n\n{intro}\n\n{_bullets(pick('design', 4))}\n\n## Reasoning\n\n"
+                    f"{_bullets(pick('decisions', 3))}\n\n## Changes since your last answer\n\n{changes}\n")
         if phase == "summarize":
             return self._summarize(last, int(hint.extra.get("max_chars", 2500)))
         if phase == "synthesis":
@@ -661,6 +673,37 @@ class DemoProvider:
             f"## Answer\n\n{fmt(rng.choice(bank['position']))}\n\n"
             f"{_bullets(pick('suggestions', 2))}\n\n_Written by the offline demo provider._\n"
         )
+
+    def _turn(self, messages: Sequence[Message], hint: CallHint, rng: random.Random, fmt: Callable[[str], str],
+              pick: Callable[[str, int], list[str]], bank: dict[str, Any], ctx: dict[str, Any]) -> str:
+        """A conversation turn: answer the previous speaker by name, then add one new point."""
+        previous = ""
+        quote = ""
+        for m in reversed(messages[:-1]):
+            heads = _TURN_HEAD.findall(m.get("content", ""))
+            if heads:
+                previous = heads[-1]
+                tail = m["content"].rsplit(f"· {previous} (", 1)[-1]
+                lines = [ln for ln in tail.splitlines() if len(ln.split()) >= 6 and not ln.lstrip().startswith("#")]
+                if lines:
+                    words = re.sub(r"[*`_]", "", _MARKER.sub("", rng.choice(lines[:4]))).split()
+                    quote = " ".join(words[:8]).strip(".,;:")
+                break
+        if previous:
+            opener = rng.choice([
+                f"{previous}, I agree with part of that",
+                f"I see it differently from {previous}",
+                f"Building on what {previous} said",
+                f"{previous} raises a fair point",
+            ])
+            opener += f' ("{quote}…"), ' if quote else ", "
+            opener += f"but from the {hint.role} side what decides it is {bank['lens']}."
+        else:
+            opener = f"{fmt(rng.choice(OPENERS))} {fmt(rng.choice(bank['position']))}"
+        body = fmt(rng.choice(bank["position"] + bank["design"]))
+        risk = fmt(rng.choice(bank["risks"]))
+        ask = fmt(rng.choice(bank["questions"]))
+        return f"{opener}\n\n{body} {risk}\n\n- {fmt(rng.choice(bank['decisions']))}\n- {ask}\n"
 
     def _summarize(self, material: str, max_chars: int) -> str:
         """Headline + first sentence of each block, capped below the material's length."""

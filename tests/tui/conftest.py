@@ -40,13 +40,14 @@ def session(tmp_path: Path) -> DebateSession:
 
 
 async def _record(state_dir: Path) -> list[Event]:
-    """A whole 2-round demo debate, with a manual summary of the architect in round 2."""
+    """A whole 2-round demo debate, with a manual summary of the architect asked for after the
+    round-2 proposals (made at its first critique call)."""
     s = make_session(state_dir, debate_id="recorded")
     orch = s.orchestrator
     loop = asyncio.get_running_loop()
 
     def listen(event: Event) -> None:
-        if event.type == "phase_completed" and event.round == 1 and event.phase == "refinement":
+        if event.type == "phase_completed" and event.round == 2 and event.phase == "proposal":
             loop.call_soon(orch.request_summary, "architect")
 
     s.bus.listen(listen)

@@ -62,6 +62,8 @@ from moot.tui.commands import (
 from moot.tui.runtime import ReadOnlyError, Runtime
 from moot.tui.theming import BUNDLED, theme_names
 from moot.tui.widgets.agent_pane import AgentPane
+from moot.tui.widgets.agent_roster import AgentRoster, AgentRow
+from moot.tui.widgets.conversation_view import ConversationView
 from moot.tui.widgets.command_input import CommandInput
 from moot.tui.widgets.debate_header import DebateHeader
 from moot.tui.widgets.event_log import EventLog
@@ -119,6 +121,7 @@ class DebateScreen(Screen):
         self.index = DebateIndex()
         self.phase = ""
         self.panes: dict[str, AgentPane] = {}
+        self.conversation: ConversationView | None = None
         self.loaded = False
         self.bridge = Bridge(runtime, self)
         self._usage_shown: dict[str, tuple[int, float]] = {}
@@ -127,7 +130,9 @@ class DebateScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield DebateHeader()
-        yield Grid(id="panes")
+        with Horizontal(id="main"):
+            yield Grid(id="panes")
+            yield AgentRoster(id="roster")
         yield EventLog(id="event-log")
         with Vertical(id="command-bar"):
             yield Label("", id="command-feedback")
@@ -155,7 +160,18 @@ class DebateScreen(Screen):
         grid.styles.grid_size_rows = rows
 
     async def _build_panes(self) -> None:
-        if self.panes or not self.state.agents:
+        """The layout for the debate's protocol: a pane per agent, or a conversation's shared
+        transcript beside the roster of agents."""
+        if self.panes or self.conversation is not None or not self.state.agents:
+            return
+        roster = self.query_one(AgentRoster)
+        await roster.set_agents(self.state.agents, self.state.judge)
+        if self.state.protocol == "conversation":
+            names = {a.id: (a.name, a.role) for a in [*self.state.agents, *([self.state.judge] if self.state.judge else [])]}
+            self.conversation = ConversationView(names, id="conversation")
+            self.set_class(True, "-conversation")
+            await self.query_one("#main", Horizontal).mount(self.conversation, before=roster)
+            self.refresh_bindings()
             return
         infos: list[tuple[AgentInfo, bool]] = [(a, False) for a in self.state.agents]
         if self.state.judge is not None:
@@ -197,6 +213,18 @@ class DebateScreen(Screen):
 
     async def _load_panes(self) -> None:
         state = self.state
+        latest = {v.agent_id: v for r in state.rounds for v in r.calls if v.phase != "summarize"}
+        for agent_id, view in latest.items():
+            if (loaded := self.query_one(AgentRoster).row(agent_id)) is not None:
+                loaded.activity.finished_any = True
+                loaded.show_view(view.tokens, view.budget)
+                loaded.refresh_status()
+        if self.conversation is not None:
+            messages = [c for r in state.rounds[-ConversationView.MAX_MESSAGES:] for c in r.contributions]
+            judge_id = state.judge.id if state.judge else JUDGE_ID
+            summaries = [s for r in state.rounds for s in r.summaries.values() if s.agent_id == judge_id]
+            view_ = self.conversation
+            view_.call_later(view_.load, messages, summaries[-1] if summaries else None)
         for agent_id, pane in self.panes.items():
             contributions = [c for r in state.rounds for c in r.contributions if c.agent_id == agent_id]
             summaries = [r.summaries[agent_id] for r in state.rounds if agent_id in r.summaries]
@@ -219,9 +247,14 @@ class DebateScreen(Screen):
         """What each event changes on screen (the header and the log are refreshed by the caller).
 
         Pane work is queued on the pane (`call_later`): the screen repaints only when its
-        own queue is idle, so it hands the work over instead of doing it here."""
+        own queue is idle, so it hands the work over instead of doing it here. The roster
+        rows and a conversation's transcript follow the same events."""
         judge = self.judge_pane
+        judge_id = self.state.judge.id if self.state.judge else JUDGE_ID
+        roster = self.query_one(AgentRoster)
+        conv = self.conversation
         pane: AgentPane | None
+        row: AgentRow | None
         match event:
             case DebateStarted():
                 await self._build_panes()
@@ -230,21 +263,44 @@ class DebateScreen(Screen):
                 for pane in self.panes.values():
                     if pane.status == "done":
                         pane.status = "waiting"
+                for row in roster.rows.values():
+                    row.activity.phase_over()
+                    row.refresh_status()
             case CallStarted(view=view):
                 if view.phase in ("clarify", "score"):
                     self.phase = view.phase  # no phase_started for these steps
+                if view.phase == "turn":
+                    self.phase = "turn"
                 if (pane := self.pane(view.agent_id)) is not None:
                     pane.call_later(pane.call_started, view)
+                if (row := roster.row(view.agent_id)) is not None:
+                    row.activity.started(view.call_id, view.phase)
+                    if view.phase != "summarize":
+                        row.show_view(view.tokens, view.budget)
+                    row.refresh_status()
+                if conv is not None:
+                    conv.call_later(conv.call_started, view)
             case ContributionAdded(contribution=c):
                 if (pane := self.pane(c.agent_id)) is not None:
                     pane.call_later(pane.contribution_added, c)
+                self._row_ended(c.agent_id, c.metadata.call_id)
+                if conv is not None:
+                    conv.call_later(conv.contribution_added, c)
             case CallFailed(agent_id=agent_id, call_id=call_id, error=error, will_retry=will_retry):
                 if (pane := self.pane(agent_id)) is not None:
                     pane.call_later(pane.call_failed, call_id, error, will_retry)
+                if not will_retry and (row := roster.row(agent_id)) is not None:
+                    row.activity.failed(call_id, error)
+                    row.refresh_status()
+                if conv is not None:
+                    conv.call_later(conv.call_failed, call_id, error, will_retry)
             case SummaryAdded(summary=summary, judge=for_judge):
                 pane = judge if for_judge else self.pane(summary.agent_id)
                 if pane is not None:
                     pane.call_later(pane.summary_added, summary)
+                self._row_ended(judge_id if for_judge else summary.agent_id, None)
+                if conv is not None and summary.agent_id == judge_id and summary.scope == "conversation":
+                    conv.call_later(conv.summary_added, summary)
             case SummaryRequested(agent_id=agent_id):
                 if (pane := self.pane(agent_id)) is not None:
                     pane.call_later(pane.summary_requested)
@@ -253,14 +309,24 @@ class DebateScreen(Screen):
                 for agent_id, pane in self.panes.items():
                     mine = [c for c in items if c.agent_id == agent_id]
                     pane.call_later(pane.clarifications, mine, answered, r)
+                for row in roster.rows.values():
+                    row.activity.ended_phase("clarify")
+                    row.refresh_status()
             case ConvergenceScored(score=score, usage=usage):
                 if judge is not None:
                     judge.call_later(judge.convergence_scored, score, usage.call_id)
+                self._row_ended(judge_id, usage.call_id)
             case SynthesisCompleted(solution=solution):
                 if judge is not None:
                     judge.call_later(judge.show_solution, solution)
+                self._row_ended(judge_id, solution.metadata.call_id)
+                if conv is not None:
+                    conv.call_later(conv.show_solution, solution)
             case DebateCompleted() | DebateInterrupted() | DebateFailed():
                 self._debate_ended()
+                for row in roster.rows.values():
+                    row.activity.stopped()
+                    row.refresh_status()
                 self.refresh_bindings()
             case ControlChanged():
                 self.refresh_bindings()
@@ -269,6 +335,12 @@ class DebateScreen(Screen):
                 pass  # the header and the event log show these
             case _:
                 assert_never(event)
+
+    def _row_ended(self, agent_id: str, call_id: str | None) -> None:
+        row = self.query_one(AgentRoster).row(agent_id)
+        if row is not None:
+            row.activity.ended(call_id)
+            row.refresh_status()
 
     def _show_usage(self) -> None:
         """Each pane's tokens and cost so far, sent to the panes whose numbers changed."""
@@ -280,9 +352,16 @@ class DebateScreen(Screen):
 
     @on(TokensArrived)
     def _tokens_arrived(self, message: TokensArrived) -> None:
+        roster = self.query_one(AgentRoster)
+        conv = self.conversation
         for chunk in message.chunks:
             if (pane := self.pane(chunk.agent_id)) is not None:
                 pane.call_later(pane.stream, chunk)
+            if conv is not None:
+                conv.call_later(conv.stream, chunk)
+            if (row := roster.row(chunk.agent_id)) is not None and chunk.call_id not in row.activity.streaming:
+                row.activity.token(chunk.call_id)
+                row.refresh_status()
 
     @on(RuntimeFailed)
     def _runtime_failed(self, message: RuntimeFailed) -> None:

@@ -44,7 +44,8 @@ class DebateHeader(Horizontal):
 
     def show_state(self, state: DebateState, phase: str, mode: str) -> None:
         self._set("title", first_line(state.problem) or "(no debate yet)")
-        self._set("round", f"round {state.current_round}/{state.total_rounds}" if state.problem else "")
+        step = "turn" if state.protocol == "conversation" else "round"
+        self._set("round", f"{step} {state.current_round}/{state.total_rounds}" if state.problem else "")
         self._set("phase", PHASE_LABELS.get(phase, phase) if phase else "")
         total = state.totals.prompt_tokens + state.totals.completion_tokens
         debate = state.config.get("debate") or {}

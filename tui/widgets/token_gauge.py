@@ -40,6 +40,12 @@ class TokenGauge(Widget):
     tokens: reactive[TierTokens | None] = reactive(None)
     budget: reactive[int] = reactive(0)
 
+    def __init__(self, *, compact: bool = False, id: str | None = None,  # noqa: A002 - Textual's name
+                 classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.compact = compact
+        """A short label (`2.1k/7k`) for one-line rows."""
+
     def update_view(self, tokens: TierTokens, budget: int) -> None:
         """Show a new view's token counts (from `call_started.view`)."""
         self.set_reactive(TokenGauge.tokens, tokens)
@@ -55,7 +61,8 @@ class TokenGauge(Widget):
     def label(self) -> str:
         if self.tokens is None or not self.budget:
             return "– / –"
-        return f"{k(self.tokens.total)} / {k(self.budget)}"
+        sep = "/" if self.compact else " / "
+        return f"{k(self.tokens.total)}{sep}{k(self.budget)}"
 
     def render(self) -> Text:
         label = self.label

@@ -1,0 +1,82 @@
+"""Making summaries through the call engine, and the user's requests for them.
+
+A protocol decides *when* an agent's (or a conversation's) history is summarized and
+*what* goes in; this module makes the summary (LLM, rule-based or hybrid, chunked when
+it would not fit, with the rule-based fallback), prices it, warns when it fell back,
+and records it as a `summary_added` event. Manual requests (`/summarize AGENT FOCUS`)
+wait here until the protocol reaches a boundary where it can honour them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from moot.core.clock import Clock
+from moot.core.config import ResolvedAgent
+from moot.core.context.index import DebateIndex
+from moot.core.context.summarize import SummaryJob, Summarizer
+from moot.core.context.view import ViewBuilder
+from moot.core.engine.calls import CallEngine, CallSpec
+from moot.core.events import Event, SummaryAdded, Warning_
+from moot.core.models import Contribution, Summary, SummaryStrategy, SummaryTrigger, ViewRecord
+from moot.core.providers.base import CallHint, Completion
+
+
+class Summaries:
+    def __init__(self, *, index: DebateIndex, builder: ViewBuilder, engine: CallEngine,
+                 emit: Callable[[Event], Event], new_id: Callable[[str], str], clock: Clock,
+                 people: dict[str, ResolvedAgent], problem: str) -> None:
+        self.engine = engine
+        self.emit = emit
+        self.people = people
+        self.problem = problem
+        self.new_id = new_id
+        self.summarizer = Summarizer(index, builder, self._call, new_id, clock)
+        self.pending: dict[str, str | None] = {}
+        """Agent id (or a conversation's summary owner) → the focus of a manual request not yet made."""
+
+    def request(self, agent_id: str, focus: str | None = None) -> None:
+        self.pending[agent_id] = focus or self.pending.get(agent_id)
+
+    def take(self, agent_id: str) -> tuple[bool, str | None]:
+        """(requested, focus) for `agent_id`, forgetting the request."""
+        if agent_id not in self.pending:
+            return False, None
+        return True, self.pending.pop(agent_id)
+
+    async def _call(self, record: ViewRecord, budget: int, max_tokens: int) -> Completion:
+        agent = self.people[record.agent_id]
+        hint = CallHint(phase="summarize", role=agent.role, agent_id=agent.id, round=record.round,
+                        problem=self.problem, extra={"max_chars": record.task_params.get("max_length", 2500)})
+        result = await self.engine.call(CallSpec(agent=agent, record=record, hint=hint, budget=budget,
+                                                 max_tokens=max_tokens, model=record.model))
+        return result.completion
+
+    def job(self, agent: ResolvedAgent, *, step: int, trigger: SummaryTrigger, items: list[Contribution],
+            previous: Summary | None = None, strategy: SummaryStrategy | None = None, focus: str | None = None,
+            judge: bool = False, max_chars: int | None = None, max_tokens: int | None = None,
+            budget: int | None = None, reserve: int | None = None, task_key: str | None = None,
+            params: dict[str, object] | None = None, conversation: bool = False) -> SummaryJob:
+        """A job with the agent's summarization settings, any of them overridden."""
+        cfg = agent.summarization
+        return SummaryJob(
+            agent_id=agent.id, role=agent.role, round=step, trigger=trigger, items=items, previous=previous,
+            method=cfg.method, strategy=strategy or cfg.strategy,
+            max_chars=max_chars or cfg.max_length, max_tokens=max_tokens or cfg.max_summary_tokens,
+            model=cfg.model or agent.model, budget=budget or agent.context.input_budget,
+            reserve=reserve or agent.context.reserve_output_tokens, system_key=f"{agent.id}/system",
+            task_key=task_key or f"{agent.id}/summarize", summary_id=self.new_id("sum"), judge=judge,
+            focus=focus, params=dict(params or {}), scope="conversation" if conversation else "perspective",
+        )
+
+    async def make(self, job: SummaryJob) -> Summary:
+        """Summarize, price, warn on fallback, record; the summary."""
+        agent = self.people[job.agent_id]
+        summary, fallback = await self.summarizer.run(job)
+        md = summary.metadata
+        md.cost_usd = self.engine.cost(agent, job.model, md.prompt_tokens, md.completion_tokens)
+        who = "judge" if job.judge else agent.id
+        if fallback:
+            self.emit(Warning_(message=f"{who}: {fallback}; used a rule-based summary", agent_id=agent.id))
+        self.emit(SummaryAdded(summary=summary, judge=job.judge))
+        return summary

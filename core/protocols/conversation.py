@@ -1,0 +1,229 @@
+"""`conversation`: the seed's turn-based debate, built for 10,000 turns at a flat cost per turn.
+
+Agents speak one at a time, round-robin in config order; each turn adds one message to
+the shared transcript (the full transcript stays on disk, in the event log). Each turn's
+view is:
+
+    system prompt (the speaker's role, then the topic)
+    rolling summary of everything older than the verbatim window
+    the latest messages verbatim, labelled with speaker and turn
+    the turn's task (and the moderator's notes)
+
+Nothing falls out uncovered: every message is either verbatim in the view or covered
+by the summary it carries. The summary rolls forward — the messages leaving the
+window are folded into the previous summary, never the whole transcript — when
+`summary_every` messages wait beyond the last `recent_messages`, when the verbatim
+window would pass `recent_tokens` (or not fit the budget), and when the user asks.
+
+`summary_scope = "shared"` (the seed): one summary, made by the judge, that every agent
+reads. `"per-agent"`: each agent keeps its own, written from its role's point of view
+(the judge keeps one too, for its synthesis). After the last turn the judge synthesizes
+from its summary and the recent window.
+"""
+
+from __future__ import annotations
+
+from moot.core import tokens
+from moot.core.config import ResolvedAgent
+from moot.core.context.view import render_messages
+from moot.core.events import RoundStarted, Warning_
+from moot.core.models import Contribution, ConversationConfig, Summary, SummaryTrigger, ViewRecord
+from moot.core.protocols.base import DebateAborted, DebateProtocol, SynthesisInput
+from moot.core.protocols.judging import converged
+from moot.core.state import find_contribution
+from moot.core.errors import ProviderError
+
+ESTIMATE_MARGIN = 64
+"""Tokens of slack between the sum of the parts and the view as counted whole (joints, framing)."""
+HEADER_TOKENS = 24
+"""The verbatim block's heading and framing, on top of its messages' own tokens."""
+TOKEN_HYSTERESIS = 0.75
+"""A roll forced by tokens keeps the window at most this share of its cap, so the next
+turn does not have to roll again at once."""
+
+
+class ConversationProtocol(DebateProtocol):
+    name = "conversation"
+    step_word = "turn"
+    task_kinds = ("turn", "summarize_conversation", "clarify")
+
+    @property
+    def conv(self) -> ConversationConfig:
+        return self.ctx.settings.conversation
+
+    @property
+    def total_steps(self) -> int:
+        return self.ctx.settings.turns
+
+    def speaker(self, turn: int) -> ResolvedAgent:
+        agents = self.ctx.agents
+        return agents[(turn - 1) % len(agents)]
+
+    def owner(self, speaker: ResolvedAgent) -> ResolvedAgent:
+        """Whose summary the speaker reads: the judge's (shared) or its own (per-agent)."""
+        return self.ctx.judge if self.conv.summary_scope == "shared" else speaker
+
+    # ------------------------------------------------------------------ turns
+
+    async def run(self) -> None:
+        ctx = self.ctx
+        total = self.total_steps
+        score_every = self.conv.score_every if ctx.settings.termination == "convergence" else None
+        for t in range(max(1, ctx.state.current_round), total + 1):
+            if ctx.state.current_round < t:
+                ctx.emit(RoundStarted(round=t, step="turn"))
+            speaker = self.speaker(t)
+            if find_contribution(ctx.state, t, speaker.id, "message") is None:
+                await ctx.gate.wait()
+                await self._manual_rolls(t)
+                await self._turn(t, speaker)
+            if score_every and t % score_every == 0 and t < total:
+                if await converged(ctx, t, self.score_input(t)):
+                    return
+
+    async def _turn(self, t: int, speaker: ResolvedAgent) -> None:
+        ctx = self.ctx
+        conv = self.conv
+        owner = self.owner(speaker)
+        if self.conv.summary_scope == "per-agent":
+            await self._roll_if_due(ctx.judge, t, speaker)  # the judge's own, for its synthesis
+        summary = await self._roll_if_due(owner, t, speaker)
+        window = ctx.index.messages_after(summary, t)
+        record = self._record(speaker, t, summary)
+        # What does not fit is rolled into the summary, never dropped.
+        while True:
+            dropped = self._overflow(record, window)
+            if not dropped:
+                break
+            summary = await self._roll(owner, t, window[: len(dropped)], summary, "tokens")
+            window = window[len(dropped):]
+            record = self._record(speaker, t, summary)
+        try:
+            result = await ctx.call(speaker, record, history=window, budget=conv.input_budget,
+                                    max_tokens=conv.reserve_output_tokens)
+        except ProviderError as exc:
+            if ctx.settings.on_error == "stop":
+                raise DebateAborted(f"{speaker.id} turn {t} failed: {exc}") from None
+            ctx.emit(Warning_(message=f"{speaker.id} turn {t} failed and was skipped: {exc}", agent_id=speaker.id))
+            return
+        ctx.add_contribution(speaker, t, "message", result)
+
+    def _record(self, speaker: ResolvedAgent, t: int, summary: Summary | None) -> ViewRecord:
+        record = self.ctx.record(speaker, t, "turn", params={
+            "turn": t, "turns": self.total_steps, "name": speaker.name, "role": speaker.role})
+        record.summary_id = summary.id if summary else None
+        return record
+
+    def _overflow(self, record: ViewRecord, window: list[Contribution]) -> list[Contribution]:
+        """The oldest messages that would not fit the view (none when everything fits).
+
+        A cheap estimate first (the fixed messages, counted, plus each message's cached
+        count); only a view near its budget is built for real to find out."""
+        if not window:
+            return []
+        budget = self.conv.input_budget
+        fixed = tokens.count_messages(render_messages(record, self.ctx.index), record.model)
+        if fixed + self._tokens(window, self.ctx.agent(record.agent_id)) + ESTIMATE_MARGIN <= budget:
+            return []
+        scratch = record.model_copy(deep=True)
+        self.ctx.engine.builder.build(scratch, window, budget)
+        dropped = set(scratch.dropped_ids)
+        return [c for c in window if c.id in dropped]
+
+    # ------------------------------------------------------------------ rolling the summary
+
+    def _tokens(self, window: list[Contribution], reader: ResolvedAgent) -> int:
+        builder = self.ctx.engine.builder
+        return HEADER_TOKENS + sum(builder.item_tokens(c, reader.id, reader.model) for c in window)
+
+    def _keep(self, window: list[Contribution], reader: ResolvedAgent, cap: int) -> int:
+        """How many of the newest messages stay verbatim: at most `recent_messages`, within `cap` tokens."""
+        builder = self.ctx.engine.builder
+        used, kept = HEADER_TOKENS, 0
+        for c in reversed(window[-self.conv.recent_messages:]):
+            used += builder.item_tokens(c, reader.id, reader.model)
+            if used > cap:
+                break
+            kept += 1
+        return kept
+
+    async def _roll_if_due(self, owner: ResolvedAgent, t: int, reader: ResolvedAgent,
+                           step: int | None = None) -> Summary | None:
+        """Roll `owner`'s summary when the window before turn `t` has grown past its count or
+        its tokens (recorded at `step`, by default `t`)."""
+        conv = self.conv
+        summary = self.ctx.index.latest_summary.get(owner.id)
+        window = self.ctx.index.messages_after(summary, t)
+        trigger: SummaryTrigger | None = None
+        cap = conv.recent_tokens
+        if len(window) >= conv.recent_messages + conv.summary_every:
+            trigger = "turns"
+        elif self._tokens(window, reader) > conv.recent_tokens:
+            trigger, cap = "tokens", int(conv.recent_tokens * TOKEN_HYSTERESIS)
+        if trigger is None:
+            return summary
+        keep = self._keep(window, reader, cap)
+        fold = window[: len(window) - keep]
+        return await self._roll(owner, step or t, fold, summary, trigger) if fold else summary
+
+    async def _manual_rolls(self, t: int, step: int | None = None) -> None:
+        """`/summarize` in a conversation rolls the summary forward now (at this turn boundary)."""
+        ctx = self.ctx
+        owners = [ctx.judge] if self.conv.summary_scope == "shared" else [*ctx.agents, ctx.judge]
+        for owner in owners:
+            requested, focus = ctx.summaries.take(owner.id)
+            if self.conv.summary_scope == "shared":  # any agent's request rolls the one shared summary
+                for a in ctx.agents:
+                    more, f = ctx.summaries.take(a.id)
+                    requested, focus = requested or more, focus or f
+            if not requested:
+                continue
+            summary = ctx.index.latest_summary.get(owner.id)
+            window = ctx.index.messages_after(summary, t)
+            fold = window[: max(0, len(window) - self.conv.recent_messages)]
+            if not fold and summary is None:
+                ctx.emit(Warning_(message=f"nothing to summarize yet for {owner.id}: no message is older than "
+                                          f"the last {self.conv.recent_messages}", agent_id=owner.id))
+                continue
+            await self._roll(owner, step or t, fold, summary, "manual", focus)
+
+    async def _roll(self, owner: ResolvedAgent, t: int, fold: list[Contribution], previous: Summary | None,
+                    trigger: SummaryTrigger, focus: str | None = None) -> Summary:
+        """Fold `fold` into `previous` (rolling: the request holds the previous summary and the
+        messages that aged out, never the whole transcript)."""
+        ctx = self.ctx
+        conv = self.conv
+        await ctx.gate.wait()
+        shared = owner.id == ctx.judge.id
+        lens = ("neutrally, for all participants" if shared else
+                f"from the point of view of {owner.name}, the {owner.role}: keep your own positions and "
+                "commitments precise")
+        job = ctx.summaries.job(owner, step=t, trigger=trigger, items=fold, previous=previous, strategy="rolling",
+                                focus=focus, max_tokens=conv.summary_tokens, max_chars=conv.summary_tokens * 5,
+                                budget=conv.input_budget, reserve=conv.summary_tokens,
+                                task_key=f"{owner.id}/summarize_conversation", params={"lens": lens},
+                                conversation=True)
+        return await ctx.summaries.make(job)
+
+    # ------------------------------------------------------------------ the judge's material
+
+    async def before_synthesis(self) -> None:
+        """Bring the judge's window within bounds (and honour late requests) before it synthesizes."""
+        ctx = self.ctx
+        last = max(1, ctx.state.current_round)
+        await self._manual_rolls(last + 1, step=last)
+        await self._roll_if_due(ctx.judge, last + 1, ctx.judge, step=last)
+
+    def _material(self, step: int) -> SynthesisInput:
+        ctx = self.ctx
+        summary = ctx.index.latest_summary.get(ctx.judge.id)
+        window = ctx.index.messages_after(summary, step + 1)
+        return SynthesisInput(step, summary.id if summary else None, [c.id for c in window], transcript=True)
+
+    def synthesis_input(self) -> SynthesisInput | None:
+        if self.ctx.index.message_count == 0:
+            return None
+        return self._material(max(1, self.ctx.state.current_round))
+
+    def score_input(self, step: int) -> SynthesisInput:
+        return self._material(step)

@@ -1,0 +1,243 @@
+"""`rounds`, the anchor's protocol.
+
+Per round: summarization (agents whose history is large) → proposals (in parallel;
+from round 2 an agent may carry its last refinement instead) → critiques (each agent
+critiques each other agent's proposal, in parallel) → refinements (each agent answers
+the critiques aimed at it). After the last round — or when the judge's convergence
+score passes the threshold — the judge synthesizes from the final proposals and
+refinements.
+
+Each agent's view: its system prompt · the summary of its older perspective (its own
+proposals and refinements, the critiques aimed at it) · newer perspective items
+verbatim · the task. Views inside a phase see the debate as it stood when the phase
+began (`moot.core.context.index`), so a debate is reproducible from its inputs.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from moot.core import tokens
+from moot.core.config import ResolvedAgent
+from moot.core.context.index import barrier
+from moot.core.context.view import render_messages
+from moot.core.errors import ProviderError
+from moot.core.events import ContributionAdded, RoundStarted, Warning_
+from moot.core.models import CallMetadata, Contribution, ContributionType, Phase, Summary, SummaryTrigger
+from moot.core.protocols.base import DebateAborted, DebateProtocol, SynthesisInput
+from moot.core.protocols.judging import converged
+from moot.core.state import find_contribution
+
+
+class RoundsProtocol(DebateProtocol):
+    name = "rounds"
+    task_kinds = ("propose", "critique", "refine", "summarize", "clarify")
+
+    async def run(self) -> None:
+        ctx = self.ctx
+        total = self.total_steps
+        for r in range(max(1, ctx.state.current_round), total + 1):
+            if ctx.state.current_round < r:
+                ctx.emit(RoundStarted(round=r))
+            await ctx.phase(r, "summarize", partial(self._summarization_phase, r))
+            await ctx.phase(r, "proposal", partial(self._proposal_phase, r))
+            await ctx.phase(r, "critique", partial(self._critique_phase, r))
+            await ctx.phase(r, "refinement", partial(self._refinement_phase, r))
+            if ctx.settings.termination == "convergence" and r < total:
+                hit = False
+
+                async def score(r: int = r) -> None:
+                    nonlocal hit
+                    hit = await converged(ctx, r, self.score_input(r))
+
+                await ctx.phase(r, "score", score)
+                if hit:
+                    return
+
+    # ------------------------------------------------------------------ phases
+
+    async def _summarization_phase(self, r: int) -> None:
+        ctx = self.ctx
+        if ctx.state.round(r).contributions:
+            return  # the phase finished before the proposals began (a resumed debate)
+
+        async def one(agent: ResolvedAgent) -> None:
+            if agent.id in ctx.state.round(r).summaries:
+                return  # done before a resume
+            trigger = self._auto_trigger(agent, r)
+            if trigger:
+                await ctx.gate.wait()
+                await self._summarize(agent, r, trigger, "summarize")
+
+        await ctx.gather([one(a) for a in ctx.agents])
+
+    async def _proposal_phase(self, r: int) -> None:
+        ctx = self.ctx
+
+        async def one(agent: ResolvedAgent) -> None:
+            if find_contribution(ctx.state, r, agent.id, "proposal"):
+                return
+            if r > 1 and ctx.settings.carry_refinements:
+                prev = find_contribution(ctx.state, r - 1, agent.id, "refinement")
+                if prev is not None:
+                    ctx.emit(ContributionAdded(contribution=Contribution(
+                        id=ctx.ids("c"), agent_id=agent.id, role=agent.role, type="proposal", round=r,
+                        content=prev.content, carried_from=prev.id, metadata=CallMetadata(model=agent.model))))
+                    return
+            await self._contribute(agent, r, "proposal", required=True)
+
+        await ctx.gather([one(a) for a in ctx.agents])
+
+    async def _critique_phase(self, r: int) -> None:
+        ctx = self.ctx
+        jobs = []
+        for critic in ctx.agents:
+            for target in ctx.agents:
+                if target.id == critic.id or find_contribution(ctx.state, r, critic.id, "critique", target.id):
+                    continue
+                if find_contribution(ctx.state, r, target.id, "proposal") is None:
+                    continue  # the target was skipped this round
+                jobs.append(self._contribute(critic, r, "critique", target=target, required=False))
+        await ctx.gather(jobs)
+
+    async def _refinement_phase(self, r: int) -> None:
+        ctx = self.ctx
+
+        async def one(agent: ResolvedAgent) -> None:
+            if find_contribution(ctx.state, r, agent.id, "refinement"):
+                return
+            if find_contribution(ctx.state, r, agent.id, "proposal") is None:
+                return
+            await self._contribute(agent, r, "refinement", required=True)
+
+        await ctx.gather([one(a) for a in ctx.agents])
+
+    # ------------------------------------------------------------------ one contribution
+
+    async def _contribute(self, agent: ResolvedAgent, r: int, kind: ContributionType, *,
+                          target: ResolvedAgent | None = None, required: bool) -> None:
+        ctx = self.ctx
+        phase: Phase = "proposal" if kind == "proposal" else "critique" if kind == "critique" else "refinement"
+        await ctx.gate.wait()
+        await self._maybe_manual_summary(agent, r, phase)
+        task_ids: list[str] = []
+        if kind == "critique":
+            assert target is not None
+            proposal = find_contribution(ctx.state, r, target.id, "proposal")
+            assert proposal is not None  # the phase only asks for critiques of recorded proposals
+            task_ids = [proposal.id]
+        elif kind == "refinement":
+            own = find_contribution(ctx.state, r, agent.id, "proposal")
+            assert own is not None  # no refinement without a proposal
+            crits = sorted((c for c in ctx.state.round(r).contributions
+                            if c.type == "critique" and c.target_agent_id == agent.id),
+                           key=lambda c: ctx.index.rank(c.agent_id))
+            task_ids = [own.id, *(c.id for c in crits)]
+        params: dict[str, object] = {"round": r, "total_rounds": self.total_steps} if kind == "proposal" else {}
+        record = ctx.record(agent, r, phase, target=target, params=params, task_ids=task_ids)
+        summary = ctx.index.latest_summary.get(agent.id)
+        record.summary_id = summary.id if summary else None
+        in_task = set(task_ids)
+        history = [c for c in ctx.index.uncovered_items(agent.id, summary, barrier(r, phase)) if c.id not in in_task]
+        try:
+            result = await ctx.call(agent, record, history=history, target=target)
+        except ProviderError as exc:
+            if required and ctx.settings.on_error == "stop":
+                raise DebateAborted(f"{agent.id} {kind} in round {r} failed: {exc}") from None
+            ctx.emit(Warning_(message=f"{agent.id} {kind} in round {r} failed and was skipped: {exc}",
+                              agent_id=agent.id))
+            return
+        ctx.add_contribution(agent, r, kind, result, target)
+
+    # ------------------------------------------------------------------ summaries
+
+    def _auto_trigger(self, agent: ResolvedAgent, r: int) -> SummaryTrigger | None:
+        ctx = self.ctx
+        cfg = agent.summarization
+        if not cfg.enabled:
+            return None
+        before = barrier(r, "summarize")
+        summary = ctx.index.latest_summary.get(agent.id)
+        fresh_items = ctx.index.uncovered_items(agent.id, summary, before)
+        if not fresh_items:
+            return None
+        counted = ctx.index.perspective_items(agent.id, before) if cfg.strategy == "fresh" else fresh_items
+        if sum(len(c.content) for c in counted) >= cfg.threshold:
+            return "chars"
+        if self._estimate_view(agent, r, summary, fresh_items) >= cfg.trigger_ratio * agent.context.input_budget:
+            return "tokens"
+        return None
+
+    def _estimate_view(self, agent: ResolvedAgent, r: int, summary: Summary | None, items: list[Contribution]) -> int:
+        """The tokens of the agent's next proposal view if nothing were summarized."""
+        ctx = self.ctx
+        record = ctx.record(agent, r, "proposal", params={"round": r, "total_rounds": self.total_steps})
+        record.summary_id = summary.id if summary else None
+        base = tokens.count_messages(render_messages(record, ctx.index), agent.model)
+        builder = ctx.engine.builder
+        return base + sum(builder.item_tokens(c, agent.id, agent.model) for c in items) + 30
+
+    async def _summarize(self, agent: ResolvedAgent, r: int, trigger: SummaryTrigger, phase: Phase,
+                         focus: str | None = None) -> Summary | None:
+        ctx = self.ctx
+        before = barrier(r, phase)
+        strategy = agent.summarization.strategy
+        previous = ctx.index.latest_summary.get(agent.id)
+        items = ctx.index.uncovered_items(agent.id, previous, before) if strategy == "rolling" else []
+        if strategy == "fresh" or (not items and trigger == "manual"):
+            # a manual request always yields a summary: with nothing new to fold, redo it whole
+            strategy, previous = "fresh", None
+            items = ctx.index.perspective_items(agent.id, before)
+        if not items:
+            return None
+        job = ctx.summaries.job(agent, step=r, trigger=trigger, items=items, previous=previous, strategy=strategy,
+                                focus=focus)
+        return await ctx.summaries.make(job)
+
+    async def _maybe_manual_summary(self, agent: ResolvedAgent, r: int, phase: Phase) -> None:
+        ctx = self.ctx
+        requested, focus = ctx.summaries.take(agent.id)
+        if not requested:
+            return
+        before = barrier(r, phase)
+        if not ctx.index.perspective_items(agent.id, before):
+            ctx.emit(Warning_(message=f"{agent.id} has no history to summarize yet", agent_id=agent.id))
+            return
+        latest = ctx.index.latest_summary.get(agent.id)
+        if (focus is None and latest is not None and latest.round == r
+                and not ctx.index.uncovered_items(agent.id, latest, before)):
+            # The automatic summary of this round already covers everything: not made twice.
+            ctx.emit(Warning_(message=f"{agent.id}'s summary from round {r} already covers its whole history; "
+                                      "not summarizing again", agent_id=agent.id))
+            return
+        await self._summarize(agent, r, "manual", phase, focus)
+
+    async def before_synthesis(self) -> None:
+        """Requests that came after an agent's last call still get their summary (it is what
+        the user asked to see), made before the judge's synthesis."""
+        ctx = self.ctx
+        r = max(1, ctx.state.current_round)
+        for agent in ctx.agents:
+            if agent.id in ctx.summaries.pending:
+                await self._maybe_manual_summary(agent, r, "synthesis")
+
+    # ------------------------------------------------------------------ the judge's material
+
+    def _final_step(self) -> int | None:
+        rounds = [rnd.number for rnd in self.ctx.state.rounds if rnd.contributions]
+        return max(rounds) if rounds else None
+
+    def synthesis_input(self) -> SynthesisInput | None:
+        ctx = self.ctx
+        final = self._final_step()
+        if final is None:
+            return None
+        items = [c for c in ctx.state.round(final).contributions if c.type in ("proposal", "refinement")]
+        items.sort(key=ctx.index.key)
+        return SynthesisInput(final, None, [c.id for c in items])
+
+    def score_input(self, step: int) -> SynthesisInput:
+        ctx = self.ctx
+        items = sorted((c for c in ctx.state.round(step).contributions if c.type == "refinement"),
+                       key=ctx.index.key)
+        return SynthesisInput(step, None, [c.id for c in items])

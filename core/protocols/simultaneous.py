@@ -1,0 +1,102 @@
+"""`simultaneous` (Du et al. 2023, "Improving Factuality and Reasoning in Language Models
+through Multiagent Debate"): each round every agent answers in parallel, having read its
+own previous answer and every other agent's previous-round answer; after the last round
+the judge synthesizes from the final answers.
+
+The view is bounded by construction (one round back). When the previous answers do not
+fit the budget, each is replaced by a summary of it (rule-based, per agent, no extra
+call), recorded in the view so `moot context` shows exactly what was sent.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from moot.core.config import ResolvedAgent
+from moot.core.context.rule_based import SourceItem, summarize_rule_based
+from moot.core.errors import ProviderError
+from moot.core.events import RoundStarted, Warning_
+from moot.core.models import Contribution, ViewRecord
+from moot.core.protocols.base import DebateAborted, DebateProtocol, SynthesisInput
+from moot.core.protocols.judging import converged
+from moot.core.state import find_contribution
+
+
+class SimultaneousProtocol(DebateProtocol):
+    name = "simultaneous"
+    task_kinds = ("answer", "summarize", "clarify")
+
+    async def run(self) -> None:
+        ctx = self.ctx
+        total = self.total_steps
+        for r in range(max(1, ctx.state.current_round), total + 1):
+            if ctx.state.current_round < r:
+                ctx.emit(RoundStarted(round=r))
+            await ctx.phase(r, "answer", partial(self._answers, r))
+            if ctx.settings.termination == "convergence" and r < total:
+                hit = False
+
+                async def score(r: int = r) -> None:
+                    nonlocal hit
+                    hit = await converged(ctx, r, self.score_input(r))
+
+                await ctx.phase(r, "score", score)
+                if hit:
+                    return
+
+    async def _answers(self, r: int) -> None:
+        ctx = self.ctx
+        previous = self._round_answers(r - 1) if r > 1 else []
+
+        async def one(agent: ResolvedAgent) -> None:
+            if find_contribution(ctx.state, r, agent.id, "answer"):
+                return
+            own = next((c for c in previous if c.agent_id == agent.id), None)
+            record = ctx.record(agent, r, "answer", task_ids=[c.id for c in previous],
+                                params={"round": r, "total_rounds": self.total_steps, "role": agent.role,
+                                        **({"own_answer_id": own.id} if own else {})})
+            self._fit(agent, record, previous)
+            try:
+                result = await ctx.call(agent, record)
+            except ProviderError as exc:
+                if ctx.settings.on_error == "stop":
+                    raise DebateAborted(f"{agent.id} answer in round {r} failed: {exc}") from None
+                ctx.emit(Warning_(message=f"{agent.id} answer in round {r} failed and was skipped: {exc}",
+                                  agent_id=agent.id))
+                return
+            ctx.add_contribution(agent, r, "answer", result)
+
+        await ctx.gather([one(a) for a in ctx.agents])
+
+    def _round_answers(self, r: int) -> list[Contribution]:
+        ctx = self.ctx
+        if r < 1 or r > len(ctx.state.rounds):
+            return []
+        return sorted((c for c in ctx.state.round(r).contributions if c.type == "answer"), key=ctx.index.key)
+
+    def _fit(self, agent: ResolvedAgent, record: ViewRecord, previous: list[Contribution]) -> None:
+        """Over budget with the answers verbatim: quote a summary of each instead."""
+        if not previous:
+            return
+        budget = agent.context.input_budget
+        scratch = record.model_copy(deep=True)
+        self.ctx.engine.builder.build(scratch, [], budget)
+        if "quote_limit" not in scratch.task_params:
+            return  # fits verbatim
+        share = max(64, scratch.tokens.total // max(1, len(previous) + 1))
+        share = max(64, min(share, (budget - (scratch.tokens.total - scratch.tokens.task)) // (len(previous) + 1)))
+        for c in previous:
+            record.inline[f"brief:{c.id}"] = summarize_rule_based(
+                [SourceItem(f"{self.ctx.index.name(c.agent_id)} · round {c.round} answer", c.content)],
+                max_chars=share * 4, max_tokens=share, model=record.model)
+
+    def synthesis_input(self) -> SynthesisInput | None:
+        ctx = self.ctx
+        rounds = [rnd.number for rnd in ctx.state.rounds if any(c.type == "answer" for c in rnd.contributions)]
+        if not rounds:
+            return None
+        final = max(rounds)
+        return SynthesisInput(final, None, [c.id for c in self._round_answers(final)])
+
+    def score_input(self, step: int) -> SynthesisInput:
+        return SynthesisInput(step, None, [c.id for c in self._round_answers(step)])

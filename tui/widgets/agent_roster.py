@@ -1,0 +1,98 @@
+"""A compact list of the agents: one line each with status, its view's token gauge and usage.
+
+Shown beside a conversation's shared transcript, and in small terminals beside the one
+pane that fits (clicking a row, or its number key, brings that agent's pane forward).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Label
+
+from moot.core.models import AgentInfo, TierTokens
+from moot.tui.activity import STATUS_ICONS, Activity
+from moot.tui.widgets.token_gauge import TokenGauge
+
+
+class AgentRow(Horizontal):
+    """`● Architect  ▕██░░▏ 2.1k / 7k`."""
+
+    DEFAULT_CSS = """
+    AgentRow { height: 1; }
+    AgentRow > .row-name { width: 16; text-wrap: nowrap; text-overflow: ellipsis; }
+    AgentRow > TokenGauge { width: 1fr; }
+    AgentRow.-focused > .row-name { text-style: bold reverse; }
+    AgentRow.-streaming > .row-name, AgentRow.-thinking > .row-name { color: $primary; }
+    AgentRow.-summarizing > .row-name { color: $accent; }
+    AgentRow.-error > .row-name { color: $error; }
+    AgentRow.-done > .row-name { color: $success; }
+    AgentRow.-waiting > .row-name { color: $text-muted; }
+    """
+
+    def __init__(self, info: AgentInfo, number: int, judge: bool = False) -> None:
+        super().__init__(id=f"row-{info.id}", classes="-waiting")
+        self.info = info
+        self.number = number
+        self.judge = judge
+        self.activity = Activity()
+        self._shown = "waiting"
+
+    def compose(self) -> ComposeResult:
+        yield Label(self._name_text("waiting"), classes="row-name")
+        yield TokenGauge(compact=True)
+
+    def _name_text(self, status: str) -> Text:
+        mark = "⚖" if self.judge else str(self.number)
+        return Text(f"{STATUS_ICONS[status]} {mark} {self.info.name}")
+
+    def refresh_status(self) -> None:
+        status = self.activity.status
+        if status != self._shown:
+            self.remove_class(f"-{self._shown}")
+            self.add_class(f"-{status}")
+            self._shown = status
+            self.query_one(".row-name", Label).update(self._name_text(status))
+        self.tooltip = f"{self.info.name} ({self.info.role}) · {status}" + (
+            f": {self.activity.error}" if status == "error" and self.activity.error else "")
+
+    def show_view(self, tokens: TierTokens, budget: int) -> None:
+        self.query_one(TokenGauge).update_view(tokens, budget)
+
+    def on_click(self) -> None:
+        self.post_message(AgentRoster.Picked(self.info.id))
+
+
+class AgentRoster(VerticalScroll):
+    class Picked(Message):
+        """The user picked an agent in the roster."""
+
+        def __init__(self, agent_id: str) -> None:
+            super().__init__()
+            self.agent_id = agent_id
+
+    DEFAULT_CSS = """
+    AgentRoster { height: auto; max-height: 12; scrollbar-size-vertical: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id, classes=classes)
+        self.rows: dict[str, AgentRow] = {}
+
+    async def set_agents(self, agents: list[AgentInfo], judge: AgentInfo | None) -> None:
+        if self.rows:
+            return
+        rows = [AgentRow(a, i + 1) for i, a in enumerate(agents)]
+        if judge is not None:
+            rows.append(AgentRow(judge, 0, judge=True))
+        self.rows = {r.info.id: r for r in rows}
+        await self.mount_all(rows)
+
+    def row(self, agent_id: str) -> AgentRow | None:
+        return self.rows.get(agent_id)
+
+    def mark_focused(self, agent_id: str | None) -> None:
+        for a, r in self.rows.items():
+            r.set_class(a == agent_id, "-focused")
