@@ -12,8 +12,9 @@ measured within this one run (ratios, so a noisy machine moves both sides):
 - total bytes written (log + snapshots) / the final log's size (target ≤ 3);
 - peak RSS, and the largest request (tokens + reserved output, target ≤ 8,000);
 - `moot resume` start-up on the 10,000-turn folder cut before its last turn, with the
-  snapshot a crash would leave (it covers half the log): process start → its first
-  request (target < 2 s); and `moot context --turn T` latency (target < 1 s);
+  worst snapshot a crash can leave (it covers a third of the log; the rest is replayed):
+  process start → its first request (target < 2 s); and `moot context --turn T`
+  latency (target < 1 s);
 - TUI key-press latency while turn 10,000 streams (target p95 < 50 ms).
 """
 
@@ -94,8 +95,9 @@ def bytes_per_turn(events_path: Path) -> dict[int, int]:
 
 
 def cut_before_last_turn(folder: Path, into: Path) -> tuple[Path, int]:
-    """A copy of the debate as a crash during its last turn leaves it: the log up to the last
-    turn's start, and a snapshot written when the log was half as long (the doubling rule)."""
+    """A copy of the debate as a crash during its last turn leaves it at worst: the log up to the
+    last turn's start, and a snapshot written when the log was a third as long (the store
+    rewrites it when the log has grown threefold)."""
     target = into / folder.name
     target.mkdir(parents=True)
     lines = (folder / "events.jsonl").read_bytes().splitlines(keepends=True)
@@ -103,14 +105,15 @@ def cut_before_last_turn(folder: Path, into: Path) -> tuple[Path, int]:
     last_start = max(i for i, e in enumerate(events) if e.type == "round_started")
     kept = lines[: last_start + 1]
     (target / "events.jsonl").write_bytes(b"".join(kept))
-    half = len(b"".join(kept)) // 2
+    half = len(b"".join(kept)) // 3
     state, size = new_state(folder.name), 0
     for line, event in zip(kept, events):
         if size + len(line) > half:
             break
         apply(state, event)
         size += len(line)
-    (target / "state.json").write_text(state.model_dump_json())
+    state.log_offset = size
+    (target / "state.json").write_text(state.model_dump_json(exclude_defaults=True))
     return target, events[last_start].round  # type: ignore[union-attr]  # a round_started event
 
 

@@ -9,7 +9,6 @@ Exit codes: 0 ok, 2 bad arguments or input, 3 provider failure, 4 config error,
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import signal
@@ -237,6 +236,8 @@ def _start(session: DebateSession, *, tui: bool, theme: str | None) -> int:
         from moot.tui.app import run_app
 
         return run_app(session, theme=theme)
+    import asyncio
+
     from moot.core.headless import finish_headless, run_headless
 
     state = asyncio.run(run_headless(session))
@@ -351,15 +352,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    from moot.core.context.inspect import calls_at_turn, calls_for, format_calls
+    from moot.core.context.inspect import calls_at_turn_in_log, calls_for, format_calls
 
-    state = _open(args).load()
     if args.turn is not None:
-        calls = calls_at_turn(state, args.turn, args.agent, args.phase)
+        calls = calls_at_turn_in_log(_open(args), args.turn, args.agent, args.phase)
     elif args.agent is None:
         raise InputError("--round needs --agent (which agent's calls)")
     else:
-        calls = calls_for(state, args.round, args.agent, args.phase)
+        calls = calls_for(_open(args).load(), args.round, args.agent, args.phase)
     if args.json:
         print(json.dumps(calls, indent=2, ensure_ascii=False))
     else:
@@ -394,6 +394,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if demo:
         verb = "uses" if len(demo) == 1 else "use"
         print(f"moot: {', '.join(demo)} {verb} the offline DEMO provider (scripted scores)", file=sys.stderr)
+    import asyncio
+
     results = asyncio.run(run_evaluators(state, evaluators, demo_delay=args.demo_delay))
     failed = [r for r in results if r.error]
     if len(failed) == len(results):
@@ -414,6 +416,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     if not wants_tui(args.headless):
         if args.id is None:
             raise InputError("give a debate id to watch without a terminal (see `moot list`)")
+        import asyncio
+
         return asyncio.run(tail_events(sd.open(args.id)))
     from moot.tui.app import run_picker, run_watch
 

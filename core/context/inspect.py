@@ -9,6 +9,7 @@ from moot.core.errors import InspectError
 from moot.core.context.view import history_ids, render_messages
 from moot.core.agents import require_agent
 from moot.core.models import DebateState, ViewRecord
+from moot.core.store import DebateFolder
 
 
 def resolve_agent_id(state: DebateState, name: str) -> str:
@@ -50,6 +51,19 @@ def calls_for(state: DebateState, round_no: int, agent: str, phase: str | None =
     agent_id = resolve_agent_id(state, agent)
     index = DebateIndex(state)
     return [call_view(r, index) for r in records_for(state, round_no, agent_id, phase)]
+
+
+def calls_at_turn_in_log(folder: DebateFolder, turn: int, agent: str | None = None,
+                         phase: str | None = None) -> list[dict[str, Any]]:
+    """`calls_at_turn`, reading only what the turn's views need from the event log (fast on a
+    10,000-turn debate); the whole state is folded only when the log cannot answer alone."""
+    from moot.core.context.turn_reader import TurnReader
+
+    found = TurnReader(folder).read(turn, agent, phase)
+    if found is None:
+        return calls_at_turn(folder.load(), turn, agent, phase)
+    records, index = found
+    return [call_view(r, index) for r in records]
 
 
 def calls_at_turn(state: DebateState, turn: int, agent: str | None = None,
