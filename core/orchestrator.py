@@ -46,6 +46,7 @@ from moot.core.protocols.judging import synthesize
 from moot.core.providers.pool import ProviderPool
 from moot.core.secrets import redact
 from moot.core.state import apply, new_state
+from moot.core.tracing import new_trace_id
 
 __all__ = ["BudgetExhausted", "Clarifier", "DebateAborted", "Ids", "Orchestrator", "StopRequested"]
 
@@ -188,6 +189,7 @@ class Orchestrator:
                     prompts=self.prompts,
                     config=public_config(self.config),
                     provider_label=", ".join(sorted({a.provider for a in [*self.agents, self.judge]})),
+                    trace_id=new_trace_id(self.debate_id if self.ids.seed is not None else None),
                 ))
             if self.config.debate.clarify and not self.state.clarified:
                 await ctx.phase(1, "clarify", lambda: clarify(ctx, self.clarifier))
