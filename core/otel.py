@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from moot import __version__
 from moot.core.errors import ConfigError
 from moot.core.events import Event
-from moot.core.secrets import known_secrets, redact
+from moot.core.secrets import known_secrets, one_line, redact
 from moot.core.store import read_events
 from moot.core.tracing import SpanRecord, TraceBuilder
 
@@ -61,7 +61,7 @@ def otel_available() -> bool:
     try:
         import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
         import opentelemetry.sdk.trace  # noqa: F401
-    except ImportError:
+    except Exception:  # noqa: BLE001 - missing, or installed broken (a protobuf mismatch): install it again
         return False
     return True
 
@@ -99,7 +99,16 @@ def traced(session: DebateSession, on: bool) -> Iterator[None]:
         return
     from moot.core.store import default_state_dir
 
-    tracer = start_tracing(session)
+    root = session.folder.path.parent
+    flag = "" if root.resolve() == default_state_dir().resolve() else f" --state-dir {root}"
+    hint = f"write it to a file with `moot trace {session.folder.id}{flag} -o trace.json`"
+    try:
+        tracer = start_tracing(session)
+    except Exception as exc:  # noqa: BLE001 - a bad OTEL_* setting must not cost the debate
+        print(f"moot: tracing could not start ({one_line(f'{type(exc).__name__}: {exc}', 300)}); running "
+              f"without it; {hint}", file=sys.stderr)
+        yield
+        return
     try:
         yield
     finally:
@@ -108,10 +117,8 @@ def traced(session: DebateSession, on: bool) -> Iterator[None]:
         if problem is None:
             print(f"trace {tracer.trace_id} sent to {where}", file=sys.stderr)
         else:
-            root = session.folder.path.parent
-            flag = "" if root.resolve() == default_state_dir().resolve() else f" --state-dir {root}"
-            print(f"moot: the trace was not sent to {where} ({problem}); write it to a file with "
-                  f"`moot trace {session.folder.id}{flag} -o trace.json`", file=sys.stderr)
+            print(f"moot: the trace was not sent to {where} ({one_line(problem, 300, tracer.builder.secrets)}); "
+                  f"{hint}", file=sys.stderr)
 
 
 class _ExportErrors(logging.Handler):
