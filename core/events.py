@@ -51,6 +51,9 @@ class DebateStarted(_Event):
     prompts: dict[str, str]
     config: dict[str, Any]
     provider_label: str = ""
+    trace_id: str = ""
+    """The debate's OpenTelemetry trace id (32 hex digits), kept so a resumed run and `moot trace`
+    continue the same trace; empty in logs written before it existed (see `moot.core.tracing`)."""
 
 
 class DebateResumed(_Event):

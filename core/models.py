@@ -232,6 +232,11 @@ class DebateSettings(_Strict):
     """Stop starting calls once the debate has cost this much; the judge still synthesizes."""
     max_total_tokens: int | None = Field(None, gt=0)
     """Stop starting calls once this many tokens (prompt + completion) were used."""
+    trace: bool = False
+    """Send the debate to an OpenTelemetry collector as one trace (needs `pip install 'moot[otel]'`;
+    also on with `--trace` or when `OTEL_EXPORTER_OTLP_ENDPOINT` is set)."""
+    trace_content: bool = False
+    """Put prompt and completion text (masked) in the trace; off: only names, models, tokens, cost, times."""
 
 
 class EndpointConfig(_Strict):

@@ -48,6 +48,7 @@ from moot.core.protocols.judging import synthesize
 from moot.core.providers.pool import ProviderPool
 from moot.core.secrets import redact
 from moot.core.state import apply, new_state
+from moot.core.tracing import new_trace_id
 
 MAX_FOCUS = 500
 """Characters of a summary's focus text kept (it goes into the summarization prompt)."""
@@ -230,6 +231,7 @@ class Orchestrator:
                     prompts=self.prompts,
                     config=public_config(self.config),
                     provider_label=", ".join(sorted({a.provider for a in [*self.agents, self.judge]})),
+                    trace_id=new_trace_id(self.debate_id if self.ids.seed is not None else None),
                 ))
             await self.engine.discover([*self.agents, self.judge])
             if self.config.debate.clarify and not self.state.clarified:

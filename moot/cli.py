@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-cost", type=_finite_seconds, metavar="USD", help="stop starting calls past this cost")
     run.add_argument("--max-tokens", type=_positive_int, metavar="N", help="stop starting calls past N tokens")
     run.add_argument("--report", metavar="FILE", help="write the markdown report at the end")
+    run.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
     provider_args(run)
     state_dir(run)
 
@@ -169,8 +170,16 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("id")
     res.add_argument("--headless", action="store_true")
     res.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
+    res.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
     provider_args(res)
     state_dir(res)
+
+    tr = sub.add_parser("trace", help="write a debate's OpenTelemetry trace as OTLP JSON (from its event log)")
+    tr.add_argument("id")
+    tr.add_argument("-o", "--output", help="write to FILE instead of stdout")
+    tr.add_argument("--content", action="store_true",
+                    help="include prompt and completion text, masked (default: as debate.trace_content)")
+    state_dir(tr)
     return p
 
 
@@ -205,6 +214,8 @@ def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrid
         debate["protocol"] = args.protocol
     if getattr(args, "turns", None) is not None:
         debate["turns"] = args.turns
+    if getattr(args, "trace", False):  # saved with a new debate, so that its resume traces too
+        debate["trace"] = True
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None, roles=roles,
                      provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,
                      debate=debate)
@@ -258,6 +269,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from moot.core.config import load_config, resolve_agent
     from moot.core.headless import wants_tui
     from moot.core.inputs import fit_problem, problem_text
+    from moot.core.otel import traced, wants_tracing
     from moot.core.providers.pool import default_provider_name
     from moot.core.runner import SessionOptions, new_session
     from moot.core.secrets import known_secrets, redact
@@ -268,13 +280,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     people = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
     tightest = min(people, key=lambda a: a.context.input_budget)  # counted with its model's encoding
     problem = fit_problem(problem, tightest.context.input_budget, tightest.model, args.allow_truncate)
+    tracing = wants_tracing(config.debate.trace)  # before the debate's folder exists
     tui = wants_tui(args.headless)
     session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=_demo_delay(args, tui),
                                                           clarifier=None if tui else ask_on_stdin))
     if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
         print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
               file=sys.stderr)
-    code = _start(session, tui=tui, theme=args.theme)
+    with traced(session, tracing):
+        code = _start(session, tui=tui, theme=args.theme)
     state = session.state
     if state.final_solution is not None:
         if args.output:
@@ -300,13 +314,17 @@ def _write_solution(path: Path, state: DebateState) -> None:
 def cmd_resume(args: argparse.Namespace) -> int:
     from moot.core.ask import ask_on_stdin
     from moot.core.headless import wants_tui
+    from moot.core.otel import traced, wants_tracing
     from moot.core.runner import SessionOptions, resume_session
 
     tui = wants_tui(args.headless)
+    if args.trace:
+        wants_tracing(True)  # before anything is locked
     session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=_demo_delay(args, tui),
                                                      clarifier=None if tui else ask_on_stdin),
                              _overrides(args, with_rounds=False))
-    return _start(session, tui=tui, theme=args.theme)
+    with traced(session, args.trace or wants_tracing(False, saved=session.orchestrator.config.debate.trace)):
+        return _start(session, tui=tui, theme=args.theme)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -376,6 +394,15 @@ def cmd_context(args: argparse.Namespace) -> int:
         print(json.dumps(calls, indent=2, ensure_ascii=False))
     else:
         print(format_calls(calls))
+    return ExitCode.OK
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from moot.core.otlp import export_trace
+    from moot.core.secrets import known_secrets
+
+    text = export_trace(_open(args), content=True if args.content else None, secrets=known_secrets())
+    _deliver(text, args.output, "trace")
     return ExitCode.OK
 
 
@@ -511,6 +538,7 @@ def cmd_ctl(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "context": cmd_context,
     "report": cmd_report, "eval": cmd_eval, "watch": cmd_watch, "replay": cmd_replay, "ctl": cmd_ctl,
+    "trace": cmd_trace,
 }
 
 
