@@ -193,9 +193,10 @@ def test_sigkill_at_2_5_and_9_seconds_then_resume(tmp_path: Path, slow_server: s
     runs = []
     for i, at in enumerate((2.0, 5.0, 9.0)):
         sd = tmp_path / f"D{i}"
-        # Six rounds: with a phase's calls in one wave and refinements carried, three rounds
-        # against this server end before the 9-second kill.
-        proc = spawn("run", PROBLEM, "--provider", "openai", "--base-url", slow_server, "--headless", "-r", "6",
+        # Twelve rounds: with a phase's calls in one wave and refinements carried, a round takes
+        # about a second against this server, and CI machines faster than this one finished
+        # six rounds before the 9-second kill.
+        proc = spawn("run", PROBLEM, "--provider", "openai", "--base-url", slow_server, "--headless", "-r", "12",
                      "--state-dir", str(sd), log=tmp_path / f"run{i}", env=env)
         runs.append({"at": at + random.uniform(-0.3, 0.3), "sd": sd, "proc": proc, "t0": None})
     deadline = time.monotonic() + 60
@@ -229,7 +230,7 @@ def test_sigkill_at_2_5_and_9_seconds_then_resume(tmp_path: Path, slow_server: s
         err = (tmp_path / f"resume{i}.err").read_text()
         assert TRACEBACK not in err
         assert f"debate {folder.name} resumed at round" in err
-        state = check_complete(folder, 6, AGENTS)
+        state = check_complete(folder, 12, AGENTS)
         # What was recorded before the kill is still there, unchanged (not redone).
         final = {c.id: c for c in state.all_contributions()}
         for c in before[folder]:
