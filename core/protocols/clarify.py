@@ -23,7 +23,9 @@ Clarifier = Callable[[list[Clarification]], Awaitable[list[str]]]
 
 QUESTIONS_SCHEMA = JsonAnswer("questions", {
     "type": "object",
-    "properties": {"questions": {"type": "array", "items": {"type": "string"}}},
+    # Bounded like the judge's lists (see judging.py): at most clarifications_max_per_agent's
+    # ceiling, each as long as questions_in keeps.
+    "properties": {"questions": {"type": "array", "items": {"type": "string", "maxLength": 500}, "maxItems": 20}},
     "required": ["questions"],
 })
 

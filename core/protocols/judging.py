@@ -9,20 +9,26 @@ from moot.core.models import ConvergenceScore
 from moot.core.protocols.base import DebateAborted, DebateContext, SynthesisInput
 from moot.core.providers.base import JsonAnswer
 
+# Bounded lists and list items: a small model constrained by a grammar (llama.cpp turns the
+# schema into one) otherwise repeats one item until its output limit and never closes the JSON.
+# The real-model run showed it: `"tradeoffs": ["100", "100", …` for 1,110 tokens, not parsed.
+_POINTS = {"type": "array", "items": {"type": "string", "maxLength": 400}, "maxItems": 8}
+
 SOLUTION_SCHEMA = JsonAnswer("solution", {
     "type": "object",
     "properties": {
         "solution": {"type": "string"},
         "confidence": {"type": "integer", "minimum": 0, "maximum": 100},
-        "tradeoffs": {"type": "array", "items": {"type": "string"}},
-        "recommendations": {"type": "array", "items": {"type": "string"}},
-        "unresolved": {"type": "array", "items": {"type": "string"}},
+        "tradeoffs": _POINTS,
+        "recommendations": _POINTS,
+        "unresolved": _POINTS,
     },
     "required": ["solution", "confidence", "tradeoffs", "recommendations", "unresolved"],
 })
 SCORE_SCHEMA = JsonAnswer("convergence", {
     "type": "object",
-    "properties": {"confidence": {"type": "integer", "minimum": 0, "maximum": 100}, "reason": {"type": "string"}},
+    "properties": {"confidence": {"type": "integer", "minimum": 0, "maximum": 100},
+                   "reason": {"type": "string", "maxLength": 600}},
     "required": ["confidence", "reason"],
 })
 
