@@ -33,6 +33,8 @@ ProviderName = Literal["openai", "demo"]
 DebateStatus = Literal["running", "completed", "failed", "interrupted", "stopped", "stopped_budget"]
 
 JUDGE_ID = "judge"
+MAX_FOCUS = 500
+"""Characters of a summary's focus text kept (it goes into the summarization prompt)."""
 
 
 class _Strict(BaseModel):

@@ -40,7 +40,7 @@ from moot.core.events import (
     SummaryRequested,
     Warning_,
 )
-from moot.core.models import AgentInfo, DebateState, ModeratorNote, MootConfig
+from moot.core.models import MAX_FOCUS, AgentInfo, DebateState, ModeratorNote, MootConfig
 from moot.core.protocols import PROTOCOLS
 from moot.core.protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from moot.core.protocols.clarify import Clarifier, clarify
@@ -49,9 +49,6 @@ from moot.core.providers.pool import ProviderPool
 from moot.core.secrets import redact
 from moot.core.state import apply, new_state
 from moot.core.tracing import new_trace_id
-
-MAX_FOCUS = 500
-"""Characters of a summary's focus text kept (it goes into the summarization prompt)."""
 
 __all__ = ["BudgetExhausted", "Clarifier", "DebateAborted", "Ids", "Orchestrator", "StopRequested"]
 

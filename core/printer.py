@@ -7,7 +7,7 @@ from typing import TextIO
 
 from moot.core.describe import describe
 from moot.core.events import Subscription
-from moot.core.models import DebateState
+from moot.core.models import DebateState, Solution
 from moot.core.sanitize import terminal_safe
 
 
@@ -32,3 +32,25 @@ def solution_text(state: DebateState) -> str:
             lines.append(f"\n{title}:")
             lines += [f"- {x}" for x in items]
     return terminal_safe("\n".join(lines) + "\n")
+
+
+def solution_markdown(solution: Solution) -> str:
+    """The solution's body as markdown: the answer, then its lists under headings."""
+    parts = [solution.description.strip()]
+    for title, items in (("Trade-offs", solution.tradeoffs), ("Recommendations", solution.recommendations),
+                         ("Unresolved", solution.unresolved)):
+        if items:
+            parts += ["", f"### {title}", ""] + [f"- {x}" for x in items]
+    return "\n".join(parts) + "\n"
+
+
+def solution_document(state: DebateState) -> str:
+    """The final solution as a markdown file (`moot run -o x.md`, the TUI's /save), terminal-safe:
+    the problem's first line as its title, the answer, the confidence and where it came from."""
+    sol = state.final_solution
+    if sol is None:
+        return ""
+    title = next((line.strip() for line in state.problem.splitlines() if line.strip()), state.id)
+    conf = f"{sol.confidence}/100" if sol.confidence is not None else "n/a"
+    body = [f"# {title}", "", solution_markdown(sol), f"*Confidence {conf} · moot debate {state.id}*", ""]
+    return terminal_safe("\n".join(body))

@@ -302,12 +302,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _write_solution(path: Path, state: DebateState) -> None:
-    from moot.core.printer import solution_text
+    from moot.core.printer import solution_document
 
     if path.suffix.lower() == ".json":
         data = state.final_solution.model_dump_json(indent=2) if state.final_solution else "null"
     else:
-        data = f"# {state.problem.splitlines()[0]}\n\n" + solution_text(state)
+        data = solution_document(state)
     _write(path, data)
 
 

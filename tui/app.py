@@ -10,13 +10,15 @@ import asyncio
 import signal
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.theme import Theme as RichTheme
 from textual import on
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.theme import Theme as TextualTheme
 
 from moot.core.store import DebateFolder, StateDir
@@ -78,6 +80,11 @@ class MootApp(App[int]):
         if isinstance(runtime, LiveRuntime) and runtime.orchestrator.config.debate.clarify:
             # The engine asks before round 1 and awaits the answers inside this app's loop.
             runtime.use_clarifier(self.ask_clarifications)
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """Textual's own palette commands, without its theme picker (it lists Textual's
+        twenty themes; moot's three are in the palette as `Theme: NAME`, /theme all shows more)."""
+        return (c for c in super().get_system_commands(screen) if c.title != "Theme")
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)

@@ -30,24 +30,28 @@ class CommandSpec:
     key: str = ""
     """The key binding for the same action, shown in /help."""
     text: bool = False
-    """The rest of the line is one free-text argument (e.g. /inject's note)."""
+    """The last argument is free text, the rest of the line (/inject's note, /summarize's focus)."""
 
 
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec
     for spec in (
-        CommandSpec("summarize", "/summarize [agent|all]",
-                    "Summarize an agent's context at its next call (all agents when none is given).",
-                    1, ("agent+all",), "s"),
+        CommandSpec("summarize", "/summarize [agent|all] [focus]",
+                    "Summarize an agent's context at its next call boundary; the focus text tells the "
+                    "summarizer what to keep.", 2, ("agent+all",), "s", text=True),
         CommandSpec("context", "/context [agent] [round]",
-                    "Open the context inspector: the exact messages an agent's calls sent.",
-                    2, ("agent+judge",), "c"),
+                    "Without arguments: every agent's context by tier and its next summary. With an "
+                    "agent: the exact messages of its latest call (or of its calls in that round).",
+                    2, ("agent+judge",), "c · i"),
         CommandSpec("pause", "/pause", "Pause the debate at the next call boundary.", 0, (), "p"),
         CommandSpec("resume", "/resume", "Resume a paused debate.", 0, (), "p"),
         CommandSpec("stop", "/stop", "Stop the debate (saved; continue later with `moot resume`).", 0, (), "x"),
         CommandSpec("inject", "/inject TEXT",
                     "Add a moderator note: every agent sees it verbatim from its next call on.",
                     1, (), "", text=True),
+        CommandSpec("save", "/save [FILE]",
+                    "Write the final solution as markdown (default solution-ID.md here; atomic).", 1, (), ""),
+        CommandSpec("copy", "/copy", "Copy the final solution (markdown) to the clipboard.", 0, (), ""),
         CommandSpec("theme", "/theme [name]", "Switch theme (remembered); without a name, list the themes.",
                     1, ("theme",), "t"),
         CommandSpec("help", "/help", "Show commands and keys.", 0, (), "?"),
@@ -91,7 +95,7 @@ def parse(line: str) -> ParsedCommand:
     if spec is None:
         raise CommandError(f"unknown command /{name} — /help lists the commands")
     if spec.text:
-        return ParsedCommand(spec, (rest,) if rest else ())
+        return ParsedCommand(spec, tuple(rest.split(maxsplit=spec.max_args - 1)))
     args = rest.split()
     if len(args) > spec.max_args:
         raise CommandError(f"too many arguments — usage: {spec.usage}")
@@ -185,7 +189,9 @@ def palette_entries(agents: Iterable[tuple[str, str]], themes: Iterable[str]) ->
         ("Resume debate", COMMANDS["resume"].help, "/resume"),
         ("Stop debate", COMMANDS["stop"].help, "/stop"),
         ("Inject a moderator note", COMMANDS["inject"].help, "/inject "),
-        ("Context inspector", COMMANDS["context"].help, "/context"),
+        ("Context overview", COMMANDS["context"].help, "/context"),
+        ("Save the final solution", COMMANDS["save"].help, "/save"),
+        ("Copy the final solution", COMMANDS["copy"].help, "/copy"),
         ("Help: commands and keys", COMMANDS["help"].help, "/help"),
         ("Quit moot", COMMANDS["quit"].help, "/quit"),
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from moot.core.describe import PHASE_LABELS, k, usd
+from moot.core.printer import solution_markdown
 from moot.core.models import Solution
 
 __all__ = ["PHASE_LABELS", "clock_time", "contribution_title", "first_line", "k", "solution_markdown",
@@ -33,12 +34,3 @@ def contribution_title(kind: str, round_no: int, target: str | None = None) -> s
 def solution_title(solution: Solution) -> str:
     conf = f"{solution.confidence}/100" if solution.confidence is not None else "n/a"
     return f"Final solution · confidence {conf}"
-
-
-def solution_markdown(solution: Solution) -> str:
-    parts = [solution.description.strip()]
-    for title, items in (("Trade-offs", solution.tradeoffs), ("Recommendations", solution.recommendations),
-                         ("Unresolved", solution.unresolved)):
-        if items:
-            parts += ["", f"### {title}", ""] + [f"- {x}" for x in items]
-    return "\n".join(parts) + "\n"

@@ -4,7 +4,8 @@ A `Runtime` is not a widget: the screen's bridge reads `events()` and the comman
 line calls the command methods. Four kinds:
 
 - `LiveRuntime`: a `DebateSession` run in this process (`moot run`, `moot resume`).
-- `WatchRuntime`: tails the events.jsonl of a debate (`moot watch`); read-only.
+- `WatchRuntime`: tails the events.jsonl of a debate (`moot watch`); while another
+  process runs it, commands go to that process through `moot.core.control` (attach).
 - `ReplayRuntime`: plays a recorded debate with its original timing (`moot replay`);
   pause/resume control the playback, the rest is read-only.
 
@@ -24,9 +25,12 @@ import aiofiles
 from pydantic import ValidationError
 
 from moot.core.clock import SYSTEM_CLOCK, Clock
+from moot.core.control import ControlCommand, send, writer_alive
+from moot.core.errors import InputError
 from moot.core.events import (
     CallStarted,
     ContributionAdded,
+    ControlChanged,
     DebateResumed,
     Event,
     Subscription,
@@ -44,7 +48,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-READ_ONLY = "read-only: this debate is not running in this process"
+READ_ONLY = "read-only: no process is running this debate"
 BACKLOG = 300
 """How many recent events an opened debate shows in its event log."""
 
@@ -61,10 +65,12 @@ class Snapshot:
 
 
 class Runtime:
-    """The base: a read-only source with nothing to read."""
+    """The base: a read-only source with nothing to read.
+
+    The command methods return the id of a command sent to another process (attach), or
+    None when this process applied it; the screen reads the events to say when it took effect."""
 
     mode: ClassVar[str] = "none"
-    read_only: ClassVar[bool] = True
 
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock: Clock = clock or SYSTEM_CLOCK
@@ -89,19 +95,27 @@ class Runtime:
         """True while this process runs the debate and it has not ended."""
         return False
 
-    def request_summary(self, agent_id: str) -> None:
+    @property
+    def can_steer(self) -> bool:
+        """Do commands reach the engine (this process runs it, or another one we attach to)?"""
+        return False
+
+    def refresh(self) -> None:
+        """Once a second: look again at what may change outside (another process's lock)."""
+
+    def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
         raise ReadOnlyError(READ_ONLY)
 
-    def pause(self) -> None:
+    def pause(self) -> str | None:
         raise ReadOnlyError(READ_ONLY)
 
-    def resume(self) -> None:
+    def resume(self) -> str | None:
         raise ReadOnlyError(READ_ONLY)
 
-    def stop(self) -> None:
+    def stop(self) -> str | None:
         raise ReadOnlyError(READ_ONLY)
 
-    def inject(self, text: str) -> None:
+    def inject(self, text: str) -> str | None:
         """A moderator note every agent sees from its next call on."""
         raise ReadOnlyError(READ_ONLY)
 
@@ -117,7 +131,6 @@ class LiveRuntime(Runtime):
     """A debate run by this process; commands go to its orchestrator."""
 
     mode = "live"
-    read_only = False
     STOP_GRACE_S = 3.0
     """How long quitting waits for the debate to reach a call boundary before cancelling."""
 
@@ -194,21 +207,30 @@ class LiveRuntime(Runtime):
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def request_summary(self, agent_id: str) -> None:
-        self.orchestrator.request_summary(agent_id)
+    @property
+    def can_steer(self) -> bool:
+        return True
 
-    def pause(self) -> None:
+    def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
+        self.orchestrator.request_summary(agent_id, focus)
+        return None
+
+    def pause(self) -> str | None:
         self.orchestrator.pause()
+        return None
 
-    def resume(self) -> None:
+    def resume(self) -> str | None:
         self.orchestrator.resume()
+        return None
 
-    def stop(self) -> None:
+    def stop(self) -> str | None:
         self._stopping.set()
         self.orchestrator.stop()
+        return None
 
-    def inject(self, text: str) -> None:
+    def inject(self, text: str) -> str | None:
         self.orchestrator.inject(text)
+        return None
 
     async def shutdown(self) -> None:
         task = self._task
@@ -255,7 +277,10 @@ def _tail_events(folder: DebateFolder, limit: int = BACKLOG) -> list[Event]:
 
 
 class WatchRuntime(Runtime):
-    """Follows a debate's event log on disk (finished or being written by another process)."""
+    """Follows a debate's event log on disk (finished or being written by another process).
+
+    Attached: while another process holds the debate's lock, commands are sent to it
+    (`moot.core.control`) and it records each as an event carrying the command's id."""
 
     mode = "watch"
 
@@ -266,6 +291,44 @@ class WatchRuntime(Runtime):
         self._offset = 0
         self._last_ts = 0.0
         self._ended = False
+        self._paused = False
+        self._writer = writer_alive(folder)
+
+    @property
+    def can_steer(self) -> bool:
+        return self._writer and not self._ended
+
+    @property
+    def paused(self) -> bool:
+        return self._paused and self.can_steer
+
+    def refresh(self) -> None:
+        self._writer = writer_alive(self.folder)
+
+    def _send(self, command: ControlCommand) -> str:
+        if not self.can_steer:
+            raise ReadOnlyError(READ_ONLY)
+        try:
+            send(self.folder, command)
+        except InputError as exc:
+            self._writer = writer_alive(self.folder)
+            raise ReadOnlyError(str(exc)) from None
+        return command.id
+
+    def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
+        return self._send(ControlCommand(action="summarize", agent=agent_id, text=focus))
+
+    def pause(self) -> str | None:
+        return self._send(ControlCommand(action="pause"))
+
+    def resume(self) -> str | None:
+        return self._send(ControlCommand(action="resume"))
+
+    def stop(self) -> str | None:
+        return self._send(ControlCommand(action="stop"))
+
+    def inject(self, text: str) -> str | None:
+        return self._send(ControlCommand(action="inject", text=text))
 
     async def start(self) -> Snapshot:
         state = new_state(self.folder.id)
@@ -298,8 +361,12 @@ class WatchRuntime(Runtime):
             self._last_ts = event.ts
             if is_terminal(event):
                 self._ended = True
+                self._paused = False
             elif isinstance(event, DebateResumed):
                 self._ended = False
+                self._paused = False
+            elif isinstance(event, ControlChanged) and event.action in ("pause", "resume"):
+                self._paused = event.action == "pause"
         return out
 
     async def events(self) -> AsyncIterator[Event]:
@@ -407,8 +474,10 @@ class ReplayRuntime(Runtime):
     def paused(self) -> bool:
         return not self._playing.is_set()
 
-    def pause(self) -> None:
+    def pause(self) -> str | None:
         self._playing.clear()
+        return None
 
-    def resume(self) -> None:
+    def resume(self) -> str | None:
         self._playing.set()
+        return None

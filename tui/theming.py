@@ -19,10 +19,12 @@ BUNDLED = ("dark", "light", "high-contrast")
 
 VARIABLE_DEFAULTS: dict[str, str] = {
     "gauge-system": "#7d8799",
-    "gauge-summary": "#b48ead",
+    "gauge-summary": "#c678dd",
     "gauge-history": "#3fa7d6",
     "gauge-task": "#59c27a",
     "gauge-free": "#2b3340",
+    "gauge-output": "#a07a3c",
+    "pane-border": "#4b5563",
     "demo-badge": "#f2a541",
 }
 """Literal defaults for the app's own CSS variables: TCSS that names a variable no

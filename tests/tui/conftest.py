@@ -39,16 +39,24 @@ def session(tmp_path: Path) -> DebateSession:
     return make_session(tmp_path / "state")
 
 
-async def _record(state_dir: Path) -> list[Event]:
-    """A whole 2-round demo debate, with a manual summary of the architect asked for after the
-    round-2 proposals (made at its first critique call)."""
-    s = make_session(state_dir, debate_id="recorded")
+FOUR = ["architect", "performance", "kiss", "security"]
+FOCUS = "keep the numbers and the cost trade-offs"
+
+
+async def _record(state_dir: Path, roles: list[str] | None = None, debate: dict | None = None,
+                  focus: str | None = None, debate_id: str = "recorded") -> list[Event]:
+    """A whole demo debate (2 rounds by default), with a manual summary of the architect asked
+    for after the round-2 proposals (made at its first critique call); in a conversation, asked
+    for at turn 6."""
+    s = make_session(state_dir, debate_id=debate_id, roles=roles, debate=debate)
     orch = s.orchestrator
     loop = asyncio.get_running_loop()
 
     def listen(event: Event) -> None:
         if event.type == "phase_completed" and event.round == 2 and event.phase == "proposal":
-            loop.call_soon(orch.request_summary, "architect")
+            loop.call_soon(orch.request_summary, "architect", focus)
+        if event.type == "contribution_added" and event.contribution.round == 6 and event.contribution.type == "turn":
+            loop.call_soon(orch.request_summary, "architect", focus)
 
     s.bus.listen(listen)
     s.start_writer()
@@ -60,6 +68,23 @@ async def _record(state_dir: Path) -> list[Event]:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
     """Events of a finished demo debate (deterministic ids, fixed clock)."""
     return asyncio.run(_record(tmp_path_factory.mktemp("recorded")))
+
+
+@pytest.fixture(scope="session")
+def recorded4(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
+    """A finished 4-agent demo debate (the one a new user watches at 80×24), whose manual
+    summary of the architect carries a focus."""
+    return asyncio.run(_record(tmp_path_factory.mktemp("recorded4"), roles=FOUR, focus=FOCUS))
+
+
+@pytest.fixture(scope="session")
+def recorded_conversation(tmp_path_factory: pytest.TempPathFactory) -> list[Event]:
+    """A finished 16-turn conversation of 4 agents whose shared summary rolls (every 4 messages
+    beyond the latest 6)."""
+    debate = {"protocol": "conversation", "turns": 16,
+              "conversation": {"recent_messages": 6, "summary_every": 4}}
+    return asyncio.run(_record(tmp_path_factory.mktemp("conversation"), roles=FOUR, debate=debate,
+                               debate_id="conversation"))
 
 
 @pytest.fixture(scope="session")

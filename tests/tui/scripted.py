@@ -16,7 +16,6 @@ class ScriptedRuntime(Runtime):
     """Events pushed by a test or a benchmark; commands are recorded, not executed."""
 
     mode = "live"
-    read_only = False
 
     def __init__(self, initial: DebateState | None = None, events: Iterable[Event] = (),
                  clock: Clock | None = None, read_only: bool = False) -> None:
@@ -24,7 +23,8 @@ class ScriptedRuntime(Runtime):
         self.initial = initial
         self._pending: list[Event] = list(events)
         self._queue: asyncio.Queue[Event] | None = None
-        self.commands: list[tuple[str, str | None]] = []
+        self.commands: list[tuple[str, ...]] = []
+        """(name,) or (name, argument) or, for a summary with a focus, (name, agent, focus)."""
         self._paused = False
         self._read_only = read_only
         self.debate_running = True
@@ -64,25 +64,34 @@ class ScriptedRuntime(Runtime):
     def running(self) -> bool:
         return self.debate_running and not self._read_only
 
-    def _record(self, name: str, arg: str | None = None) -> None:
+    @property
+    def can_steer(self) -> bool:
+        return not self._read_only
+
+    def _record(self, *command: str) -> None:
         if self._read_only:
             raise ReadOnlyError(READ_ONLY)
-        self.commands.append((name, arg))
+        self.commands.append(command)
 
-    def request_summary(self, agent_id: str) -> None:
-        self._record("summarize", agent_id)
+    def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
+        self._record("summarize", agent_id, *([focus] if focus else []))
+        return None
 
-    def pause(self) -> None:
+    def pause(self) -> str | None:
         self._record("pause")
         self._paused = True
+        return None
 
-    def resume(self) -> None:
+    def resume(self) -> str | None:
         self._record("resume")
         self._paused = False
+        return None
 
-    def stop(self) -> None:
+    def stop(self) -> str | None:
         self._record("stop")
         self.debate_running = False
+        return None
 
-    def inject(self, text: str) -> None:
+    def inject(self, text: str) -> str | None:
         self._record("inject", text)
+        return None

@@ -130,7 +130,7 @@ async def test_watch_installs_no_clarifier(recorded_folder) -> None:  # type: ig
         await settle(pilot)
         assert isinstance(app.screen, DebateScreen)
         await command(pilot, "/inject hello")
-        assert "read-only" in feedback(app)
+        assert "the debate is completed: nothing to inject" in feedback(app)
 
 
 def test_no_clarifier_without_clarify(session, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -6,12 +6,13 @@ from textual.widgets import DataTable, Label
 
 from moot.core.runner import resume_session, SessionOptions  # noqa: F401
 from moot.core.store import StateDir
+from moot.tui.activity import calls_in_flight
 from moot.tui.app import create_app
 from moot.tui.runtime import ReplayRuntime, WatchRuntime, replay_timeline
 from moot.tui.screens.debate import DebateScreen
 from moot.tui.screens.debates import DebatesScreen
 
-from .conftest import feedback, fixed_clock, settle, wait_for
+from .conftest import feedback, fixed_clock, settle, upto, wait_for
 
 
 async def test_watch_shows_a_finished_debate_read_only(recorded_folder) -> None:  # type: ignore[no-untyped-def]
@@ -25,10 +26,34 @@ async def test_watch_shows_a_finished_debate_read_only(recorded_folder) -> None:
         assert screen.state.model_dump(exclude={"log_offset"}) == recorded_folder.load().model_dump(exclude={"log_offset"})
         for line in ("/summarize architect", "/pause", "/stop"):
             screen.run_command_line(line)
-            assert feedback(app).startswith("read-only: this debate is not running in this process")
+            assert feedback(app).startswith("the debate is completed: nothing to")
         screen.run_command_line("/context kiss 2")
         await pilot.pause()
         assert type(app.screen).__name__ == "ContextScreen"
+
+
+async def test_watch_of_a_running_debate_with_no_writer_is_read_only(recorded, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A log that stops mid-debate (its process was killed): shown, not steerable."""
+    from moot.core.store import EventLogWriter
+
+    folder = StateDir(tmp_path).create("killed")
+    half = upto(recorded, lambda e: e.type == "call_started" and e.view.phase == "critique" and e.view.round == 2)
+    folder.events_path.write_text("".join(EventLogWriter.encode(e) + "\n" for e in half), encoding="utf-8")
+    app = create_app(WatchRuntime(folder, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.loaded)
+        assert screen.state.status == "running" and not screen.runtime.can_steer
+        assert str(screen.query_one("#hdr-status", Label).render()) == "WATCH · read-only"
+        # The calls in flight when the log stopped show as running, with their time.
+        flying = {e.view.agent_id for e in calls_in_flight(half) if e.view.phase != "summarize"}
+        assert flying
+        await settle(pilot)
+        for agent_id in flying:
+            assert "call in progress · 0s" in str(screen.panes[agent_id].border_subtitle)
+        for line in ("/summarize architect", "/pause", "/stop", "/inject hi"):
+            screen.run_command_line(line)
+            assert feedback(app) == "read-only: no process is running this debate", line
 
 
 def test_replay_timeline_synthesizes_tokens_between_call_and_contribution(recorded) -> None:  # type: ignore[no-untyped-def]

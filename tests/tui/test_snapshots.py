@@ -1,4 +1,5 @@
-"""Snapshots at 140×45, driven from a recorded demo debate (deterministic: no racing the engine).
+"""What the screen looks like at 80×24, 100×30 and 160×48, driven from recorded demo debates
+(deterministic: no racing the engine).
 
 Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update` and look at the
 report before committing the SVGs.
@@ -6,13 +7,22 @@ report before committing the SVGs.
 
 from __future__ import annotations
 
+import pytest
+from rich.color import ColorSystem
+from rich.segment import Segment
+from rich.style import Style
+from textual.color import Color
+from textual.filter import LineFilter
+
 from moot.core.events import CallFailed, DebateFailed, Event, Token, Warning_
-from moot.tui.app import create_app
+from moot.tui.app import MootApp, create_app
+from moot.tui.theming import BUNDLED
 from tests.tui.scripted import ScriptedRuntime
 
-from .conftest import FIXED_TS, fixed_clock, settle, upto
+from .conftest import FIXED_TS, FOCUS, fixed_clock, settle, upto
 
-SIZE = (140, 45)
+SMALL, MEDIUM, LARGE = (80, 24), (100, 30), (160, 48)
+SIZES = pytest.mark.parametrize("size", [SMALL, MEDIUM, LARGE], ids=["80x24", "100x30", "160x48"])
 
 
 def app_for(events: list[Event], theme: str | None = None):  # type: ignore[no-untyped-def]
@@ -35,66 +45,117 @@ def half_streamed(recorded: list[Event], round_no: int, phase: str) -> list[Even
     return out
 
 
-def before_round2_critiques(recorded: list[Event]) -> list[Event]:
-    return upto(recorded, lambda e: e.type == "phase_started" and e.round == 2 and e.phase == "critique")
+def midstream(recorded: list[Event]) -> list[Event]:
+    """Round 2's critiques half streamed (its proposals are round 1's refinements carried over)."""
+    before = upto(recorded, lambda e: e.type == "phase_started" and e.round == 2 and e.phase == "critique")
+    return before + half_streamed(recorded, 2, "critique")
 
 
-def test_snapshot_start(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
-    app, runtime = app_for(upto(recorded, lambda e: e.type == "call_started"))
+def keys(text: str) -> list[str]:
+    return ["space" if ch == " " else ch for ch in text]
 
+
+def settled(runtime: ScriptedRuntime, *keys: str):  # type: ignore[no-untyped-def]
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await settle(pilot, runtime)
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
-
-
-def test_snapshot_midstream_gauges(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
-    # Round 2's proposals are the round-1 refinements carried over: its critiques are the calls.
-    app, runtime = app_for(before_round2_critiques(recorded) + half_streamed(recorded, 2, "critique"))
-
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await settle(pilot, runtime)
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+        if keys:
+            await pilot.press(*keys)
+            await settle(pilot)
+    return run_before
 
 
-def test_snapshot_after_manual_summarize(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
-    requested = upto(recorded, lambda e: e.type == "summary_requested", inclusive=False)
-    rest = recorded[len(requested):]
+class EightBitColours(LineFilter):
+    """What a 256-colour terminal shows: every colour as the nearest of its palette."""
+
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        out: list[Segment] = []
+        for text, style, control in segments:
+            if style is not None and (style.color is not None or style.bgcolor is not None):
+                fg = style.color.downgrade(ColorSystem.EIGHT_BIT) if style.color is not None else None
+                bg = style.bgcolor.downgrade(ColorSystem.EIGHT_BIT) if style.bgcolor is not None else None
+                style = style + Style(color=fg, bgcolor=bg)
+            out.append(Segment(text, style, control))
+        return out
+
+
+def in_256_colours(app: MootApp) -> MootApp:
+    filters = [*app.get_line_filters(), EightBitColours()]
+    app.get_line_filters = lambda: filters  # type: ignore[method-assign]  # the test's terminal, not a feature
+    return app
+
+
+# ---------------------------------------------------------------- a 4-agent debate at every size
+
+
+@SIZES
+def test_snapshot_midstream(snap_compare, recorded4, size) -> None:  # type: ignore[no-untyped-def]
+    app, runtime = app_for(midstream(recorded4))
+    assert snap_compare(app, terminal_size=size, run_before=settled(runtime))
+
+
+def test_snapshot_start(snap_compare, recorded4) -> None:  # type: ignore[no-untyped-def]
+    app, runtime = app_for(upto(recorded4, lambda e: e.type == "call_started"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=settled(runtime))
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_snapshot_after_summarize_with_a_focus(snap_compare, recorded4, size) -> None:  # type: ignore[no-untyped-def]
+    requested = upto(recorded4, lambda e: e.type == "summary_requested", inclusive=False)
+    rest = recorded4[len(requested):]
     through_manual = upto(rest, lambda e: e.type == "summary_added" and e.summary.trigger == "manual")
     app, runtime = app_for(requested)
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await settle(pilot, runtime)
-        await pilot.press("slash", *"summarize architect", "enter")
-        assert runtime.commands == [("summarize", "architect")]
+        await pilot.press("slash", *keys(f"summarize architect {FOCUS}"), "enter")
+        assert runtime.commands == [("summarize", "architect", FOCUS)]
         runtime.push(*through_manual)
         await settle(pilot, runtime)
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-def test_snapshot_context_inspector(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_context_overview(snap_compare, recorded4) -> None:  # type: ignore[no-untyped-def]
+    app, runtime = app_for(midstream(recorded4))
+    assert snap_compare(app, terminal_size=SMALL, run_before=settled(runtime, "c"))
+
+
+def test_snapshot_context_overview_large(snap_compare, recorded4) -> None:  # type: ignore[no-untyped-def]
+    app, runtime = app_for(recorded4)
+    assert snap_compare(app, terminal_size=LARGE, run_before=settled(runtime, "escape", "c"))
+
+
+def test_snapshot_inspector_finding(snap_compare, recorded4) -> None:  # type: ignore[no-untyped-def]
+    app, runtime = app_for(midstream(recorded4))
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await settle(pilot, runtime)
+        await pilot.press("c", "down", "enter")
+        await pilot.press("slash", *"latency", "enter", "n")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+def test_snapshot_inspector(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
     app, runtime = app_for(recorded)
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await settle(pilot, runtime)
         pilot.app.screen.run_command_line("/context architect 2")
-        await pilot.pause()
-        await pilot.pause()
+        await settle(pilot)
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=MEDIUM, run_before=run_before)
 
 
-def test_snapshot_help(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
-    app, runtime = app_for(upto(recorded, lambda e: e.type == "call_started"))
+def test_snapshot_help(snap_compare, recorded4) -> None:  # type: ignore[no-untyped-def]
+    app, runtime = app_for(upto(recorded4, lambda e: e.type == "call_started"))
+    assert snap_compare(app, terminal_size=SMALL, run_before=settled(runtime, "question_mark"))
 
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await settle(pilot, runtime)
-        await pilot.press("question_mark")
-        await pilot.pause()
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+def test_snapshot_quit_asks(snap_compare, recorded4) -> None:  # type: ignore[no-untyped-def]
+    app, runtime = app_for(midstream(recorded4))
+    assert snap_compare(app, terminal_size=SMALL, run_before=settled(runtime, "q"))
 
 
 def test_snapshot_error_state(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
@@ -111,26 +172,30 @@ def test_snapshot_error_state(snap_compare, recorded) -> None:  # type: ignore[n
         DebateFailed(ts=FIXED_TS, error=f"architect refinement in round 1 failed: {failure}"),
     ]
     app, runtime = app_for(events)
-
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await settle(pilot, runtime)
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=LARGE, run_before=settled(runtime))
 
 
-def test_snapshot_light_theme(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
-    app, runtime = app_for(before_round2_critiques(recorded) + half_streamed(recorded, 2, "critique"), theme="light")
-
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await settle(pilot, runtime)
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_snapshot_final_solution(snap_compare, recorded4, size) -> None:  # type: ignore[no-untyped-def]
+    app, runtime = app_for(recorded4)
+    assert snap_compare(app, terminal_size=size, run_before=settled(runtime))
 
 
-def test_snapshot_final_solution(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
-    app, runtime = app_for(recorded)
+@SIZES
+def test_snapshot_conversation(snap_compare, recorded_conversation, size) -> None:  # type: ignore[no-untyped-def]
+    events = upto(recorded_conversation, lambda e: e.type == "contribution_added" and e.contribution.round == 12)
+    app, runtime = app_for(events)
+    assert snap_compare(app, terminal_size=size, run_before=settled(runtime))
 
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await settle(pilot, runtime)
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+@pytest.mark.parametrize("theme", BUNDLED)
+def test_snapshot_theme_in_256_colours(snap_compare, recorded4, theme) -> None:  # type: ignore[no-untyped-def]
+    """Borders, gauges and the roster's selection as a 256-colour terminal shows them."""
+    app, runtime = app_for(midstream(recorded4), theme=theme)
+    assert snap_compare(in_256_colours(app), terminal_size=SMALL, run_before=settled(runtime))
+
+
+def test_snapshot_theme_overview_in_256_colours(snap_compare, recorded4) -> None:  # type: ignore[no-untyped-def]
+    """The overview's tier colours and its list selection, light theme, 256 colours."""
+    app, runtime = app_for(midstream(recorded4), theme="light")
+    assert snap_compare(in_256_colours(app), terminal_size=SMALL, run_before=settled(runtime, "c", "down"))

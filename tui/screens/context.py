@@ -1,7 +1,10 @@
-"""The context inspector: the exact messages an agent's calls sent, tier by tier.
+"""The context inspector: the exact messages of one call, tier by tier, with find.
 
-Messages are rebuilt from the recorded `ViewRecord`s with the same function the
-engine used to send them (`core.context.inspect.call_view` → `render_messages`).
+Messages are rebuilt from the recorded `ViewRecord`s with the same function the engine
+used to send them (`core.context.inspect.call_view` → `render_messages`). One call at a
+time, in a read-only TextArea (scrolls at once, selects, finds); the agent's calls are
+stepped through with keys, never picked from lists, so a 10,000-turn debate opens as fast
+as a short one.
 """
 
 from __future__ import annotations
@@ -12,158 +15,259 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Label, Select, Static
+from textual.widgets import Footer, Input, Label, TextArea
+from textual.widgets.text_area import Selection
 
 from moot.core.context.index import DebateIndex
-from moot.core.context.inspect import call_view, message_tiers, records_for
+from moot.core.context.inspect import call_view, message_tiers
 from moot.core.models import DebateState, ViewRecord
+from moot.core.sanitize import terminal_safe
 from moot.tui.format import k
 
-ALL = "*"
+CallRef = tuple[int, int]
+"""(index of the round or turn, index of the call in it)."""
 
 
-class ContextScreen(Screen):
-    """Pick a round, an agent, a phase and a critique target; see what was sent."""
+def agent_calls(state: DebateState, agent_id: str) -> list[CallRef]:
+    """Every recorded call of the agent, oldest first."""
+    return [(ri, ci) for ri, r in enumerate(state.rounds) for ci, c in enumerate(r.calls) if c.agent_id == agent_id]
+
+
+def find_all(text: str, query: str) -> list[int]:
+    """Offsets of every case-insensitive occurrence of `query` in `text`."""
+    if not query:
+        return []
+    hay, needle = text.casefold(), query.casefold()
+    out: list[int] = []
+    at = hay.find(needle)
+    while at != -1:
+        out.append(at)
+        at = hay.find(needle, at + max(1, len(needle)))
+    return out
+
+
+def location(text: str, index: int) -> tuple[int, int]:
+    """(row, column) of a character offset, as TextArea counts them."""
+    row = text.count("\n", 0, index)
+    return row, index - (text.rfind("\n", 0, index) + 1)
+
+
+def call_text(view: dict[str, Any]) -> str:
+    """One call as plain text: a header per message with its tier and tokens, then its content."""
+    parts: list[str] = []
+    for (tier, n), message in zip(message_tiers(view), view["messages"]):
+        parts.append(f"━━ [{message['role']}] {tier} · {n} tokens ━━")
+        parts.append(terminal_safe(message["content"]).rstrip())
+        parts.append("")
+    return "\n".join(parts)
+
+
+class MessageText(TextArea):
+    """Read-only text whose keys scroll the view (a reader's keys, not an editor's cursor)."""
+
+    BINDINGS = [
+        Binding("up", "scroll_up", show=False),
+        Binding("down", "scroll_down", show=False),
+        Binding("pageup", "page_up", show=False),
+        Binding("pagedown,space", "page_down", show=False),
+        Binding("home", "scroll_home", show=False),
+        Binding("end", "scroll_end", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__("", id=id, read_only=True, soft_wrap=True, show_line_numbers=False, show_cursor=False,
+                         highlight_cursor_line=False)
+
+
+class ContextScreen(Screen[None]):
+    """One agent's calls; ←/→ step through them, [ ] by round, , . by agent; / finds."""
 
     CSS_PATH = "context.tcss"
     BINDINGS = [
         Binding("escape", "back", "Back"),
-        Binding("left_square_bracket,left", "round(-1)", "Prev round", key_display="[", priority=True),
-        Binding("right_square_bracket,right", "round(1)", "Next round", key_display="]", priority=True),
+        Binding("slash,ctrl+f", "find", "Find", key_display="/"),
+        Binding("left", "call(-1)", "Prev call", key_display="←", priority=True),
+        Binding("right", "call(1)", "Next call", key_display="→", priority=True),
+        Binding("left_square_bracket", "round(-1)", "Prev round", key_display="["),
+        Binding("right_square_bracket", "round(1)", "Next round", key_display="]"),
         Binding("comma", "agent(-1)", "Prev agent", key_display=","),
         Binding("full_stop", "agent(1)", "Next agent", key_display="."),
+        Binding("n", "find_next(1)", "Next match", show=False),
+        Binding("N", "find_next(-1)", "Previous match", show=False),
         Binding("q", "back", "Back", show=False),
     ]
 
-    def __init__(self, state: DebateState, index: DebateIndex, agent_id: str, round_no: int,
-                 phase: str | None = None, target: str | None = None) -> None:
+    def __init__(self, state: DebateState, index: DebateIndex, agent_id: str, round_no: int | None = None) -> None:
         super().__init__()
         self.state = state
         self.index = index
         self.agent_id = agent_id
-        self.round_no = round_no
-        self.phase = phase or ALL
-        self.target = target or ALL
-        self._options: dict[str, list[tuple[str, Any]]] = {}
-        """What each Select offers now (set again only when it changes)."""
+        self.calls = agent_calls(state, agent_id)
+        self.at = self._start(round_no)
+        self.query_text = ""
+        self.matches: list[int] = []
+        self.match_at = -1
+
+    def _start(self, round_no: int | None) -> int:
+        """The agent's latest call, or its first in `round_no` (its last before it when none)."""
+        if not self.calls:
+            return -1
+        if round_no is None:
+            return len(self.calls) - 1
+        before = [i for i, (ri, _) in enumerate(self.calls) if ri <= round_no - 1]
+        in_round = [i for i in before if self.calls[i][0] == round_no - 1]
+        return in_round[0] if in_round else (before[-1] if before else 0)
 
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="ctx-top"):
-            yield Label("", id="ctx-title")
-            with Horizontal(id="ctx-pickers"):
-                yield Select(self._agent_options(), value=self.agent_id, allow_blank=False, id="ctx-agent",
-                             prompt="agent")
-                yield Select(self._round_options(), value=self.round_no, allow_blank=False, id="ctx-round")
-                yield Select([("all phases", ALL)], value=ALL, allow_blank=False, id="ctx-phase")
-                yield Select([("all targets", ALL)], value=ALL, allow_blank=False, id="ctx-target")
-        yield VerticalScroll(id="ctx-body")
+        yield Label("", id="ctx-title")
+        yield Label("", id="ctx-tiers")
+        yield MessageText(id="ctx-text")
+        with Horizontal(id="ctx-find"):
+            yield Label("find", id="ctx-find-label")
+            yield Input(placeholder="text to find · enter: next · esc: close", id="ctx-find-input", compact=True)
+            yield Label("", id="ctx-find-status")
         yield Footer()
 
-    async def on_mount(self) -> None:
-        await self._refresh()
-        self.query_one("#ctx-body").focus()
+    def on_mount(self) -> None:
+        self.query_one("#ctx-find").display = False
+        self._show()
+        self.query_one(TextArea).focus()
 
-    def _agent_options(self) -> list[tuple[str, str]]:
-        infos = [*self.state.agents, *([self.state.judge] if self.state.judge else [])]
-        return [(f"{a.name} ({a.role})" if a.name.lower() != a.role else a.name, a.id) for a in infos]
+    @property
+    def record(self) -> ViewRecord | None:
+        if self.at < 0:
+            return None
+        ri, ci = self.calls[self.at]
+        return self.state.rounds[ri].calls[ci]
 
-    def _round_options(self) -> list[tuple[str, int]]:
-        return [(f"round {r.number}", r.number) for r in self.state.rounds]
-
-    def _records(self) -> list[ViewRecord]:
-        return records_for(self.state, self.round_no, self.agent_id)
-
-    # ------------------------------------------------------------------ rendering
-
-    async def _refresh(self) -> None:
-        records = self._records()
-        phases = sorted({r.phase for r in records}, key=lambda p: ["summarize", "proposal", "critique",
-                                                                   "refinement", "synthesis"].index(p)
-                        if p in ("summarize", "proposal", "critique", "refinement", "synthesis") else 9)
-        targets = sorted({r.target_agent_id for r in records if r.target_agent_id})
-        if self.phase not in phases:
-            self.phase = ALL
-        if self.target not in targets:
-            self.target = ALL
-        self._set_select("#ctx-agent", self._agent_options(), self.agent_id)
-        self._set_select("#ctx-round", self._round_options(), self.round_no)
-        self._set_select("#ctx-phase", [("all phases", ALL), *((p, p) for p in phases)], self.phase)
-        self._set_select("#ctx-target", [("all targets", ALL), *((f"→ {t}", t) for t in targets)], self.target)
-        shown = [r for r in records if (self.phase == ALL or r.phase == self.phase)
-                 and (self.target == ALL or r.target_agent_id == self.target)]
+    def _show(self) -> None:
+        record = self.record
         name = self.index.name(self.agent_id)
+        area = self.query_one(TextArea)
+        step = "turn" if self.state.protocol == "conversation" else "round"
+        if record is None:
+            self.query_one("#ctx-title", Label).update(Text(f"{name} · no calls recorded yet · debate {self.state.id}"))
+            self.query_one("#ctx-tiers", Label).update("")
+            area.load_text("")
+            return
+        view = call_view(record, self.index)
+        target = f" → {record.target_agent_id}" if record.target_agent_id else ""
         self.query_one("#ctx-title", Label).update(Text(
-            f"Context inspector · {name} · round {self.round_no} of {len(self.state.rounds)} · "
-            f"{len(shown)} call{'s' if len(shown) != 1 else ''} · debate {self.state.id}"))
-        body = self.query_one("#ctx-body", VerticalScroll)
-        await body.remove_children()
-        if not shown:
-            await body.mount(Label("no calls recorded for this agent, round and phase", classes="ctx-empty"))
-            return
-        widgets: list[Static | Label] = []
-        for record in shown:
-            widgets.extend(self._call_widgets(call_view(record, self.index)))
-        await body.mount_all(widgets)
-        body.scroll_home(animate=False)
+            f"{name} · {step} {record.round}/{self.state.total_rounds} · {record.phase}{target} · "
+            f"call {self.at + 1} of {len(self.calls)} · exact messages · debate {self.state.id}"))
+        t = record.tokens
+        dropped = f" · {len(record.dropped_ids)} older items dropped" if record.dropped_ids else ""
+        window = (f" · window {k(record.window)} ({record.window_source})"
+                  if record.window and record.window_source != "configured" else "")
+        self.query_one("#ctx-tiers", Label).update(Text(
+            f"{record.model} · system {k(t.system)} · summary {k(t.summary)} · history {k(t.history)} · "
+            f"task {k(t.task)} = {k(t.total)} of {k(record.budget)} · answer {k(record.max_tokens)}{window}{dropped}"))
+        area.load_text(call_text(view))
+        area.scroll_home(animate=False)
+        if self.query_text:
+            self._search(keep_position=False)
 
-    def _call_widgets(self, view: dict[str, Any]) -> list[Static | Label]:
-        t = view["tokens"]
-        target = f" → {view['target_agent_id']}" if view["target_agent_id"] else ""
-        dropped = f" · {len(view['dropped_ids'])} older items dropped" if view["dropped_ids"] else ""
-        summary = f" · summary {view['summary_id']}" if view["summary_id"] else ""
-        out: list[Static | Label] = [Label(Text(
-            f"{view['phase']}{target} · {view['model']} · {k(t['total'])} / {k(view['budget'])} tokens · "
-            f"max output {view['max_tokens']}{summary}{dropped}"), classes="ctx-call")]
-        for (tier, n), message in zip(message_tiers(view), view["messages"]):
-            out.append(Label(Text(f"[{message['role']}] {tier} · {n} tokens"), classes=f"ctx-tier -{tier}"))
-            out.append(Static(Text(message["content"]), classes="ctx-message"))
-        return out
+    # ------------------------------------------------------------------ stepping
 
-    def _set_select(self, selector: str, options: list[tuple[str, Any]], value: Any) -> None:
-        select = self.query_one(selector, Select)
-        # Changing options or value from code must not read as the user picking something.
-        with select.prevent(Select.Changed):
-            if self._options.get(selector) != options:
-                select.set_options(options)
-                self._options[selector] = options
-            if select.value != value:
-                select.value = value
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        typing = isinstance(self.focused, Input)
+        if action in ("call", "round", "agent", "find", "find_next") and typing:
+            return False  # the keys go to the find box
+        return True
 
-    # ------------------------------------------------------------------ input
-
-    @on(Select.Changed)
-    async def _picked(self, event: Select.Changed) -> None:
-        if event.value is Select.BLANK:
-            return
-        changed = False
-        if event.select.id == "ctx-agent" and event.value != self.agent_id:
-            self.agent_id, changed = str(event.value), True
-        elif event.select.id == "ctx-round" and event.value != self.round_no:
-            self.round_no, changed = int(str(event.value)), True
-        elif event.select.id == "ctx-phase" and event.value != self.phase:
-            self.phase, changed = str(event.value), True
-        elif event.select.id == "ctx-target" and event.value != self.target:
-            self.target, changed = str(event.value), True
-        if changed:
-            await self._refresh()
-
-    async def action_round(self, step: int) -> None:
-        n = self.round_no + step
-        if 1 <= n <= len(self.state.rounds):
-            self.round_no = n
-            await self._refresh()
+    def action_call(self, step: int) -> None:
+        n = self.at + step
+        if 0 <= n < len(self.calls):
+            self.at = n
+            self._show()
         else:
-            self.notify(f"no round {n}", severity="warning", timeout=2)
+            self.notify("no earlier call" if step < 0 else "no later call", timeout=2)
 
-    async def action_agent(self, step: int) -> None:
-        ids = [a_id for _, a_id in self._agent_options()]
+    def action_round(self, step: int) -> None:
+        if self.at < 0:
+            return
+        current = self.calls[self.at][0]
+        if step > 0:
+            nxt = next((i for i, (ri, _) in enumerate(self.calls) if ri > current), None)
+        else:
+            earlier = [ri for ri, _ in self.calls if ri < current]
+            nxt = next((i for i, (ri, _) in enumerate(self.calls) if earlier and ri == earlier[-1]), None)
+        if nxt is None:
+            self.notify("no earlier round for this agent" if step < 0 else "no later round for this agent", timeout=2)
+            return
+        self.at = nxt
+        self._show()
+
+    def action_agent(self, step: int) -> None:
+        people = [*self.state.agents, *([self.state.judge] if self.state.judge else [])]
+        ids = [a.id for a in people]
         i = ids.index(self.agent_id) if self.agent_id in ids else 0
         self.agent_id = ids[(i + step) % len(ids)]
-        await self._refresh()
+        round_no = self.record.round if self.record is not None else None
+        self.calls = agent_calls(self.state, self.agent_id)
+        self.at = self._start(round_no)
+        self._show()
+
+    # ------------------------------------------------------------------ find
+
+    def action_find(self) -> None:
+        bar = self.query_one("#ctx-find")
+        bar.display = True
+        box = self.query_one("#ctx-find-input", Input)
+        box.value = self.query_text
+        box.focus()
+
+    @on(Input.Changed, "#ctx-find-input")
+    def _typed(self, event: Input.Changed) -> None:
+        self.query_text = event.value
+        self._search(keep_position=False)
+
+    @on(Input.Submitted, "#ctx-find-input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.query_text = event.value
+        self.query_one(TextArea).focus()  # n / N step through the matches from here
+        self.action_find_next(1)
+
+    def _search(self, keep_position: bool) -> None:
+        area = self.query_one(TextArea)
+        self.matches = find_all(area.text, self.query_text)
+        self.match_at = -1
+        if self.matches:
+            self.action_find_next(1)
+        else:
+            self._find_status()
+
+    def action_find_next(self, step: int) -> None:
+        if not self.matches:
+            if self.query_text:
+                self.notify(f"no match for {self.query_text!r}", timeout=2)
+            return
+        self.match_at = (self.match_at + step) % len(self.matches)
+        area = self.query_one(TextArea)
+        start = self.matches[self.match_at]
+        text = area.text
+        area.selection = Selection(location(text, start), location(text, start + len(self.query_text)))
+        area.scroll_cursor_visible(center=True, animate=False)
+        self._find_status()
+
+    def _find_status(self) -> None:
+        status = self.query_one("#ctx-find-status", Label)
+        if not self.query_text:
+            status.update("")
+        elif not self.matches:
+            status.update("no match")
+        else:
+            status.update(f"{self.match_at + 1} of {len(self.matches)} · n/N")
 
     def action_back(self) -> None:
+        """Escape: closes the find box when typing there, else the inspector."""
+        bar = self.query_one("#ctx-find")
+        if bar.display and isinstance(self.focused, Input):
+            bar.display = False
+            self.query_one(TextArea).focus()
+            return
         self.app.pop_screen()

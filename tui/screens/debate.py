@@ -6,8 +6,10 @@ whatever the runtime (live, watch, replay), so the screen is the same in all thr
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import assert_never
 
 from rich.text import Text
@@ -15,12 +17,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
-from textual.events import Resize
+from textual.events import DescendantFocus, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Label
 
 from moot.core.agents import find_agent
 from moot.core.context.index import DebateIndex
+from moot.core.context.outlook import summary_owner
 from moot.core.events import (
     BudgetReached,
     CallFailed,
@@ -48,8 +51,11 @@ from moot.core.events import (
     Warning_,
     WindowLearned,
 )
-from moot.core.models import JUDGE_ID, AgentInfo, DebateState
+from moot.core.models import JUDGE_ID, MAX_FOCUS, AgentInfo, DebateState
+from moot.core.printer import solution_document
+from moot.core.store import write_atomic
 from moot.core.state import apply, new_state
+from moot.tui.activity import calls_in_flight
 from moot.tui.bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
 from moot.tui.commands import (
     COMMANDS,
@@ -60,7 +66,17 @@ from moot.tui.commands import (
     parse,
     parse_round,
 )
-from moot.tui.runtime import ReadOnlyError, Runtime
+from moot.tui.followups import (
+    Followups,
+    after_inject,
+    after_pause,
+    after_resume,
+    after_stop,
+    after_summarize,
+)
+from moot.tui.runtime import READ_ONLY, ReadOnlyError, Runtime
+from moot.tui.screens.context import ContextScreen
+from moot.tui.screens.context_overview import ContextOverviewScreen
 from moot.tui.theming import BUNDLED, theme_names
 from moot.tui.widgets.agent_pane import AgentPane
 from moot.tui.widgets.agent_roster import AgentRoster, AgentRow
@@ -71,6 +87,16 @@ from moot.tui.widgets.event_log import EventLog
 
 MIN_PANE_WIDTH = 38
 MIN_PANE_HEIGHT = 8
+GRID_CHROME = 13
+"""Rows that are not panes: header, event log (8), feedback, command line, footer, a spare."""
+FOCUS_CHROME = 8
+"""The same in the focus layout, whose event log is 4 rows."""
+SHORT_HEIGHT = 34
+"""Below this the event log keeps 3 lines instead of 7."""
+NARROW_WIDTH = 120
+"""Below this the header drops the model (each pane names its own)."""
+TINY_WIDTH = 100
+"""Below this the header drops the elapsed time too, and the roster is narrower."""
 
 
 def grid_shape(n: int, width: int, height: int) -> tuple[int, int]:
@@ -90,6 +116,14 @@ def grid_shape(n: int, width: int, height: int) -> tuple[int, int]:
     return cols, math.ceil(n / cols)
 
 
+def needs_focus_layout(n: int, width: int, height: int) -> bool:
+    """True when n panes cannot all show text: one pane is shown with the roster beside it."""
+    if n <= 1:
+        return False
+    cols, rows = grid_shape(n, width, height)
+    return height / rows < MIN_PANE_HEIGHT or width / cols < MIN_PANE_WIDTH
+
+
 def agent_usage(state: DebateState) -> dict[str, tuple[int, float]]:
     """Agent id (the judge's too) → (tokens, cost in USD) so far, every kind of call counted."""
     return {agent_id: (u.total_tokens, u.cost_usd) for agent_id, u in state.agent_totals.items()}
@@ -100,17 +134,22 @@ class DebateScreen(Screen):
 
     CSS_PATH = "debate.tcss"
     COMMANDS = {MootCommandProvider}
+    # Help and quit first: the footer drops what does not fit from the right.
     BINDINGS = [
-        Binding("s", "summarize", "Summarize"),
-        Binding("c", "context", "Context"),
-        Binding("p", "toggle_pause", "Pause/Resume"),
-        Binding("x", "stop", "Stop"),
-        Binding("t", "cycle_theme", "Theme"),
-        Binding("z", "zoom", "Zoom"),
-        Binding("end", "follow", "Follow live", show=False),
-        Binding("escape", "back", "Back"),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
+        Binding("escape", "back", "Back"),
+        Binding("right_square_bracket", "next_agent", "Next agent", key_display="]"),
+        Binding("left_square_bracket", "next_agent(-1)", "Previous agent", show=False),
+        Binding("s", "summarize", "Summarize"),
+        Binding("c", "context", "Context"),
+        Binding("i", "inspect", "Inspect", show=False),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("x", "stop", "Stop"),
+        Binding("t", "cycle_theme", "Theme", show=False),
+        Binding("z", "zoom", "Zoom", show=False),
+        Binding("end", "follow", "Follow live", show=False),
+        *(Binding(str(n), f"show_agent({n})", show=False) for n in range(10)),
     ]
 
     def __init__(self, runtime: Runtime, *, can_go_back: bool = False, speed: float | None = None) -> None:
@@ -123,8 +162,13 @@ class DebateScreen(Screen):
         self.phase = ""
         self.panes: dict[str, AgentPane] = {}
         self.conversation: ConversationView | None = None
+        self.compact = False
+        """The focus layout: one pane (`current`) beside the roster, for terminals too small for all."""
+        self.current: str | None = None
         self.loaded = False
         self.bridge = Bridge(runtime, self)
+        self.followups = Followups()
+        """What the feedback line becomes when a command takes effect."""
         self._usage_shown: dict[str, tuple[int, float]] = {}
 
     # ------------------------------------------------------------------ layout
@@ -133,7 +177,7 @@ class DebateScreen(Screen):
         yield DebateHeader()
         with Horizontal(id="main"):
             yield Grid(id="panes")
-            yield AgentRoster(id="roster")
+            yield AgentRoster(clock=self.runtime.now, id="roster")
         yield EventLog(id="event-log")
         with Vertical(id="command-bar"):
             yield Label("", id="command-feedback")
@@ -154,11 +198,32 @@ class DebateScreen(Screen):
 
     def _relayout(self) -> None:
         grid = self.query_one("#panes", Grid)
-        size = self.size
-        n = 1 if self.zoomed is not None else len(self.panes)
-        cols, rows = grid_shape(n, size.width, max(1, size.height - 14))
+        width, height = self.size
+        self.set_class(width < NARROW_WIDTH, "-narrow")
+        self.set_class(width < TINY_WIDTH, "-tiny")
+        self.set_class(height < SHORT_HEIGHT, "-short")
+        self.query_one(Footer).compact = width < TINY_WIDTH
+        compact = bool(self.panes) and needs_focus_layout(len(self.panes), width, max(1, height - GRID_CHROME))
+        if compact != self.compact:
+            self.compact = compact
+            self.set_class(compact, "-compact")
+            self.refresh_bindings()
+        if compact:
+            self._show_current(self.current or next(iter(self.panes)))
+        n = 1 if self.zoomed is not None or compact else len(self.panes)
+        cols, rows = grid_shape(n, width, max(1, height - GRID_CHROME))
         grid.styles.grid_size_columns = cols
         grid.styles.grid_size_rows = rows
+
+    def _show_current(self, agent_id: str) -> None:
+        """The focus layout's pane: shown, focused unless the user is typing, marked in the roster."""
+        self.current = agent_id
+        for pid, p in self.panes.items():
+            p.set_class(pid == agent_id, "-current")
+        self.query_one(AgentRoster).mark_focused(agent_id if self.compact else None)
+        pane = self.panes.get(agent_id)
+        if self.compact and pane is not None and not isinstance(self.focused, CommandInput):
+            self.set_focus(pane)
 
     async def _build_panes(self) -> None:
         """The layout for the debate's protocol: a pane per agent, or a conversation's shared
@@ -178,9 +243,11 @@ class DebateScreen(Screen):
         if self.state.judge is not None:
             infos.append((self.state.judge, True))
         panes = [AgentPane(info, judge=judge) for info, judge in infos]
+        for pane in panes:
+            pane.streams = self.runtime.mode != "watch"
         self.panes = {p.info.id: p for p in panes}
-        self._relayout()
         await self.query_one("#panes", Grid).mount_all(panes)
+        self._relayout()
         self.refresh_bindings()
 
     def pane(self, agent_id: str | None) -> AgentPane | None:
@@ -206,6 +273,9 @@ class DebateScreen(Screen):
                 self.phase = event.phase
         await self._build_panes()
         await self._load_panes()
+        if self.state.status == "running":
+            for started in calls_in_flight(snap.backlog):  # opened mid-call: shown running, with its time
+                await self._route(started)
         self._show_usage()
         self.loaded = True
         if self.state.status != "running":
@@ -240,6 +310,8 @@ class DebateScreen(Screen):
         apply(self.state, event)
         self.index.on_event(event)
         self.query_one(EventLog).add_event(event)
+        if (line := self.followups.on_event(event)) is not None:
+            self.feedback(line)
         await self._route(event)
         self._show_usage()
         self._refresh_header()
@@ -273,9 +345,9 @@ class DebateScreen(Screen):
                 if view.phase == "turn":
                     self.phase = "turn"
                 if (pane := self.pane(view.agent_id)) is not None:
-                    pane.call_later(pane.call_started, view)
+                    pane.call_later(pane.call_started, view, event.ts, self.runtime.now())
                 if (row := roster.row(view.agent_id)) is not None:
-                    row.activity.started(view.call_id, view.phase)
+                    row.activity.started(view.call_id, view.phase, event.ts)
                     if view.phase != "summarize":
                         row.show_view(view.tokens, view.budget)
                     row.refresh_status()
@@ -302,9 +374,9 @@ class DebateScreen(Screen):
                 self._row_ended(judge_id if for_judge else summary.agent_id, None)
                 if conv is not None and summary.agent_id == judge_id and summary.scope == "conversation":
                     conv.call_later(conv.summary_added, summary)
-            case SummaryRequested(agent_id=agent_id):
+            case SummaryRequested(agent_id=agent_id, focus=focus):
                 if (pane := self.pane(agent_id)) is not None:
-                    pane.call_later(pane.summary_requested)
+                    pane.call_later(pane.summary_requested, focus)
             case ClarificationsAsked(questions=items, round=r) | ClarificationsAnswered(answers=items, round=r):
                 answered = isinstance(event, ClarificationsAnswered)
                 for agent_id, pane in self.panes.items():
@@ -381,6 +453,15 @@ class DebateScreen(Screen):
     # ------------------------------------------------------------------ header
 
     def _tick(self) -> None:
+        steer = self.runtime.can_steer
+        self.runtime.refresh()
+        if steer != self.runtime.can_steer:  # the writer started or ended in another process
+            self._refresh_header()
+            self.refresh_bindings()
+        self.query_one(AgentRoster).tick()
+        now = self.runtime.now()
+        for pane in self.panes.values():
+            pane.tick(now)
         state = self.state
         if not state.problem:
             self.query_one(DebateHeader).show_elapsed(None)
@@ -406,7 +487,7 @@ class DebateScreen(Screen):
         elif self.runtime.paused:
             header.show_status("PAUSED", "warning")
         elif self.runtime.mode == "watch":
-            header.show_status("WATCH · read-only", "info")
+            header.show_status("WATCH · attached" if self.runtime.can_steer else "WATCH · read-only", "info")
         elif self.runtime.mode == "replay":
             header.show_status(f"REPLAY ×{self.speed:g}" if self.speed else "REPLAY", "info")
         else:
@@ -451,6 +532,8 @@ class DebateScreen(Screen):
             "resume": self.cmd_resume,
             "stop": self.cmd_stop,
             "inject": self.cmd_inject,
+            "save": self.cmd_save,
+            "copy": self.cmd_copy,
             "theme": self.cmd_theme,
             "help": self.cmd_help,
             "quit": self.cmd_quit,
@@ -465,67 +548,97 @@ class DebateScreen(Screen):
             self.feedback(str(exc), error=True)
 
     def _require_running(self, what: str) -> None:
-        if self.runtime.read_only and self.runtime.mode != "replay":
-            raise ReadOnlyError("read-only: this debate is not running in this process")
         if not self.state.problem:
             raise CommandError("the debate has not started yet")
         if self.state.status != "running" and self.runtime.mode != "replay":
-            raise CommandError(f"the debate is {self.state.status}: nothing to {what}")
+            hint = f" (continue it with `moot resume {self.state.id}`)" if self.state.status in (
+                "stopped", "interrupted", "failed") else ""
+            raise CommandError(f"the debate is {self.state.status}: nothing to {what}{hint}")
+        if not self.runtime.can_steer and self.runtime.mode != "replay":
+            raise ReadOnlyError(READ_ONLY)
+
+    def _require_engine(self, what: str) -> None:
+        """Commands that need the engine itself (not a replay's playback)."""
+        self._require_running(what)
+        if not self.runtime.can_steer:
+            raise ReadOnlyError(READ_ONLY)
 
     def _agent_list(self) -> str:
         return ", ".join(a.id for a in self.state.agents)
 
-    def cmd_summarize(self, target: str | None = None) -> None:
-        if self.runtime.read_only:
-            raise ReadOnlyError("read-only: this debate is not running in this process")
-        self._require_running("summarize")
+    def _no_agent(self, name: str, extra: str = "") -> CommandError:
+        ids = [a.id for a in self.state.agents]
+        close = difflib.get_close_matches(name.lower(), ids, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        return CommandError(f"no agent {name!r} — {hint}agents: {self._agent_list()}{extra}")
+
+    def cmd_summarize(self, target: str | None = None, focus: str | None = None) -> None:
+        self._require_engine("summarize")
         if target is None or target.lower() == "all":
             ids = [a.id for a in self.state.agents]
         else:
             agent = find_agent(target, self.state.agents, self.state.judge)
             if agent is None:
-                raise CommandError(f"no agent {target!r} — agents: {self._agent_list()} (or all)")
+                raise self._no_agent(target, " (or all), then the focus: /summarize kiss keep the costs")
             if agent is self.state.judge:
                 raise CommandError("the judge summarizes the final round by itself; /summarize takes a debater")
             ids = [agent.id]
-        for agent_id in ids:
+        focus = " ".join(focus.split()) if focus else None
+        if focus and len(focus) > MAX_FOCUS:
+            raise CommandError(f"the focus is {len(focus)} characters; at most {MAX_FOCUS}")
+        command_id: str | None = None
+        for agent_id in ids if self.runtime.mode != "watch" else ids[:1]:
+            # An attached watch sends one command (`all` or the agent) that the writer expands.
+            target_id = agent_id if len(ids) == 1 or self.runtime.mode != "watch" else "all"
             try:
-                self.runtime.request_summary(agent_id)
-            except KeyError:
-                raise CommandError(f"no agent {agent_id!r} — agents: {self._agent_list()}") from None
+                command_id = self.runtime.request_summary(target_id, focus)
+            except (KeyError, ValueError) as exc:
+                raise CommandError(str(exc).strip("'\"")) from None
         who = "every agent" if len(ids) > 1 else ids[0]
-        self.feedback(f"summary requested for {who}: applied at its next call")
+        about = f" (focus: {focus})" if focus else ""
+        self.feedback(f"summary of {who} requested{about}: made at the next call boundary…")
+        self.followups.add(*after_summarize(sorted({summary_owner(self.state, a) for a in ids}), command_id))
 
     def cmd_context(self, agent: str | None = None, round_text: str | None = None) -> None:
-        from moot.tui.screens.context import ContextScreen
-
         state = self.state
         if not state.rounds:
             raise CommandError("no calls recorded yet: the first round has not started")
+        if agent is None and round_text is None:
+            self.feedback("")
+            self.app.push_screen(ContextOverviewScreen(state, self.index, self._focused_agent_id()))
+            return
         if agent is not None and round_text is None and agent.isdigit():
             agent, round_text = None, agent
         if agent is None:
-            focused = self.focused
-            pane = focused if isinstance(focused, AgentPane) else None
-            agent_id = pane.info.id if pane else state.agents[0].id
+            agent_id = self._focused_agent_id() or state.agents[0].id
         else:
             found = find_agent(agent, state.agents, state.judge)
             if found is None:
-                raise CommandError(f"no agent {agent!r} — agents: {self._agent_list()}, judge")
+                raise self._no_agent(agent, ", judge")
             agent_id = found.id
-        if round_text is None:
-            round_no = max(1, min(state.current_round or len(state.rounds), len(state.rounds)))
-        else:
-            round_no = parse_round(round_text, len(state.rounds))
+        round_no = parse_round(round_text, len(state.rounds)) if round_text is not None else None
         self.feedback("")
-        self.app.push_screen(ContextScreen(state, self.index, agent_id, round_no))
+        self.open_inspector(agent_id, round_no)
+
+    def open_inspector(self, agent_id: str, round_no: int | None = None) -> None:
+        """The exact messages of the agent's calls: its latest call, or its first in `round_no`."""
+        self.app.push_screen(ContextScreen(self.state, self.index, agent_id, round_no))
+
+    def _focused_agent_id(self) -> str | None:
+        pane = self._focused_pane()
+        return pane.info.id if pane else (self.current if self.compact else None)
 
     def cmd_pause(self) -> None:
         self._require_running("pause")
         if self.runtime.paused:
             raise CommandError("already paused — /resume to continue")
-        self.runtime.pause()
-        self.feedback("pausing at the next call boundary (calls in flight finish first)")
+        command_id = self.runtime.pause()
+        if self.runtime.mode == "replay":
+            self.feedback("replay paused — /resume (or p) continues")
+        else:
+            self.feedback("pause sent to the debate's process…" if command_id
+                          else "pausing: the calls in flight finish first…")
+            self.followups.add(*after_pause(command_id))
         self._refresh_header()
         self.refresh_bindings()
 
@@ -533,29 +646,53 @@ class DebateScreen(Screen):
         self._require_running("resume")
         if not self.runtime.paused:
             raise CommandError("not paused")
-        self.runtime.resume()
-        self.feedback("resumed")
+        command_id = self.runtime.resume()
+        self.feedback("resume sent to the debate's process…" if command_id else "resumed")
+        self.followups.add(*after_resume(command_id))
         self._refresh_header()
         self.refresh_bindings()
 
     def cmd_stop(self) -> None:
-        self._require_running("stop")
-        if self.runtime.mode == "replay":
-            raise ReadOnlyError("read-only: this debate is not running in this process")
-        self.runtime.stop()
-        self.feedback(f"stopping at the next call boundary; saved — continue with `moot resume {self.state.id}`")
+        self._require_engine("stop")
+        command_id = self.runtime.stop()
+        self.feedback("stopping at the next call boundary…")
+        self.followups.add(*after_stop(self.state.id, command_id))
 
     def cmd_inject(self, text: str | None = None) -> None:
-        if self.runtime.read_only:
-            raise ReadOnlyError("read-only: this debate is not running in this process")
         if not text or not text.strip():
             raise CommandError(f"usage: {COMMANDS['inject'].usage} — e.g. /inject Keep it simple")
-        self._require_running("inject")
+        self._require_engine("inject")
         try:
-            self.runtime.inject(text.strip())
+            command_id = self.runtime.inject(text.strip())
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.feedback("moderator note added: every agent sees it from its next call on")
+        if command_id:
+            self.feedback("note sent to the debate's process…")
+            self.followups.add(*after_inject(command_id))
+        else:
+            self.feedback("moderator note added: every agent sees it from its next call on")
+
+    def _solution(self) -> str:
+        if self.state.final_solution is None:
+            raise CommandError("no final solution yet: the judge writes it after the last round")
+        return solution_document(self.state)
+
+    def cmd_save(self, name: str | None = None) -> None:
+        text = self._solution()
+        path = Path(name).expanduser() if name else Path(f"solution-{self.state.id}.md")
+        if path.is_dir():
+            path = path / f"solution-{self.state.id}.md"
+        try:
+            write_atomic(path, text.encode("utf-8"))
+        except OSError as exc:
+            raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+        self.feedback(f"final solution saved to {path.resolve()} ({len(text):,} chars)")
+
+    def cmd_copy(self) -> None:
+        text = self._solution()
+        self.app.copy_to_clipboard(text)
+        self.feedback(f"final solution copied ({len(text):,} chars) — if nothing was copied, your terminal "
+                      "ignores OSC 52: /save writes a file")
 
     def cmd_theme(self, name: str | None = None) -> None:
         names = self._theme_words()
@@ -582,13 +719,15 @@ class DebateScreen(Screen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         running = self.state.status == "running"
-        live = not self.runtime.read_only and running
+        live = self.runtime.can_steer and running
         if action in ("summarize", "stop"):
             return live
         if action == "toggle_pause":
             return live or (self.runtime.mode == "replay" and running)
         if action == "back":
             return self.can_go_back or self.zoomed is not None
+        if action == "next_agent":
+            return self.compact and self.zoomed is None
         return True
 
     def _focused_pane(self) -> AgentPane | None:
@@ -614,12 +753,30 @@ class DebateScreen(Screen):
         command.cursor_position = len(line)
 
     def action_summarize(self) -> None:
+        """The focused agent's summary; with none focused, every agent's — after asking (N paid calls)."""
+        from moot.tui.screens.confirm import ConfirmScreen
+
         pane = self._focused_pane()
-        self.run_command_line(f"/summarize {pane.info.id}" if pane and not pane.judge else "/summarize all")
+        if pane is not None and not pane.judge:
+            self.run_command_line(f"/summarize {pane.info.id}")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.run_command_line("/summarize all")
+
+        n = len(self.state.agents)
+        self.app.push_screen(ConfirmScreen(f"Summarize all {n} agents?", f"That is {n} summarization calls. "
+                                           "To summarize one agent, focus its pane (tab, or its number) "
+                                           "and press s, or type /summarize NAME [focus]."), confirmed)
 
     def action_context(self) -> None:
-        pane = self._focused_pane()
-        self.run_command_line(f"/context {pane.info.id}" if pane else "/context")
+        self.run_command_line("/context")
+
+    def action_inspect(self) -> None:
+        agent_id = self._focused_agent_id() or (self.state.agents[0].id if self.state.agents else None)
+        if agent_id is not None:
+            self.run_command_line(f"/context {agent_id}")
 
     def action_toggle_pause(self) -> None:
         self.run_command_line("/resume" if self.runtime.paused else "/pause")
@@ -627,8 +784,8 @@ class DebateScreen(Screen):
     def action_stop(self) -> None:
         from moot.tui.screens.confirm import ConfirmScreen
 
-        if not self.runtime.running:
-            self.run_command_line("/stop")
+        if not (self.runtime.can_steer and self.state.status == "running"):
+            self.run_command_line("/stop")  # says why it cannot
             return
 
         def confirmed(yes: bool | None) -> None:
@@ -651,6 +808,8 @@ class DebateScreen(Screen):
         """Show one pane in place of the grid (None: every pane again)."""
         for p in self.panes.values():
             p.set_class(p is pane, "-zoomed")
+        if pane is not None and self.compact:
+            self._show_current(pane.info.id)
         self.set_class(pane is not None, "-zoom")
         self._relayout()
 
@@ -659,6 +818,39 @@ class DebateScreen(Screen):
             self.zoom(None)
         else:
             self.zoom(self._focused_pane() or self.judge_pane)
+
+    def action_show_agent(self, number: int) -> None:
+        """Key 1–9: that agent's pane (0: the judge's); in the focus layout it replaces the shown one."""
+        ids = [a.id for a in self.state.agents]
+        agent_id = (self.state.judge.id if self.state.judge else None) if number == 0 else (
+            ids[number - 1] if number <= len(ids) else None)
+        if agent_id is None or agent_id not in self.panes:
+            return
+        self._pick(agent_id)
+
+    def action_next_agent(self, step: int = 1) -> None:
+        ids = list(self.panes)
+        if ids:
+            at = ids.index(self.current) if self.current in ids else 0
+            self._pick(ids[(at + step) % len(ids)])
+
+    def _pick(self, agent_id: str) -> None:
+        if self.compact:
+            self._show_current(agent_id)
+        else:
+            self.set_focus(self.panes[agent_id])
+
+    @on(AgentRoster.Picked)
+    def _roster_picked(self, message: AgentRoster.Picked) -> None:
+        if message.agent_id in self.panes:
+            self._pick(message.agent_id)
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        pane = self._focused_pane()
+        if pane is not None and self.current != pane.info.id:
+            self.current = pane.info.id
+            if self.compact:
+                self._show_current(pane.info.id)
 
     def action_follow(self) -> None:
         for pane in ([self._focused_pane()] if self._focused_pane() else self.panes.values()):

@@ -14,14 +14,19 @@ from moot.tui.commands import COMMANDS
 
 KEYS = (
     ("/", "type a command (tab completes, ↑/↓ history, esc leaves)"),
-    ("tab / shift+tab", "move between panes"),
-    ("s · c", "summarize / inspect the focused pane's agent (all agents / the first when none)"),
+    ("tab · [ ]", "move between panes · previous/next agent"),
+    ("1–9 · 0", "focus that agent's pane (in small terminals: show it) · the judge's"),
+    ("s", "summarize the focused pane's agent (asks first when no pane is focused)"),
+    ("c · i", "context overview of every agent · exact messages of the focused agent's latest call"),
     ("p · x", "pause or resume · stop (asks first)"),
     ("z · end", "zoom the focused pane (esc restores) · follow the newest text again"),
     ("t", "next theme (dark, light, high-contrast)"),
     ("ctrl+p", "command palette"),
     ("q · ctrl+q", "quit (asks first while a debate runs)"),
-    ("[ ] · , .", "context inspector: previous/next round · previous/next agent"),
+    ("", ""),
+    ("In the messages view", ""),
+    ("← → · [ ] · , .", "previous/next call · round · agent"),
+    ("/ · n N", "find in the messages · next/previous match (esc ends the search)"),
 )
 
 
@@ -32,11 +37,12 @@ def help_table() -> Table:
     table.add_column(style="dim", no_wrap=True)
     table.add_row(Text("Commands", style="bold underline"), "", "")
     for spec in COMMANDS.values():
-        table.add_row(spec.usage, spec.help, f"key {spec.key}" if spec.key else "")
+        # Text, not str: "[agent|all]" in a plain string would be read as Rich markup and vanish.
+        table.add_row(Text(spec.usage), Text(spec.help), f"key {spec.key}" if spec.key else "")
     table.add_row("", "", "")
     table.add_row(Text("Keys", style="bold underline"), "", "")
     for key, text in KEYS:
-        table.add_row(key, text, "")
+        table.add_row(Text(key, style="bold underline") if key and not text else Text(key), Text(text), "")
     table.add_row("", "", "")
     table.add_row("", Text("Agents are named by id, name or role: /summarize architect", style="dim"), "")
     return table

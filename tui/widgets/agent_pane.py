@@ -14,7 +14,7 @@ from textual.widgets import Label
 
 from moot.core.models import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
 from moot.tui.bridge import TokenChunk
-from moot.tui.format import contribution_title, k, solution_markdown, solution_title, usd
+from moot.tui.format import contribution_title, first_line, k, solution_markdown, solution_title, usd
 from moot.tui.widgets.token_gauge import TokenGauge
 from moot.tui.widgets.transcript import Entry, Transcript
 
@@ -67,6 +67,13 @@ class AgentPane(Vertical, can_focus=True):
         self._clarify_keys: dict[int, str] = {}
         """Clarification round → the block showing its questions."""
         self.solution_shown = False
+        self._started_at: dict[str, float] = {}
+        """call id → when it started, for the time shown while it is in flight."""
+        self._elapsed: int | None = None
+        self.streams = True
+        """Tokens arrive while a call runs (False when watching another process: only events)."""
+        self._summary_key: str | None = None
+        """The transcript entry of the newest summary (one at a time)."""
         self.usage_text = ""
         """This agent's tokens and cost so far, shown after the status on the bottom border."""
 
@@ -104,7 +111,18 @@ class AgentPane(Vertical, can_focus=True):
         extra = f": {escape(self._error)}" if self.status == "error" and self._error else ""
         color = STATUS_COLORS.get(self.status, "$text-muted")
         usage = f" [$text-muted]· {self.usage_text}[/]" if self.usage_text else ""
-        self.border_subtitle = f"[{color}]{STATUS_ICONS.get(self.status, '')} {self.status}{extra}[/]{usage}"
+        word = "call in progress" if self.status in ("thinking", "streaming") and not self.streams else self.status
+        elapsed = f" · {self._elapsed}s" if self._elapsed is not None and self.status in (
+            "thinking", "streaming", "summarizing") else ""
+        self.border_subtitle = f"[{color}]{STATUS_ICONS.get(self.status, '')} {word}{elapsed}{extra}[/]{usage}"
+
+    def tick(self, now: float) -> None:
+        """Once a second: how long the oldest call in flight has been running."""
+        live = [self._started_at[c] for c in (*self._active, *self._summarizing) if c in self._started_at]
+        elapsed = max(0, int(now - min(live))) if live else None
+        if elapsed != self._elapsed:
+            self._elapsed = elapsed
+            self._show_status()
 
     def follow(self) -> None:
         """Jump back to the newest text and keep following it."""
@@ -112,7 +130,16 @@ class AgentPane(Vertical, can_focus=True):
 
     # ------------------------------------------------------------------ events
 
-    def call_started(self, view: ViewRecord) -> None:
+    def call_started(self, view: ViewRecord, ts: float | None = None, now: float | None = None) -> None:
+        """A call began at `ts`; with `now` its seconds show at once, not at the next tick."""
+        self._call_started(view, ts)
+        if now is not None:
+            self.tick(now)
+
+    def _call_started(self, view: ViewRecord, ts: float | None) -> None:
+        if ts is not None:
+            self._started_at = {c: t for c, t in self._started_at.items() if c in self._active or c in self._summarizing}
+            self._started_at[view.call_id] = ts
         if view.phase == "summarize":
             self._summarizing.add(view.call_id)
             self.status = "summarizing"
@@ -229,12 +256,14 @@ class AgentPane(Vertical, can_focus=True):
             self.usage_text = text
             self._show_status()
 
-    def summary_requested(self) -> None:
+    def summary_requested(self, focus: str | None = None) -> None:
         badge = self.query_one(".pane-badge", Label)
-        badge.update("⇣ summary requested")
+        badge.update(Text("⇣ summary requested" + (f": {focus}" if focus else "")))
         badge.set_classes("pane-badge -requested")
 
-    def summary_added(self, s: Summary) -> None:
+    def summary_added(self, s: Summary, *, show_block: bool = True) -> None:
+        """The badge, and the summary itself as a block that opens on click: open at once when
+        the user asked for it (the newest summary only; older ones are in /context)."""
         self._summarizing.clear()
         md = s.metadata
         trigger = {"manual": "manual", "judge": "final round"}.get(s.trigger, "auto")
@@ -245,8 +274,25 @@ class AgentPane(Vertical, can_focus=True):
                           + (" -fallback" if md.fallback_reason else ""))
         badge.tooltip = (f"summary {s.id}: {md.before_tokens} → {md.after_tokens} tokens, "
                          f"{md.before_chars} → {md.after_chars} chars, {s.method}/{s.strategy}, trigger {s.trigger}"
+                         + (f"; focus: {s.focus}" if s.focus else "")
                          + (f"; fallback: {md.fallback_reason}" if md.fallback_reason else ""))
+        if show_block:
+            self._show_summary_block(s, trigger + fallback)
         self._settle()
+
+    def _show_summary_block(self, s: Summary, how: str) -> None:
+        transcript = self.transcript
+        if self._summary_key is not None:
+            transcript.remove_entry(self._summary_key)
+        md = s.metadata
+        key = f"summary:{s.id}"
+        focus = f" · focus: {first_line(s.focus, 60)}" if s.focus else ""
+        title = f"summary R{s.round} · {k(md.before_tokens)} → {k(md.after_tokens)} tok · {s.method} ({how}){focus}"
+        manual = s.trigger == "manual"
+        self._add_block(Entry(key, title, text=s.summary, kind="history", expanded=manual))
+        self._summary_key = key
+        if manual:
+            transcript.scroll_to_entry(key)  # asked for: shown from its start (end follows again)
 
     def show_solution(self, solution: Solution) -> None:
         """The judge's final answer, rendered (replaces the streamed JSON)."""

@@ -6,9 +6,11 @@ pane that fits (clicking a row, or its number key, brings that agent's pane forw
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Label
 
@@ -17,31 +19,40 @@ from moot.tui.activity import STATUS_ICONS, Activity
 from moot.tui.widgets.token_gauge import TokenGauge
 
 
-class AgentRow(Horizontal):
-    """`● Architect  ▕██░░▏ 2.1k / 7k`."""
+class AgentRow(Vertical):
+    """Two lines: `● 1 Architect       12s` (status icon, number key, name, time of the call in
+    flight) over its view's gauge `▕██░░▏ 2.1k/7k`."""
 
     DEFAULT_CSS = """
-    AgentRow { height: 1; }
-    AgentRow > .row-name { width: 16; text-wrap: nowrap; text-overflow: ellipsis; }
-    AgentRow > TokenGauge { width: 1fr; }
-    AgentRow.-focused > .row-name { text-style: bold reverse; }
-    AgentRow.-streaming > .row-name, AgentRow.-thinking > .row-name { color: $primary; }
-    AgentRow.-summarizing > .row-name { color: $accent; }
-    AgentRow.-error > .row-name { color: $error; }
-    AgentRow.-done > .row-name { color: $success; }
-    AgentRow.-waiting > .row-name { color: $text-muted; }
+    AgentRow { height: 2; }
+    AgentRow > Horizontal { height: 1; }
+    AgentRow .row-name { width: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
+    AgentRow .row-status { width: auto; padding: 0 0 0 1; color: $text-muted; text-wrap: nowrap; }
+    AgentRow > TokenGauge { width: 1fr; padding: 0 0 0 2; }
+    AgentRow.-focused .row-name { text-style: bold reverse; }
+    AgentRow.-streaming .row-name, AgentRow.-thinking .row-name { color: $primary; }
+    AgentRow.-summarizing .row-name { color: $accent; }
+    AgentRow.-error .row-name { color: $error; }
+    AgentRow.-done .row-name { color: $success; }
+    AgentRow.-waiting .row-name { color: $text-muted; }
     """
 
-    def __init__(self, info: AgentInfo, number: int, judge: bool = False) -> None:
+    def __init__(self, info: AgentInfo, number: int, judge: bool = False,
+                 clock: Callable[[], float] | None = None) -> None:
         super().__init__(id=f"row-{info.id}", classes="-waiting")
+        self.clock = clock
+        """The debate's clock (live, watched or replayed), for the time a call has been in flight."""
         self.info = info
         self.number = number
         self.judge = judge
         self.activity = Activity()
         self._shown = "waiting"
+        self._status_text = ""
 
     def compose(self) -> ComposeResult:
-        yield Label(self._name_text("waiting"), classes="row-name")
+        with Horizontal():
+            yield Label(self._name_text("waiting"), classes="row-name")
+            yield Label("", classes="row-status")
         yield TokenGauge(compact=True)
 
     def _name_text(self, status: str) -> Text:
@@ -49,12 +60,19 @@ class AgentRow(Horizontal):
         return Text(f"{STATUS_ICONS[status]} {mark} {self.info.name}")
 
     def refresh_status(self) -> None:
+        """Show the activity's status, and how long its oldest call has been in flight."""
         status = self.activity.status
+        clock = self.clock
         if status != self._shown:
             self.remove_class(f"-{self._shown}")
             self.add_class(f"-{status}")
             self._shown = status
             self.query_one(".row-name", Label).update(self._name_text(status))
+        since = self.activity.since
+        text = f"{max(0, int(clock() - since))}s" if clock is not None and since is not None else ""
+        if text != self._status_text:
+            self._status_text = text
+            self.query_one(".row-status", Label).update(text)
         self.tooltip = f"{self.info.name} ({self.info.role}) · {status}" + (
             f": {self.activity.error}" if status == "error" and self.activity.error else "")
 
@@ -77,21 +95,29 @@ class AgentRoster(VerticalScroll):
     AgentRoster { height: auto; max-height: 12; scrollbar-size-vertical: 1; }
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002 - Textual's name
+    def __init__(self, *, clock: Callable[[], float] | None = None, id: str | None = None,  # noqa: A002
+                 classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
+        self.clock = clock
         self.rows: dict[str, AgentRow] = {}
 
     async def set_agents(self, agents: list[AgentInfo], judge: AgentInfo | None) -> None:
         if self.rows:
             return
-        rows = [AgentRow(a, i + 1) for i, a in enumerate(agents)]
+        rows = [AgentRow(a, i + 1, clock=self.clock) for i, a in enumerate(agents)]
         if judge is not None:
-            rows.append(AgentRow(judge, 0, judge=True))
+            rows.append(AgentRow(judge, 0, judge=True, clock=self.clock))
         self.rows = {r.info.id: r for r in rows}
         await self.mount_all(rows)
 
     def row(self, agent_id: str) -> AgentRow | None:
         return self.rows.get(agent_id)
+
+    def tick(self) -> None:
+        """Once a second: the rows with a call in flight show its time."""
+        for row in self.rows.values():
+            if row.activity.calls:
+                row.refresh_status()
 
     def mark_focused(self, agent_id: str | None) -> None:
         for a, r in self.rows.items():

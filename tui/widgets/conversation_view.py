@@ -26,7 +26,7 @@ class ConversationView(Vertical):
     MAX_MESSAGES = 40
 
     DEFAULT_CSS = """
-    ConversationView { height: 1fr; border: round $panel-lighten-2; padding: 0 1; }
+    ConversationView { height: 1fr; border: round $pane-border; padding: 0 1; }
     ConversationView > Collapsible { height: auto; max-height: 12; padding: 0; border: none; }
     ConversationView #summary-text { height: auto; max-height: 10; overflow-y: auto; color: $text-muted; }
     ConversationView > Transcript { height: 1fr; }
@@ -118,7 +118,8 @@ class ConversationView(Vertical):
         self.summary = s
         box = self.query_one(Collapsible)
         md = s.metadata
-        box.title = (f"Rolling summary · turns 1–{s.covered_count} · made at turn {s.round} "
+        # The turns it covers first: at 80 columns the title is cut after ~35 characters.
+        box.title = (f"Summary of turns 1–{s.covered_count} · made at turn {s.round} "
                      f"({s.trigger}, {k(md.before_tokens)}→{k(md.after_tokens)} tok)")
         self.query_one("#summary-text", Static).update(Text(terminal_safe(s.summary)))
 

@@ -30,7 +30,9 @@ class EventLog(RichLog):
     MAX_LINES = 1000
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(max_lines=self.MAX_LINES, wrap=True, markup=False, highlight=False, **kwargs)
+        # min_width: RichLog renders at least 78 cells wide by default, wider than an 80-column
+        # terminal leaves it (a horizontal scrollbar would take one of its few lines).
+        super().__init__(max_lines=self.MAX_LINES, wrap=True, markup=False, highlight=False, min_width=20, **kwargs)
         self.start_ts: float | None = None
 
     def add_event(self, event: Event) -> None:

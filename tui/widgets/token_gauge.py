@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -67,22 +68,32 @@ class TokenGauge(Widget):
     def render(self) -> Text:
         label = self.label
         width = max(4, self.size.width - len(label) - 3)
-        text = Text(no_wrap=True, overflow="crop")
-        text.append("▕", self.get_component_rich_style("token-gauge--free"))
+        free = self.get_component_rich_style("token-gauge--free")
         t = self.tokens
-        used_cells = 0
+        parts: list[tuple[int, Style, str]] = []
         if t is not None and self.budget:
-            acc = 0
-            # Tier boundaries from cumulative sums, so rounding never adds up past the bar.
             values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history)]
-            for tier, value in zip(TIERS, values):
-                acc += value
-                end = min(width, round(width * acc / self.budget))
-                if end > used_cells:
-                    text.append("█" * (end - used_cells), self.get_component_rich_style(f"token-gauge--{tier}"))
-                    used_cells = end
-        if used_cells < width:
-            text.append("░" * (width - used_cells), self.get_component_rich_style("token-gauge--free"))
-        text.append("▏ ", self.get_component_rich_style("token-gauge--free"))
+            parts = [(v, self.get_component_rich_style(f"token-gauge--{tier}"), "█") for tier, v in zip(TIERS, values)]
+        text = Text("▕", free, no_wrap=True, overflow="crop")
+        text.append_text(tier_bar(parts, self.budget, width, free))
+        text.append("▏ ", free)
         text.append(label, self.get_component_rich_style("token-gauge--label"))
         return text
+
+
+def tier_bar(parts: list[tuple[int, Style, str]], total: int, width: int, rest: Style, rest_char: str = "░") -> Text:
+    """`width` cells: each part (tokens, style, character) in proportion to `total`, then `rest`.
+
+    Boundaries come from cumulative sums, so rounding never adds up past the bar."""
+    text = Text(no_wrap=True, overflow="crop")
+    used = acc = 0
+    if total > 0:
+        for value, style, char in parts:
+            acc += value
+            end = min(width, round(width * acc / total))
+            if end > used:
+                text.append(char * (end - used), style)
+                used = end
+    if used < width:
+        text.append(rest_char * (width - used), rest)
+    return text

@@ -241,7 +241,7 @@ class Transcript(ScrollView, can_focus=False):
             muted = self.get_component_rich_style("transcript--history")
             if entry.expanded:
                 out += self._text_strips(head, width, muted)
-                out += self._text_strips(Text(entry.text.strip()), width, base)
+                out += self._markdown_strips(entry.text, width)
             else:
                 line = Text.assemble(head, "  ", first_line(entry.text, 200))
                 line.truncate(width, overflow="ellipsis")

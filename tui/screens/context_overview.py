@@ -1,0 +1,191 @@
+"""The context overview (`/context`, key c): every agent's latest view by tier, and how far each
+is from its next automatic summary.
+
+What Claude Code's `/context` taught users to expect: where the tokens go (system, summary,
+history, task, the room kept for the answer, what is free) and when the next compaction
+comes. Enter (or i) opens the exact messages of the selected agent's latest call.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Label, ListItem, ListView
+
+from moot.core.context.index import DebateIndex
+from moot.core.context.outlook import Outlook, Trigger, outlook
+from moot.core.models import AgentInfo, DebateState
+from moot.tui.format import k
+from moot.tui.widgets.token_gauge import tier_bar
+
+TIERS = ("system", "summary", "history", "task")
+UNITS = {"characters": "chars", "messages": "msgs"}
+STYLE_CLASSES = ("system", "summary", "history", "task", "free", "output", "muted", "warn")
+
+
+class _Styled(Widget):
+    """Reads the theme's gauge colours as component classes (they follow a theme change)."""
+
+    DEFAULT_CSS = """
+    _Styled > .ctx-tier--system { color: $gauge-system; }
+    _Styled > .ctx-tier--summary { color: $gauge-summary; }
+    _Styled > .ctx-tier--history { color: $gauge-history; }
+    _Styled > .ctx-tier--task { color: $gauge-task; }
+    _Styled > .ctx-tier--free { color: $gauge-free; }
+    _Styled > .ctx-tier--output { color: $gauge-output; }
+    _Styled > .ctx-tier--muted { color: $text-muted; }
+    _Styled > .ctx-tier--warn { color: $warning; text-style: bold; }
+    """
+    COMPONENT_CLASSES = {f"ctx-tier--{name}" for name in STYLE_CLASSES}
+
+    def tier_style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"ctx-tier--{name}")
+
+
+class Legend(_Styled):
+    DEFAULT_CSS = "Legend { height: auto; padding: 0 1; }"
+
+    def render(self) -> Text:
+        text = Text()
+        for name in TIERS:
+            text.append("█ ", self.tier_style(name))
+            text.append(f"{name}  ")
+        text.append("░ ", self.tier_style("free"))
+        text.append("free  ")
+        text.append("▒ ", self.tier_style("output"))
+        text.append("reserved for the answer")
+        return text
+
+
+class AgentOutlook(_Styled):
+    """Four lines for one agent: its latest call, a bar over its whole window, the tiers, the
+    next summary."""
+
+    DEFAULT_CSS = "AgentOutlook { height: auto; padding: 0 1; }"
+
+    def __init__(self, info: AgentInfo, judge: bool) -> None:
+        super().__init__()
+        self.info = info
+        self.judge = judge
+        self.outlook: Outlook | None = None
+
+    def show(self, look: Outlook) -> None:
+        self.outlook = look
+        self.refresh(layout=True)
+
+    def render(self) -> Text:
+        info, look = self.info, self.outlook
+        width = max(20, self.size.width - 2)
+        head = Text(("⚖ " if self.judge else "") + info.name, style="bold")
+        if info.name.lower() != info.role.lower():
+            head.append(f" · {info.role}", self.tier_style("muted"))
+        view = look.view if look else None
+        if view is None:
+            head.append("  no call yet", self.tier_style("muted"))
+            return head
+        target = f" → {view.target_agent_id}" if view.target_agent_id else ""
+        step = "turn" if view.phase == "turn" else f"R{view.round} {view.phase}"
+        room = view.budget + view.max_tokens
+        used = view.tokens.total
+        head.append(f"  latest: {step}{target} · {k(used)} of {k(room)} tokens", self.tier_style("muted"))
+        if view.window and view.window_source != "configured":
+            head.append(f" · window {k(view.window)} ({view.window_source})", self.tier_style("muted"))
+        t = view.tokens
+        values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history)]
+        free = max(0, view.budget - used)
+        parts = [(v, self.tier_style(name), "█") for name, v in zip(TIERS, values)]
+        parts.append((free, self.tier_style("free"), "░"))
+        bar = Text("▕")
+        bar.append_text(tier_bar(parts, room, width - 2, self.tier_style("output"), "▒"))
+        bar.append("▏")
+        cells = [*zip(TIERS, values), ("free", free), ("answer", view.max_tokens)]
+        rows = []
+        for row in (cells[:3], cells[3:]):  # two rows of three: fits 80 columns
+            line = Text("  ")
+            for name, value in row:
+                line.append(f"{name:<8}", self.tier_style("output" if name == "answer" else name) + Style(bold=True))
+                line.append(f"{k(value):>5} {pct(value, room):>4}   ")
+            rows.append(line)
+        return Text("\n").join([head, bar, *rows, self._next_summary(look)])
+
+    def _next_summary(self, look: Outlook | None) -> Text:
+        muted = self.tier_style("muted")
+        if look is None or not look.triggers:
+            return Text("  next summary: off for this agent", muted)
+        shared = " (the shared one)" if look.owner != look.agent_id else ""
+        lines = []
+        for i, trig in enumerate(look.triggers):
+            line = Text(f"  next summary{shared}: " if i == 0 else " " * (len(shared) + 14) + "or: ", muted)
+            line.append_text(trigger_text(trig, self.tier_style("warn") if trig.ratio >= 0.8 else Style()))
+            lines.append(line)
+        return Text("\n").join(lines)
+
+
+def pct(value: int, total: int) -> str:
+    return f"{round(100 * value / total)}%" if total else "–"
+
+
+def trigger_text(trig: Trigger, style: Style) -> Text:
+    """`3,133 chars to go (1,867 of 5,000)`, or `due (5,210 of 5,000 chars)`."""
+    unit = UNITS.get(trig.unit, trig.unit)
+    now, at, left = (k(n) if trig.unit == "tokens" else f"{n:,}" for n in (trig.now, trig.at, trig.left))
+    return Text(f"{left} {unit} to go ({now} of {at})" if trig.left else f"due ({now} of {at} {unit})", style)
+
+
+class ContextOverviewScreen(Screen[None]):
+    CSS_PATH = "context.tcss"
+    BINDINGS = [
+        Binding("escape,q,c", "back", "Back"),
+        Binding("i", "inspect", "Exact messages", key_display="enter/i"),
+    ]
+
+    def __init__(self, state: DebateState, index: DebateIndex, selected: str | None = None) -> None:
+        super().__init__()
+        self.state = state
+        self.index = index
+        self.selected = selected
+
+    def compose(self) -> ComposeResult:
+        state = self.state
+        step = "turn" if state.protocol == "conversation" else "round"
+        yield Label(Text(f"Context · {step} {state.current_round}/{state.total_rounds} · % of each agent's window · "
+                         f"debate {state.id}"), id="ctx-title")
+        yield Legend()
+        people = [(a, False) for a in state.agents] + ([(state.judge, True)] if state.judge else [])
+        items = [ListItem(AgentOutlook(info, judge), id=f"outlook-{info.id}") for info, judge in people]
+        yield ListView(*items, id="ctx-agents")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._refresh()
+        ids = self._ids()
+        view = self.query_one(ListView)
+        view.index = ids.index(self.selected) if self.selected in ids else 0
+        view.focus()
+        self.set_interval(1.0, self._refresh)
+
+    def _ids(self) -> list[str]:
+        return [w.info.id for w in self.query(AgentOutlook)]
+
+    def _refresh(self) -> None:
+        for widget in self.query(AgentOutlook):
+            widget.show(outlook(self.state, self.index, widget.info.id))
+
+    def action_inspect(self) -> None:
+        from moot.tui.screens.context import ContextScreen
+
+        view = self.query_one(ListView)
+        ids = self._ids()
+        if view.index is None or not ids:
+            return
+        self.app.push_screen(ContextScreen(self.state, self.index, ids[view.index]))
+
+    def on_list_view_selected(self, event: ListView.Selected) -> None:
+        self.action_inspect()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
