@@ -6,7 +6,8 @@
 2. builds the view under the token budget (`ViewBuilder`), filling the record with its
    provenance (what was included, what was dropped, tokens per tier);
 3. emits `call_started` with that record, streams the provider's typed items as
-   `token` / `call_failed(will_retry)` events, and records the completion;
+   `token` / `call_failed(will_retry)` events, and records the completion (an empty reply
+   is asked for once more, then recorded with a warning);
 4. masks keys in what comes back (text and the model name a server reports), measures
    latency with the clock (frozen in tests) and prices the call.
 A failed call emits `call_failed` and raises `ProviderError`; the protocol decides what
@@ -34,6 +35,7 @@ from moot.core.providers.base import (
     Completion,
     Finished,
     JsonAnswer,
+    Provider,
     Restart,
     RetryNotice,
     StreamItem,
@@ -109,6 +111,8 @@ class CallEngine:
             self.emit(CallStarted(view=record))
             started = self.clock.monotonic()
             completion = await self._stream(provider.name, provider.stream(request), agent.id, record.call_id)
+            if not completion.content.strip():
+                completion = await self._again_if_empty(provider, request, agent.id, record.call_id, completion)
             latency = self.clock.elapsed_ms(started)
         model = completion.model or record.model or agent.model
         meta = CallMetadata(
@@ -122,6 +126,22 @@ class CallEngine:
             self.emit(Warning_(message=f"{agent.id}: the server reported no usable token usage; "
                                        "counted with tiktoken instead", agent_id=agent.id))
         return CallResult(completion, meta)
+
+    async def _again_if_empty(self, provider: Provider, request: ChatRequest, agent_id: str, call_id: str,
+                              first: Completion) -> Completion:
+        """An empty reply is asked for once more (a server hiccup, not an answer); a second
+        empty one is recorded as it is, with a warning. Both attempts are paid for."""
+        self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error="the model returned an empty reply",
+                             will_retry=True))
+        again = await self._stream(provider.name, provider.stream(request), agent_id, call_id)
+        again.prompt_tokens += first.prompt_tokens
+        again.completion_tokens += first.completion_tokens
+        again.attempts += first.attempts
+        again.usage_estimated = again.usage_estimated or first.usage_estimated
+        if not again.content.strip():
+            self.emit(Warning_(message=f"{agent_id}: the model returned an empty reply twice; recorded as empty",
+                               agent_id=agent_id))
+        return again
 
     async def _stream(self, provider: str, items: AsyncIterator[StreamItem], agent_id: str,
                       call_id: str) -> Completion:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import os
 import random
 import re
@@ -515,6 +516,8 @@ class DemoProvider:
                 delay_s = float(os.environ.get(DELAY_ENV, DEFAULT_DELAY_S))
             except ValueError:  # a bad env value should not stop the demo
                 delay_s = DEFAULT_DELAY_S
+        if not math.isfinite(delay_s):  # `inf` would hang every call, `nan` is no delay at all
+            delay_s = DEFAULT_DELAY_S
         self.delay_s = max(0.0, delay_s)
         self.chunk_tokens = max(1, int(chunk_tokens))
         self.fail_phases = frozenset(fail_phases)
