@@ -19,6 +19,7 @@ from textual.widgets import Footer, Label, Select, Static
 from moot.core.context.index import DebateIndex
 from moot.core.context.inspect import call_view, message_tiers, records_for
 from moot.core.models import DebateState, ViewRecord
+from moot.core.sanitize import one_line_safe, terminal_safe
 from moot.tui.format import k
 
 ALL = "*"
@@ -69,7 +70,7 @@ class ContextScreen(Screen):
 
     def _agent_options(self) -> list[tuple[str, str]]:
         infos = [*self.state.agents, *([self.state.judge] if self.state.judge else [])]
-        return [(f"{a.name} ({a.role})" if a.name.lower() != a.role else a.name, a.id) for a in infos]
+        return [(one_line_safe(f"{a.name} ({a.role})" if a.name.lower() != a.role else a.name), a.id) for a in infos]
 
     def _round_options(self) -> list[tuple[str, int]]:
         return [(f"round {r.number}", r.number) for r in self.state.rounds]
@@ -96,9 +97,9 @@ class ContextScreen(Screen):
         shown = [r for r in records if (self.phase == ALL or r.phase == self.phase)
                  and (self.target == ALL or r.target_agent_id == self.target)]
         name = self.index.name(self.agent_id)
-        self.query_one("#ctx-title", Label).update(Text(
+        self.query_one("#ctx-title", Label).update(Text(one_line_safe(
             f"Context inspector · {name} · round {self.round_no} of {len(self.state.rounds)} · "
-            f"{len(shown)} call{'s' if len(shown) != 1 else ''} · debate {self.state.id}"))
+            f"{len(shown)} call{'s' if len(shown) != 1 else ''} · debate {self.state.id}")))
         body = self.query_one("#ctx-body", VerticalScroll)
         await body.remove_children()
         if not shown:
@@ -115,12 +116,12 @@ class ContextScreen(Screen):
         target = f" → {view['target_agent_id']}" if view["target_agent_id"] else ""
         dropped = f" · {len(view['dropped_ids'])} older items dropped" if view["dropped_ids"] else ""
         summary = f" · summary {view['summary_id']}" if view["summary_id"] else ""
-        out: list[Static | Label] = [Label(Text(
+        out: list[Static | Label] = [Label(Text(one_line_safe(
             f"{view['phase']}{target} · {view['model']} · {k(t['total'])} / {k(view['budget'])} tokens · "
-            f"max output {view['max_tokens']}{summary}{dropped}"), classes="ctx-call")]
+            f"max output {view['max_tokens']}{summary}{dropped}")), classes="ctx-call")]
         for (tier, n), message in zip(message_tiers(view), view["messages"]):
             out.append(Label(Text(f"[{message['role']}] {tier} · {n} tokens"), classes=f"ctx-tier -{tier}"))
-            out.append(Static(Text(message["content"]), classes="ctx-message"))
+            out.append(Static(Text(terminal_safe(message["content"])), classes="ctx-message"))
         return out
 
     def _set_select(self, selector: str, options: list[tuple[str, Any]], value: Any) -> None:

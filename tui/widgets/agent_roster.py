@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import Label
 
 from moot.core.models import AgentInfo, TierTokens
+from moot.core.sanitize import one_line_safe
 from moot.tui.activity import STATUS_ICONS, Activity
 from moot.tui.widgets.token_gauge import TokenGauge
 
@@ -46,7 +47,7 @@ class AgentRow(Horizontal):
 
     def _name_text(self, status: str) -> Text:
         mark = "⚖" if self.judge else str(self.number)
-        return Text(f"{STATUS_ICONS[status]} {mark} {self.info.name}")
+        return Text(f"{STATUS_ICONS[status]} {mark} {one_line_safe(self.info.name)}")
 
     def refresh_status(self) -> None:
         status = self.activity.status
@@ -55,8 +56,8 @@ class AgentRow(Horizontal):
             self.add_class(f"-{status}")
             self._shown = status
             self.query_one(".row-name", Label).update(self._name_text(status))
-        self.tooltip = f"{self.info.name} ({self.info.role}) · {status}" + (
-            f": {self.activity.error}" if status == "error" and self.activity.error else "")
+        self.tooltip = Text(one_line_safe(f"{self.info.name} ({self.info.role}) · {status}" + (
+            f": {self.activity.error}" if status == "error" and self.activity.error else "")))
 
     def show_view(self, tokens: TierTokens, budget: int) -> None:
         self.query_one(TokenGauge).update_view(tokens, budget)
