@@ -189,6 +189,9 @@ class Orchestrator:
                     config=public_config(self.config),
                     provider_label=", ".join(sorted({a.provider for a in [*self.agents, self.judge]})),
                 ))
+                # Let the event log writer put the first event on disk (and give the debate
+                # folder its real name) before the first call's work holds the loop.
+                await asyncio.sleep(0)
             if self.config.debate.clarify and not self.state.clarified:
                 await ctx.phase(1, "clarify", lambda: clarify(ctx, self.clarifier))
             status: str = "completed"

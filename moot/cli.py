@@ -303,6 +303,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from moot.core.store import StateDir, summarize_folder
 
     sd = StateDir(args.state_dir)
+    sd.clean_pending()  # debates whose start was cut short: published if resumable, else removed
     rows = [summarize_folder(f) for f in sd.debates()]
     if not rows:
         print(f"no debates in {sd.root}", file=sys.stderr)

@@ -51,6 +51,7 @@ class DebatesScreen(Screen):
     def action_reload(self) -> None:
         table = self.query_one(DataTable)
         table.clear()
+        self.state_dir.clean_pending()
         self.folders = {f.id: f for f in self.state_dir.debates()}
         # Newest first: ids start with a timestamp.
         for folder_id in sorted(self.folders, reverse=True):
