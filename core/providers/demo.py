@@ -467,6 +467,40 @@ _MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _TURN_HEAD = re.compile(r"^### Turn \d+ · (.+?) \(", re.M)
 
 
+_PART = re.compile(r"^### (?:Summary of part \d+ of \d+\b.*|Partial summary \d+)$", re.M)
+"""The heading of each partial summary in a reduce step (`core.context.summarize.reduce_parts`;
+the second form is what earlier versions sent)."""
+
+
+def _merge(material: str, limit: int) -> str:
+    """A reduce step: the partial summaries are summaries already, so their lines are the content
+    to keep. Each part gets a fair share of the room (oldest first, each part's lines in order),
+    repeated lines are kept once, and the result stays under `limit` characters. (Treating each
+    partial summary as one block would keep a single line of it: the collapse of issue 11.)"""
+    parts = [[ln.strip() for ln in chunk.strip().splitlines() if ln.strip()] for chunk in _PART.split(material)[1:]]
+    share = max(1, limit // max(1, len(parts)))
+    seen: set[str] = set()
+    out: list[str] = []
+    spare = 0  # room a short part left for the next ones
+    for lines in parts:
+        room = share + spare
+        for line in lines:
+            if line in seen or line.startswith("- … ("):
+                continue
+            item = line if _MARKER.match(line) or _HEADING.match(line) else f"- {line}"
+            if len(item) + 1 > room:
+                if room > 60:  # cut the line rather than lose what the part says
+                    out.append(item[: room - 2].rsplit(" ", 1)[0] + "…")
+                    room = 0
+                break
+            seen.add(line)
+            out.append(item)
+            room -= len(item) + 1
+        spare = room
+    text = "\n".join(out)
+    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+
+
 def _blocks(material: str) -> list[tuple[str, str]]:
     """(title, headline) per block; blocks start at headings, labelled lines and blank lines."""
     blocks: list[tuple[str, list[str]]] = []
@@ -653,7 +687,7 @@ class DemoProvider:
             return (f"## Answer\n\n{intro}\n\n{_bullets(pick('design', 4))}\n\n## Reasoning\n\n"
                     f"{_bullets(pick('decisions', 3))}\n\n## Changes since your last answer\n\n{changes}\n")
         if phase == "summarize":
-            return self._summarize(last, int(hint.extra.get("max_chars", 2500)))
+            return self._summarize(last, int(hint.extra.get("max_chars", 2500)), model, max_tokens)
         if phase == "synthesis":
             return self._synthesis(hint, rng, fmt, ctx, model, max_tokens)
         if phase == "score":
@@ -708,8 +742,9 @@ class DemoProvider:
         ask = fmt(rng.choice(bank["questions"]))
         return f"{opener}\n\n{body} {risk}\n\n- {fmt(rng.choice(bank['decisions']))}\n- {ask}\n"
 
-    def _summarize(self, material: str, max_chars: int) -> str:
-        """Headline + first sentence of each block, capped below the material's length."""
+    def _summarize(self, material: str, max_chars: int, model: str = "demo", max_tokens: int = 4096) -> str:
+        """Headline + first sentence of each block, capped below the material's length; for the
+        reduce step of chunk-and-reduce, the partial summaries' own lines (`_merge`)."""
         # Summarize only the material inside the prompt's <history> tags, not the instructions.
         start, end = material.find("<history>"), material.rfind("</history>")
         if start != -1 and end > start:
@@ -717,6 +752,17 @@ class DemoProvider:
         limit = min(max_chars, len(material.strip()) - 1)
         if limit <= 0:
             return ""
+        if _PART.search(material):
+            # Fit the reply's token limit by giving every part less room, not by losing the
+            # newest parts to the cut at max_tokens.
+            text = _merge(material, limit)
+            for _ in range(4):
+                n = count_text(text, model)
+                if n <= max_tokens:
+                    break
+                limit = int(limit * max_tokens / n * 0.95)
+                text = _merge(material, limit)
+            return text
         lines: list[str] = []
         blocks = _blocks(material)
         for i, (title, sentence) in enumerate(blocks):
