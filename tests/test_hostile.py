@@ -13,12 +13,15 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from moot.core.sanitize import UNSAFE
 from moot.core.secrets import MASK
@@ -309,3 +312,48 @@ def test_keys_a_server_echoes_are_never_written(tmp_path: Path, server: Loopback
     secret_texts = (password, basic)
     assert [name for name, text in written.items() if leaked(key, text) or any(s in text for s in secret_texts)] == []
     assert [o[:200] for o in outputs if leaked(key, o) or any(s in o for s in secret_texts)] == []
+
+
+# ---------------------------------------------------------------- property: any text a server sends
+
+ESCAPES = ["\x1b]0;title\x07", "\x1b[2J", "\x1b]8;;http://x/\x1b\\", "\x1b]52;c;eA==\x07", "\x9b31m", "\x1bP1$r",
+           "\x1b", "\x07", "\r", "\x00", "\x7f", "\x9d", "[bold]", "[/]", "\r\n", "\u2028", "\t"]
+SERVER_TEXT = st.lists(st.one_of(st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
+                                 st.sampled_from(ESCAPES)), max_size=12).map("".join)
+
+
+@pytest.fixture(scope="module")
+def shared_server() -> Iterator[LoopbackServer]:
+    with LoopbackServer() as srv:
+        yield srv
+
+
+@settings(deadline=None, max_examples=15, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=SERVER_TEXT)
+def test_no_command_prints_a_control_character_whatever_a_server_sends(shared_server: LoopbackServer,
+                                                                        text: str) -> None:
+    """Arbitrary text (with escape sequences mixed in) as every reply, the judge's solution,
+    the clarifying questions, the reported model name and an error body: nothing `run`,
+    `show`, `list`, `report`, `context` or `watch` prints (JSON output included) holds a
+    character in 0x00–0x08, 0x0B–0x1F or 0x7F–0x9F."""
+    srv = shared_server
+    srv.reply = hostile_reply(text or " ")
+    # The first call (a clarifying question) fails with the text as its error body: a warning line.
+    srv.faults = Faults(model_name=text, status_script=[200] * srv.calls + [400], error_message=text)
+    with tempfile.TemporaryDirectory() as d:
+        sd = Path(d) / "D"
+        cfg = Path(d) / "moot.json"
+        cfg.write_text(json.dumps({"debate": {"max_retries": 1, "clarify": True}}))
+        r = cli("run", "Design a URL shortener", "--base-url", srv.base_url, "--headless", "-r", "1", "-a",
+                "kiss,security", "-c", str(cfg), "--state-dir", str(sd))
+        outputs = [r.stdout, r.stderr]
+        assert r.returncode in (0, 3), r.stderr
+        (folder,) = [p for p in sd.iterdir() if not p.name.startswith(".")]
+        for argv in (["show", folder.name], ["show", folder.name, "--json"], ["list"],
+                     ["report", folder.name, "--verbose"], ["watch", folder.name, "--headless"],
+                     ["context", folder.name, "--round", "1", "--agent", "kiss"],
+                     ["context", folder.name, "--round", "1", "--agent", "kiss", "--json"]):
+            shown = cli(*argv, "--state-dir", str(sd))
+            outputs += [shown.stdout, shown.stderr]
+    assert [unsafe(o)[:3] for o in outputs if unsafe(o)] == []
