@@ -424,7 +424,10 @@ class StateDir:
         path = self.root / debate_id
         pending = self._pending_path(debate_id)
         if not path.is_dir() and pending.is_dir() and self.settle(pending) is None:
-            raise StoreError(f"debate {debate_id} is being written by another moot process (it is starting)")
+            if writer_alive(DebateFolder(pending, pending=True)):
+                raise StoreError(f"debate {debate_id} is being written by another moot process (it is starting)")
+            raise StoreError(f"debate {debate_id} stopped before its first event was saved: there is nothing to "
+                             "resume")
         if not path.is_dir():
             matches = [p for p in self.debates() if p.id.startswith(debate_id)]
             if len(matches) == 1:

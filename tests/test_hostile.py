@@ -216,14 +216,14 @@ def test_empty_reply_is_asked_for_once_more_then_recorded_with_a_warning(tmp_pat
 
 def test_a_server_dripping_a_byte_a_second_meets_the_deadline(tmp_path: Path, server: LoopbackServer) -> None:
     """`timeout_s = 2` bounds each attempt from the request to its last byte: the drip
-    (which would take minutes) costs two attempts of about 2 s each, then exit 3."""
+    (which would take minutes) costs one attempt of about 2 s, then exit 3."""
     server.faults = Faults(drip_s=1.0)
     started = time.monotonic()
-    r = run(server, tmp_path / "D", config(tmp_path, timeout_s=2))
+    r = run(server, tmp_path / "D", config(tmp_path, timeout_s=2, max_retries=0))
     elapsed = time.monotonic() - started
     assert r.returncode == 3, r.stderr
-    assert "no complete answer within 2s" in r.stderr and "after 2 attempts" in r.stderr
-    assert elapsed < 20, elapsed  # two 2 s attempts and a backoff; no deadline would be minutes
+    assert "no complete answer within 2s" in r.stderr
+    assert elapsed < 15, elapsed  # one 2 s attempt; without a deadline the drip would take minutes
 
 
 # ---------------------------------------------------------------- keys
@@ -328,7 +328,7 @@ def shared_server() -> Iterator[LoopbackServer]:
         yield srv
 
 
-@settings(deadline=None, max_examples=15, database=None,
+@settings(deadline=None, max_examples=10, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(text=SERVER_TEXT)
 def test_no_command_prints_a_control_character_whatever_a_server_sends(shared_server: LoopbackServer,

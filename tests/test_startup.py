@@ -63,11 +63,11 @@ def _visible(sd: Path) -> list[Path]:
 
 def test_a_kill_anywhere_in_the_startup_window_leaves_nothing_or_a_resumable_debate(tmp_path: Path) -> None:
     """SIGKILL at moments over the startup window: in the first 0.3 s of the process, and
-    from 0 to 200 ms after its debate folder appears (the window from creating the folder to
+    from 0 to 20 ms after its debate folder appears (the window from creating the folder to
     its first event is a few milliseconds). Whatever the moment, no half-made debate is
     visible; `moot list` settles what a kill left, and every debate it shows resumes."""
     moments = [{"after_spawn": t} for t in (0.05, 0.3)]
-    moments += [{"after_folder": t} for t in (0.0, 0.001, 0.002, 0.003, 0.005, 0.008, 0.02, 0.2)]
+    moments += [{"after_folder": t} for t in (0.0, 0.001, 0.002, 0.003, 0.005, 0.02)]
     outcomes = []
     for i, moment in enumerate(moments):
         sd = tmp_path / f"D{i}"
@@ -130,6 +130,8 @@ def test_list_settles_temporary_folders_whose_process_is_gone(tmp_path: Path) ->
                                                        "20990101-000000-aaaa"]
         busy = cli("resume", "20990101-000000-dddd", "--headless", "--state-dir", str(sd))
         assert busy.returncode == 2 and "being written by another moot process" in busy.stderr
+        never = cli("resume", "20990101-000000-cccc", "--headless", "--state-dir", str(sd))
+        assert never.returncode == 2 and "stopped before its first event was saved" in never.stderr
         assert [d.id for d in StateDir(sd).debates()] == ["20990101-000000-aaaa"]
     finally:
         lock.release()
