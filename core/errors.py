@@ -71,7 +71,22 @@ class ProviderError(MootError):
         self.status = status
 
 
+class ContextTooLong(ProviderError):
+    """The server refused the request as longer than its context window (HTTP 400).
+
+    Not retried by the provider: the call engine rebuilds a smaller view and calls again."""
+
+    def __init__(self, message: str, window: int | None, *, status: int | None = 400,
+                 prompt_tokens: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.window = window
+        """The window the server stated in its message, when it stated one."""
+        self.prompt_tokens = prompt_tokens
+        """How long the server counted the refused request, when it said."""
+
+
 __all__ = [
+    "ContextTooLong",
     "ConfigError",
     "ContextOverflow",
     "ExitCode",

@@ -51,6 +51,9 @@ class DebateStarted(_Event):
     prompts: dict[str, str]
     config: dict[str, Any]
     provider_label: str = ""
+    trace_id: str = ""
+    """The debate's OpenTelemetry trace id (32 hex digits), kept so a resumed run and `moot trace`
+    continue the same trace; empty in logs written before it existed (see `moot.core.tracing`)."""
 
 
 class DebateResumed(_Event):
@@ -117,6 +120,8 @@ class SummaryRequested(_Event):
     type: Literal["summary_requested"] = "summary_requested"
     agent_id: str
     focus: str | None = None
+    command_id: str | None = None
+    """Set when the request came from another process (`moot ctl`, an attached watch)."""
 
 
 class SynthesisCompleted(_Event):
@@ -131,10 +136,16 @@ class Warning_(_Event):
 
 
 class ControlChanged(_Event):
-    """Pause, resume or stop requested by the user; takes effect at the next call boundary."""
+    """Pause, resume or stop requested by the user; takes effect at the next call boundary.
+
+    A second `pause` event with `effective=True` follows when no call is in flight any more:
+    from then on nothing runs until `resume`."""
 
     type: Literal["control"] = "control"
     action: Literal["pause", "resume", "stop"]
+    effective: bool = False
+    command_id: str | None = None
+    """Set when the command came from another process (`moot ctl`, an attached watch)."""
 
 
 class ClarificationsAsked(_Event):
@@ -163,6 +174,7 @@ class ClarificationsAnswered(_Event):
 class NoteInjected(_Event):
     type: Literal["note_injected"] = "note_injected"
     note: ModeratorNote
+    command_id: str | None = None
 
 
 class ConvergenceScored(_Event):
@@ -178,6 +190,20 @@ class Converged(_Event):
     round: int
     confidence: int
     threshold: int
+
+
+class WindowLearned(_Event):
+    """What moot now knows of a model's real context window and token count (see
+    `moot.core.engine.windows`): discovered from the server, learned from a refusal, or a
+    count ratio that grew after the server reported more prompt tokens than moot counted."""
+
+    type: Literal["window_learned"] = "window_learned"
+    endpoint: str
+    model: str
+    window: int | None = None
+    source: Literal["discovered", "learned", "calibrated"]
+    ratio: float = 1.0
+    reason: str = ""
 
 
 class BudgetReached(_Event):
@@ -224,6 +250,7 @@ Event = Annotated[
         NoteInjected,
         ConvergenceScored,
         Converged,
+        WindowLearned,
         BudgetReached,
         DebateCompleted,
         DebateInterrupted,

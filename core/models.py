@@ -68,8 +68,10 @@ class SummarizationConfig(_Strict):
     """Hard cap on a summary, in tokens (also the summarization call's max_tokens)."""
     method: SummaryMethod = "llm"
     """`llm` (role prompt on a model), `rule-based` (offline, extractive) or `hybrid` (both)."""
-    strategy: SummaryStrategy = "fresh"
-    """`fresh` re-summarizes the whole perspective; `rolling` folds only what aged out."""
+    strategy: SummaryStrategy = "rolling"
+    """`rolling` folds only what aged out into the previous summary, so a late round costs what an
+    early one does; `fresh` re-summarizes the whole perspective every time (the anchor's way:
+    its summarization input grows with every round)."""
     model: str | None = None
     """Model for LLM summaries; defaults to the agent's own model."""
     prompt_path: str | None = None
@@ -146,6 +148,8 @@ class AgentConfig(_Strict):
     enabled: bool = True
     fallback_models: list[str] = Field(default_factory=list)
     """Models tried, in order, when the agent's own model keeps failing."""
+    max_concurrency: int | None = Field(None, ge=1, le=64)
+    """At most this many calls in flight at this agent's endpoint (a local server that wants fewer)."""
 
     @property
     def display_name(self) -> str:
@@ -202,9 +206,11 @@ class DebateSettings(_Strict):
     turns: int = Field(200, ge=1, le=100_000)
     """Turns of the `conversation` protocol (one message each, agents in config order)."""
     conversation: ConversationConfig = Field(default_factory=ConversationConfig)
-    max_concurrency: int = Field(4, ge=1, le=64)
-    carry_refinements: bool = False
-    """From round 2, reuse each agent's previous refinement as its proposal (no call)."""
+    max_concurrency: int = Field(16, ge=1, le=64)
+    """Calls in flight at once (a whole critique phase of the default agents is one wave); an
+    endpoint can have a lower limit of its own (an agent's `max_concurrency`, `[providers."URL"]`)."""
+    carry_refinements: bool = True
+    """From round 2, each agent's previous refinement is its proposal (no call; as the anchor does)."""
     summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     timeout_s: float = Field(120.0, gt=0, le=86400, allow_inf_nan=False)
@@ -226,12 +232,26 @@ class DebateSettings(_Strict):
     """Stop starting calls once the debate has cost this much; the judge still synthesizes."""
     max_total_tokens: int | None = Field(None, gt=0)
     """Stop starting calls once this many tokens (prompt + completion) were used."""
+    trace: bool = False
+    """Send the debate to an OpenTelemetry collector as one trace (needs `pip install 'moot[otel]'`;
+    also on with `--trace` or when `OTEL_EXPORTER_OTLP_ENDPOINT` is set)."""
+    trace_content: bool = False
+    """Put prompt and completion text (masked) in the trace; off: only names, models, tokens, cost, times."""
+
+
+class EndpointConfig(_Strict):
+    """Settings of one OpenAI-compatible endpoint, keyed by its base URL under `[providers]`."""
+
+    max_concurrency: int | None = Field(None, ge=1, le=64)
+    """At most this many calls in flight at this endpoint (e.g. the slots of a local llama.cpp)."""
 
 
 class MootConfig(_Strict):
     """The whole configuration file: `{"debate": {...}, "agents": [...], "judge": {...}}`."""
 
     debate: DebateSettings = Field(default_factory=DebateSettings)
+    providers: dict[str, EndpointConfig] = Field(default_factory=dict)
+    """Per-endpoint settings by base URL: `[providers."http://127.0.0.1:8080/v1"] max_concurrency = 2`."""
     agents: list[AgentConfig] = Field(default_factory=list)
     judge: AgentConfig = Field(default_factory=lambda: AgentConfig(id=JUDGE_ID, role="generalist"))
 
@@ -380,7 +400,14 @@ class ViewRecord(BaseModel):
     """Text used in the view that is not a stored contribution (e.g. summarization input)."""
     tokens: TierTokens = Field(default_factory=TierTokens)
     budget: int = 0
+    """Tokens (moot's count) the view was built to fit: the window's room divided by `count_ratio`."""
     max_tokens: int = 0
+    window: int = 0
+    """The context window this call was fitted into (0 in debates recorded before it was kept)."""
+    window_source: Literal["configured", "discovered", "learned"] = "configured"
+    """Where the window came from: the config, the server (at start) or a refusal."""
+    count_ratio: float = 1.0
+    """The server's token count over moot's, as known when the view was built."""
 
 
 class Solution(BaseModel):

@@ -13,14 +13,16 @@ each honoured at the next call boundary (the gate), never in the middle of a cal
 from __future__ import annotations
 
 import asyncio
+from typing import assert_never
 
 from moot.core import prompts
 from moot.core.agents import find_agent
 from moot.core.clock import SYSTEM_CLOCK, Clock
 from moot.core.config import ResolvedAgent, public_config, resolve_agent
 from moot.core.context.index import DebateIndex
+from moot.core.control import ControlCommand
 from moot.core.context.view import ViewBuilder
-from moot.core.engine.calls import CallEngine
+from moot.core.engine.calls import CallEngine, endpoint_of
 from moot.core.engine.gate import BudgetExhausted, Gate, StopRequested
 from moot.core.engine.summaries import Summaries
 from moot.core.errors import ContextOverflow
@@ -46,8 +48,25 @@ from moot.core.protocols.judging import synthesize
 from moot.core.providers.pool import ProviderPool
 from moot.core.secrets import redact
 from moot.core.state import apply, new_state
+from moot.core.tracing import new_trace_id
+
+MAX_FOCUS = 500
+"""Characters of a summary's focus text kept (it goes into the summarization prompt)."""
 
 __all__ = ["BudgetExhausted", "Clarifier", "DebateAborted", "Ids", "Orchestrator", "StopRequested"]
+
+
+def endpoint_limits(config: MootConfig, agents: list[ResolvedAgent]) -> dict[str, int]:
+    """Each endpoint's own limit of calls in flight: the lowest of its `[providers."URL"]` entry and
+    the `max_concurrency` of the agents that use it."""
+    limits: dict[str, int] = {}
+    for a in agents:
+        endpoint = config.providers.get(a.config.base_url or "")
+        for n in (a.config.max_concurrency, endpoint.max_concurrency if endpoint else None):
+            if n is not None:
+                e = endpoint_of(a)
+                limits[e] = min(n, limits.get(e, n))
+    return limits
 
 
 class Orchestrator:
@@ -85,7 +104,8 @@ class Orchestrator:
         self.gate = Gate(config.debate, lambda: self.state.totals)
         self.engine = CallEngine(providers=providers, builder=self.builder, gate=self.gate, emit=self.emit,
                                  clock=clock, max_concurrency=config.debate.max_concurrency,
-                                 prices=dict(config.debate.prices))
+                                 prices=dict(config.debate.prices),
+                                 endpoint_limits=endpoint_limits(config, [*self.agents, self.judge]))
         people = {a.id: a for a in [*self.agents, self.judge]}
         self.summaries = Summaries(index=self.index, builder=self.builder, engine=self.engine, emit=self.emit,
                                    new_id=self.ids, clock=clock, people=people, problem=problem)
@@ -99,35 +119,58 @@ class Orchestrator:
 
     # ------------------------------------------------------------------ commands
 
-    def request_summary(self, agent_id: str, focus: str | None = None) -> None:
-        """Summarize this agent at its next call boundary, even below the threshold."""
+    def request_summary(self, agent_id: str, focus: str | None = None, *, command_id: str | None = None) -> None:
+        """Summarize this agent at its next call boundary (in a conversation: roll its summary at
+        the next turn), even below the threshold; `focus` goes into the summarization prompt."""
         agent = self.find_agent(agent_id)
         if agent is None:
             raise KeyError(agent_id)
-        focus = redact(focus.strip(), self.providers.secrets) if focus and focus.strip() else None
+        focus = redact(focus.strip(), self.providers.secrets)[:MAX_FOCUS] if focus and focus.strip() else None
         self.summaries.request(agent.id, focus)
-        self.emit(SummaryRequested(agent_id=agent.id, focus=focus))
+        self.emit(SummaryRequested(agent_id=agent.id, focus=focus, command_id=command_id))
 
-    def pause(self) -> None:
+    def pause(self, *, command_id: str | None = None) -> None:
+        """Hold new calls from the next boundary on (calls in flight finish; an `effective`
+        event follows once none is)."""
         if self.gate.pause():
-            self.emit(ControlChanged(action="pause"))
+            self.emit(ControlChanged(action="pause", command_id=command_id))
+            self.engine.report_pause()
 
-    def resume(self) -> None:
+    def resume(self, *, command_id: str | None = None) -> None:
         if self.gate.resume():
-            self.emit(ControlChanged(action="resume"))
+            self.emit(ControlChanged(action="resume", command_id=command_id))
 
-    def stop(self) -> None:
+    def stop(self, *, command_id: str | None = None) -> None:
         if self.gate.stop():
-            self.emit(ControlChanged(action="stop"))
+            self.emit(ControlChanged(action="stop", command_id=command_id))
 
-    def inject(self, text: str) -> ModeratorNote:
+    def inject(self, text: str, *, command_id: str | None = None) -> ModeratorNote:
         """A moderator note every agent sees verbatim, from its next call on."""
         text = redact(text.strip(), self.providers.secrets)
         if not text:
             raise ValueError("an empty note")
         note = ModeratorNote(id=self.ids("note"), text=text, after_round=self.state.current_round)
-        self.emit(NoteInjected(note=note))
+        self.emit(NoteInjected(note=note, command_id=command_id))
         return note
+
+    def apply_command(self, command: ControlCommand) -> None:
+        """A command another process sent (`moot ctl`, an attached watch): the same door."""
+        match command.action:
+            case "pause":
+                self.pause(command_id=command.id)
+            case "resume":
+                self.resume(command_id=command.id)
+            case "stop":
+                self.stop(command_id=command.id)
+            case "summarize":
+                targets = ([a.id for a in self.agents] if (command.agent or "all").lower() == "all"
+                           else [command.agent or ""])
+                for agent_id in targets:
+                    self.request_summary(agent_id, command.text, command_id=command.id)
+            case "inject":
+                self.inject(command.text or "", command_id=command.id)
+            case _:
+                assert_never(command.action)
 
     @property
     def paused(self) -> bool:
@@ -188,10 +231,12 @@ class Orchestrator:
                     prompts=self.prompts,
                     config=public_config(self.config),
                     provider_label=", ".join(sorted({a.provider for a in [*self.agents, self.judge]})),
+                    trace_id=new_trace_id(self.debate_id if self.ids.seed is not None else None),
                 ))
                 # Let the event log writer put the first event on disk (and give the debate
                 # folder its real name) before the first call's work holds the loop.
                 await asyncio.sleep(0)
+            await self.engine.discover([*self.agents, self.judge])
             if self.config.debate.clarify and not self.state.clarified:
                 await ctx.phase(1, "clarify", lambda: clarify(ctx, self.clarifier))
             status: str = "completed"

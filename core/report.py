@@ -138,6 +138,8 @@ def _contribution(c: Contribution, verbose: bool, names: dict[str, str] | None =
     out = [title, ""]
     if c.carried_from:
         out += [f"_Carried over from its previous refinement ({c.carried_from}); no new call._", ""]
+    if c.metadata.finish_reason == "length":
+        out += ["_The model's answer was cut at its output limit._", ""]
     elif verbose:
         out += [_meta_line(c.metadata), ""]
     return out + [demote_headings(c.content, 4) or "_(empty)_", ""]

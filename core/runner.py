@@ -12,7 +12,8 @@ from pathlib import Path
 
 from moot.core.clock import SYSTEM_CLOCK, Clock
 from moot.core.config import Overrides, build_config
-from moot.core.events import EventBus, Subscription
+from moot.core.control import ControlCommand, Inbox, describe_command
+from moot.core.events import EventBus, Subscription, Warning_
 from moot.core.models import DebateState, MootConfig
 from moot.core.orchestrator import Clarifier, Ids, Orchestrator
 from moot.core.providers.pool import ProviderPool, default_provider_name
@@ -51,6 +52,7 @@ class DebateSession:
     writer: EventLogWriter
     _writer_sub: Subscription | None = None
     _writer_task: asyncio.Task[None] | None = None
+    _inbox_task: asyncio.Task[None] | None = None
 
     @property
     def bus(self) -> EventBus:
@@ -63,6 +65,13 @@ class DebateSession:
     def start_writer(self) -> None:
         self._writer_sub = self.bus.subscribe("event-log")
         self._writer_task = asyncio.create_task(self.writer.run(self._writer_sub))
+        # Commands from other processes (`moot ctl`, an attached `moot watch`) through the folder.
+        inbox = Inbox(self.folder, self.orchestrator.apply_command, self._refused)
+        self._inbox_task = asyncio.create_task(inbox.run())
+
+    def _refused(self, command: ControlCommand, why: str) -> None:
+        self.orchestrator.emit(Warning_(message=f"command {command.id} ({describe_command(command)}) from another "
+                                                f"process refused: {why}"))
 
     async def run(self) -> DebateState:
         """Run to the end (or stop/failure), then flush the log and release the lock.
@@ -118,6 +127,10 @@ class DebateSession:
         )
 
     async def close(self) -> None:
+        if self._inbox_task is not None:
+            self._inbox_task.cancel()
+            await asyncio.wait({self._inbox_task})  # its own end, not ours: a cancel of close() still propagates
+            self._inbox_task = None
         if self._writer_sub is not None and self._writer_task is not None:
             self.bus.unsubscribe(self._writer_sub)
             try:

@@ -35,6 +35,7 @@ from moot.core.events import (
     SynthesisCompleted,
     Token,
     Warning_,
+    WindowLearned,
 )
 from moot.core.models import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
 
@@ -140,7 +141,7 @@ def apply(state: DebateState, event: Event) -> DebateState:
             state.error = error
             state.exit_code = code
         case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | Warning_() | ControlChanged()
-              | Converged() | BudgetReached()):
+              | Converged() | BudgetReached() | WindowLearned()):
             pass  # shown as they happen; nothing in the state changes
         case _:
             assert_never(event)

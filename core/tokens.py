@@ -3,18 +3,22 @@
 tiktoken downloads its BPE files on first use, which fails without a network. The
 `bpe-openai` package ships `cl100k_base` and `o200k_base` as `.tiktoken.gz` files
 whose contents hash to exactly what tiktoken expects; we load those, check the hash,
-and build `tiktoken.Encoding` objects ourselves. Nothing is fetched at run time.
+and build `tiktoken.Encoding` objects ourselves. Nothing is fetched at run time. The parsed
+table is kept in the user's cache (`$MOOT_CACHE_DIR`, else `~/.cache/moot`), checksummed,
+so later runs start faster.
 """
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Mapping, Sequence
+import binascii
 import gzip
 import hashlib
-import threading
-from functools import lru_cache
 import importlib.util
+import marshal
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 import tiktoken
@@ -63,7 +67,55 @@ class EncodingUnavailable(RuntimeError):
     pass
 
 
+def cache_dir() -> Path:
+    """Where parsed token tables are kept between runs: `$MOOT_CACHE_DIR`, else the XDG cache."""
+    explicit = os.environ.get("MOOT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "moot"
+
+
+def _cache_file(name: str) -> Path:
+    return cache_dir() / f"{name}-{_ENCODINGS[name]['sha256'][:16]}.marshal"
+
+
+def _read_cached(name: str) -> dict[bytes, int] | None:
+    """The parsed table from an earlier run, if its file is intact (a checksum guards it)."""
+    try:
+        data = _cache_file(name).read_bytes()
+    except OSError:
+        return None
+    digest, payload = data[:64], data[64:]
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        return None
+    try:
+        ranks = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    return ranks if isinstance(ranks, dict) and len(ranks) > 50_000 else None
+
+
+def _write_cached(name: str, ranks: dict[bytes, int]) -> None:
+    """Keep the parsed table for the next run (a tenth of the start-up it costs); best effort."""
+    path = _cache_file(name)
+    payload = marshal.dumps(ranks)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(hashlib.sha256(payload).hexdigest().encode() + payload)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
 def _load_ranks(name: str) -> dict[bytes, int]:
+    cached = _read_cached(name)
+    if cached is not None:
+        return cached
     spec = _ENCODINGS[name]
     # find_spec locates the package without running its __init__, which loads every
     # table it ships (seconds of start-up we do not need).
@@ -79,11 +131,9 @@ def _load_ranks(name: str) -> dict[bytes, int]:
     contents = gzip.decompress(blob)
     if hashlib.sha256(contents).hexdigest() != spec["sha256"]:  # pragma: no cover
         raise EncodingUnavailable(f"the bundled {name} token table does not match tiktoken's hash")
-    ranks: dict[bytes, int] = {}
-    for line in contents.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
+    a2b = binascii.a2b_base64
+    ranks = {a2b(token): int(rank) for token, rank in (line.split() for line in contents.splitlines() if line)}
+    _write_cached(name, ranks)
     return ranks
 
 

@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-cost", type=_finite_seconds, metavar="USD", help="stop starting calls past this cost")
     run.add_argument("--max-tokens", type=_positive_int, metavar="N", help="stop starting calls past N tokens")
     run.add_argument("--report", metavar="FILE", help="write the markdown report at the end")
+    run.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
     provider_args(run)
     state_dir(run)
 
@@ -156,12 +157,29 @@ def build_parser() -> argparse.ArgumentParser:
             w.add_argument("--headless", action="store_true", help="print event lines instead of the TUI")
         state_dir(w)
 
+    ctl = sub.add_parser("ctl", help="steer a debate that another process runs (pause, summarize, inject…)")
+    ctl.add_argument("id")
+    ctl.add_argument("action", choices=["pause", "resume", "stop", "summarize", "inject"])
+    ctl.add_argument("words", nargs="*", metavar="ARG",
+                     help="summarize: AGENT|all [FOCUS…]; inject: the note's text")
+    ctl.add_argument("--wait", type=_finite_seconds, default=10.0,
+                     help="seconds to wait for the running debate to pick it up (default 10; 0: don't wait)")
+    state_dir(ctl)
+
     res = sub.add_parser("resume", help="continue an unfinished debate")
     res.add_argument("id")
     res.add_argument("--headless", action="store_true")
     res.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
+    res.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
     provider_args(res)
     state_dir(res)
+
+    tr = sub.add_parser("trace", help="write a debate's OpenTelemetry trace as OTLP JSON (from its event log)")
+    tr.add_argument("id")
+    tr.add_argument("-o", "--output", help="write to FILE instead of stdout")
+    tr.add_argument("--content", action="store_true",
+                    help="include prompt and completion text, masked (default: as debate.trace_content)")
+    state_dir(tr)
     return p
 
 
@@ -196,6 +214,8 @@ def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrid
         debate["protocol"] = args.protocol
     if getattr(args, "turns", None) is not None:
         debate["turns"] = args.turns
+    if getattr(args, "trace", False):  # saved with a new debate, so that its resume traces too
+        debate["trace"] = True
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None, roles=roles,
                      provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,
                      debate=debate)
@@ -249,20 +269,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     from moot.core.config import load_config, resolve_agent
     from moot.core.headless import wants_tui
     from moot.core.inputs import fit_problem, problem_text
+    from moot.core.otel import traced, wants_tracing
+    from moot.core.providers.pool import default_provider_name
     from moot.core.runner import SessionOptions, new_session
     from moot.core.secrets import known_secrets, redact
 
     problem = redact(problem_text(args.problem, args.problem_file), known_secrets())  # a pasted key is never saved
     config = load_config(args.config, _overrides(args))
-    smallest = min(resolve_agent(a, config, "demo").context.input_budget for a in [*config.active_agents, config.judge])
-    problem = fit_problem(problem, smallest, args.model, args.allow_truncate)
+    default = default_provider_name(next((a.base_url for a in config.agents if a.base_url), None))
+    people = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
+    tightest = min(people, key=lambda a: a.context.input_budget)  # counted with its model's encoding
+    problem = fit_problem(problem, tightest.context.input_budget, tightest.model, args.allow_truncate)
+    tracing = wants_tracing(config.debate.trace)  # before the debate's folder exists
     tui = wants_tui(args.headless)
     session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=_demo_delay(args, tui),
                                                           clarifier=None if tui else ask_on_stdin))
     if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
         print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
               file=sys.stderr)
-    code = _start(session, tui=tui, theme=args.theme)
+    with traced(session, tracing):
+        code = _start(session, tui=tui, theme=args.theme)
     state = session.state
     if state.final_solution is not None:
         if args.output:
@@ -289,13 +315,17 @@ def _write_solution(path: Path, state: DebateState) -> None:
 def cmd_resume(args: argparse.Namespace) -> int:
     from moot.core.ask import ask_on_stdin
     from moot.core.headless import wants_tui
+    from moot.core.otel import traced, wants_tracing
     from moot.core.runner import SessionOptions, resume_session
 
     tui = wants_tui(args.headless)
+    if args.trace:
+        wants_tracing(True)  # before anything is locked
     session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=_demo_delay(args, tui),
                                                      clarifier=None if tui else ask_on_stdin),
                              _overrides(args, with_rounds=False))
-    return _start(session, tui=tui, theme=args.theme)
+    with traced(session, args.trace or wants_tracing(False, saved=session.orchestrator.config.debate.trace)):
+        return _start(session, tui=tui, theme=args.theme)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -376,6 +406,16 @@ def cmd_context(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from moot.core.otlp import export_trace
+    from moot.core.sanitize import json_safe
+    from moot.core.secrets import known_secrets
+
+    text = export_trace(_open(args), content=True if args.content else None, secrets=known_secrets())
+    _deliver(json_safe(text), args.output, "trace")
+    return ExitCode.OK
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from moot.core.report import render_report
 
@@ -450,9 +490,68 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return run_replay(sd.open(args.id), args.speed, args.theme)
 
 
+def cmd_ctl(args: argparse.Namespace) -> int:
+    import time
+
+    from moot.core.agents import require_agent
+    from moot.core.control import ControlCommand, send
+    from moot.core.events import DebateStarted, parse_event
+    from moot.core.store import open_regular
+
+    folder = _open(args)
+    words = list(args.words)
+    agent = text = None
+    if args.action == "summarize":
+        if not words:
+            raise InputError("usage: moot ctl ID summarize AGENT|all [FOCUS…]")
+        agent, text = words[0], " ".join(words[1:]) or None
+        if agent.lower() != "all":
+            try:
+                with os.fdopen(open_regular(folder.events_path), "rb") as fh:
+                    started = parse_event(fh.readline())
+            except (OSError, ValueError) as exc:
+                raise InputError(f"cannot read debate {folder.id}: {exc}") from None
+            if isinstance(started, DebateStarted):
+                agent = require_agent(agent, started.agents, where=f" in debate {folder.id}").id
+    elif args.action == "inject":
+        text = " ".join(words).strip()
+        if not text:
+            raise InputError("usage: moot ctl ID inject TEXT…")
+    elif words:
+        raise InputError(f"{args.action} takes no arguments")
+    command = ControlCommand(action=args.action, agent=agent, text=text)
+    start = folder.events_path.stat().st_size if folder.events_path.exists() else 0
+    send(folder, command)
+    if args.wait <= 0:
+        print(f"sent {command.id}; the running debate picks it up at its next call boundary")
+        return ExitCode.OK
+    needle = f'"command_id":"{command.id}"'.encode()
+    deadline = time.monotonic() + args.wait
+    picked = False
+    while time.monotonic() < deadline:
+        with os.fdopen(open_regular(folder.events_path), "rb") as fh:
+            fh.seek(start)
+            tail = fh.read()
+        if not picked and needle in tail:
+            picked = True
+            print(f"{args.action}: picked up by the running debate" +
+                  (" (calls in flight finish first)" if args.action in ("pause", "stop") else ""))
+            if args.action != "pause":
+                return ExitCode.OK
+        if picked and b'"effective":true' in tail[tail.find(needle):]:
+            print("paused: no call in flight; nothing runs until `moot ctl ID resume`")
+            return ExitCode.OK
+        time.sleep(0.05)
+    if not picked:
+        print(f"sent {command.id}; not picked up within {args.wait:g} s (the debate takes it at its next "
+              "call boundary)", file=sys.stderr)
+    return ExitCode.OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "context": cmd_context,
-    "report": cmd_report, "eval": cmd_eval, "watch": cmd_watch, "replay": cmd_replay,
+    "report": cmd_report, "eval": cmd_eval, "watch": cmd_watch, "replay": cmd_replay, "ctl": cmd_ctl,
+    "trace": cmd_trace,
 }
 
 

@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No real keys, no stray .env, no user settings: every test starts clean."""
-    for var in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "MOOT_STATE_DIR", "MOOT_DEMO_DELAY"):
+    """No real keys, no stray .env, no user settings, no collector: every test starts clean."""
+    for var in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "MOOT_STATE_DIR", "MOOT_DEMO_DELAY",
+                "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("MOOT_CONFIG_DIR", str(tmp_path / "user-config"))
     monkeypatch.chdir(tmp_path)

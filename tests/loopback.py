@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from moot.core.tokens import count_messages, count_text
+from moot.core.tokens import count_messages, count_text, truncate_to_tokens
 
 ReplyFn = Callable[[dict[str, Any], int], str]
 KEEP: Any = object()
@@ -77,6 +77,51 @@ class Faults:
     """Send the streamed body one byte at a time, this many seconds apart."""
     empty_calls: int = 0
     """The first calls answer an empty reply (no content at all)."""
+
+
+@dataclass
+class ModelServer:
+    """Behave like a real model's server (llama.cpp, vLLM, OpenAI): a context window, a tokenizer of
+    its own, context-length refusals in its own words, and the `response_format` types it takes."""
+
+    window: int | None = None
+    """Tokens a request may hold (llama.cpp: the prompt; vLLM and OpenAI: prompt + max_tokens)."""
+    style: str = "llama.cpp"
+    """llama.cpp, vllm or openai: where it states the window and how it words a refusal."""
+    advertise: bool = True
+    """State the window (llama.cpp `GET /props`, vLLM `GET /v1/models` `max_model_len`)."""
+    count_scale: float = 1.0
+    """The server's tokenizer counts this many times moot's tiktoken count."""
+    json_modes: frozenset[str] = frozenset({"json_schema", "json_object"})
+    """`response_format` types it accepts; any other is a 400 naming response_format."""
+    honor_max_tokens: bool = True
+    """Cut a reply at the request's max_tokens and say so (`finish_reason: length`)."""
+
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        return int(count_messages(body.get("messages") or [], str(body.get("model") or "")) * self.count_scale)
+
+    def refusal(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The 400 body for a request over the window, in the server's own words (None: it fits)."""
+        if self.window is None:
+            return None
+        prompt = self.prompt_tokens(body)
+        wanted = int(body.get("max_tokens") or 0)
+        if self.style == "llama.cpp":
+            if prompt < self.window:
+                return None
+            return {"error": {"code": 400, "message": f"request ({prompt} tokens) exceeds the available context "
+                              f"size ({self.window} tokens), try increasing it", "type": "exceed_context_size_error",
+                              "n_prompt_tokens": prompt, "n_ctx": self.window}}
+        if prompt + wanted <= self.window:
+            return None
+        if self.style == "vllm":
+            return {"object": "error", "message": f"This model's maximum context length is {self.window} tokens. "
+                    f"However, you requested {prompt + wanted} tokens ({prompt} in the messages, {wanted} in the "
+                    "completion). Please reduce the length of the messages or completion.",
+                    "type": "BadRequestError", "param": None, "code": 400}
+        return {"error": {"message": f"This model's maximum context length is {self.window} tokens. However, your "
+                          f"messages resulted in {prompt} tokens. Please reduce the length of the messages.",
+                          "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
 
 
 def _last_user_text(body: dict[str, Any]) -> str:
@@ -203,10 +248,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
     def do_GET(self) -> None:
+        served = self.server.owner.model
+        if self.path.rstrip("/") == "/props" and served and served.advertise and served.style == "llama.cpp":
+            return self._send_json(200, {"default_generation_settings": {"n_ctx": served.window}, "total_slots": 4})
         if not self.path.rstrip("/").endswith("/models"):
             return self._not_found()
-        models = [{"id": "loopback-model", "object": "model", "created": 0, "owned_by": "loopback"}]
-        self._send_json(200, {"object": "list", "data": models})
+        model: dict[str, Any] = {"id": "loopback-model", "object": "model", "created": 0, "owned_by": "loopback"}
+        if served and served.advertise and served.style == "vllm":
+            model["max_model_len"] = served.window
+        self._send_json(200, {"object": "list", "data": [model]})
 
     def do_POST(self) -> None:
         owner = self.server.owner
@@ -234,14 +284,30 @@ class _Handler(BaseHTTPRequestHandler):
         if faults.hang_every and n % faults.hang_every == 0:
             owner._stopping.wait(faults.hang_s)
             return self._abort()
+        served = owner.model
+        if served is not None:
+            fmt = body.get("response_format")
+            if isinstance(fmt, dict) and fmt.get("type") not in served.json_modes:
+                return self._send_json(400, {"error": {"code": 400, "type": "invalid_request_error",
+                                                       "message": "response_format type must be one of \"text\" or "
+                                                       f"\"json_object\", but got: {fmt.get('type')}"}})
+            refusal = served.refusal(body)
+            if refusal is not None:
+                return self._send_json(400, refusal)
         cut = bool(faults.cut_every and n % faults.cut_every == 0)
         model = str(body.get("model") or "loopback-model")
         try:
             reply = "" if n <= faults.empty_calls else self._expand(owner.reply(body, n))
         except Exception as exc:  # a broken reply function in a test: say so, as a 500
             return self._send_json(500, {"error": {"message": f"reply failed: {exc!r}", "type": "server_error"}})
+        finish = "stop"
+        if served is not None and served.honor_max_tokens and body.get("max_tokens"):
+            cut_reply = truncate_to_tokens(reply, int(body["max_tokens"]), model)
+            if cut_reply != reply:
+                reply, finish = cut_reply, "length"
         usage = {
-            "prompt_tokens": count_messages(body.get("messages") or [], model) + faults.usage_offset,
+            "prompt_tokens": (served.prompt_tokens(body) if served else count_messages(body.get("messages") or [], model))
+            + faults.usage_offset,
             "completion_tokens": count_text(reply, model),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -251,7 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
             model = self._expand(faults.model_name)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut)
+            self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish)
         elif cut:
             self._abort()
         else:
@@ -261,13 +327,15 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             }
             if owner.send_usage:
                 payload["usage"] = usage
             self._send_json(200, payload)
 
-    def _stream(self, n: int, model: str, reply: str, usage: Any, include_usage: bool, cut: bool) -> None:
+    def _stream(
+        self, n: int, model: str, reply: str, usage: Any, include_usage: bool, cut: bool, finish: str = "stop",
+    ) -> None:
         owner = self.server.owner
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -297,7 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._abort()
             if cut:  # a one-chunk reply: cut before the finish
                 return self._abort()
-            event([{"index": 0, "delta": {}, "finish_reason": "stop", "logprobs": None}])
+            event([{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}])
             if include_usage and (usage is not None or owner.faults.usage is not KEEP):
                 event([], {"usage": usage})
             self._chunk(b"data: [DONE]\n\n")
@@ -320,6 +388,7 @@ class LoopbackServer:
         reply_chars: int = REPLY_CHARS,
         send_usage: bool = True,
         port: int = 0,
+        model: ModelServer | None = None,
     ) -> None:
         self.reply: ReplyFn = reply or functools.partial(default_reply, reply_chars=reply_chars)
         self.delay = delay
@@ -328,6 +397,8 @@ class LoopbackServer:
         self.faults = faults or Faults()
         self.send_usage = send_usage
         """False: no usage in any reply, as some OpenAI-compatible servers do."""
+        self.model = model
+        """Behave like a real model's server (window, tokenizer, refusals, response_format)."""
         self._port = port
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []

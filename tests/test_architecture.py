@@ -159,3 +159,13 @@ def test_type_ignores_say_why(folder: str) -> None:
             if "type: ignore" in line:
                 after = line.split("type: ignore", 1)[1]
                 assert after.startswith("[") and "#" in after, f"{path}:{n}: {line.strip()}"
+
+
+def test_every_package_folder_is_in_the_distribution() -> None:
+    """A folder of modules missing from pyproject's package list is missing from the wheel
+    (editable installs hide it: they map whole folders)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    wanted = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    assert wanted <= listed, sorted(wanted - listed)

@@ -193,7 +193,9 @@ def test_sigkill_at_2_5_and_9_seconds_then_resume(tmp_path: Path, slow_server: s
     runs = []
     for i, at in enumerate((2.0, 5.0, 9.0)):
         sd = tmp_path / f"D{i}"
-        proc = spawn("run", PROBLEM, "--provider", "openai", "--base-url", slow_server, "--headless", "-r", "3",
+        # Six rounds: with a phase's calls in one wave and refinements carried, three rounds
+        # against this server end before the 9-second kill.
+        proc = spawn("run", PROBLEM, "--provider", "openai", "--base-url", slow_server, "--headless", "-r", "6",
                      "--state-dir", str(sd), log=tmp_path / f"run{i}", env=env)
         runs.append({"at": at + random.uniform(-0.3, 0.3), "sd": sd, "proc": proc, "t0": None})
     deadline = time.monotonic() + 60
@@ -227,7 +229,7 @@ def test_sigkill_at_2_5_and_9_seconds_then_resume(tmp_path: Path, slow_server: s
         err = (tmp_path / f"resume{i}.err").read_text()
         assert TRACEBACK not in err
         assert f"debate {folder.name} resumed at round" in err
-        state = check_complete(folder, 3, AGENTS)
+        state = check_complete(folder, 6, AGENTS)
         # What was recorded before the kill is still there, unchanged (not redone).
         final = {c.id: c for c in state.all_contributions()}
         for c in before[folder]:
@@ -284,7 +286,8 @@ def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server:
 
 def test_second_writer_is_refused_with_one_line(tmp_path: Path, slow_server: str) -> None:
     sd = tmp_path / "D"
-    proc = spawn("run", PROBLEM, "--base-url", slow_server, "--headless", "-r", "1", "--state-dir", str(sd),
+    # Four rounds (about 8 s against this server): the checks below take ~1 s, long before it ends.
+    proc = spawn("run", PROBLEM, "--base-url", slow_server, "--headless", "-r", "4", "--state-dir", str(sd),
                  log=tmp_path / "run")
     try:
         folder = wait_for_events(sd, 3)
@@ -298,7 +301,7 @@ def test_second_writer_is_refused_with_one_line(tmp_path: Path, slow_server: str
     finally:
         if proc.poll() is None:
             proc.kill()
-    check_complete(folder, 1, AGENTS)
+    check_complete(folder, 4, AGENTS)
     # The lock went with the writer: now the debate is complete, resume says so.
     r = moot("resume", folder.name, "--state-dir", str(sd), "--headless")
     assert r.returncode == 2 and r.stderr == f"moot: debate {folder.name} is already completed\n"

@@ -43,6 +43,7 @@ from moot.core.events import (
     SynthesisCompleted,
     Token,
     Warning_,
+    WindowLearned,
 )
 from moot.core.models import AgentInfo, Contribution, DebateState, Summary
 
@@ -140,7 +141,8 @@ class DebateIndex:
             case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
                   | CallFailed() | SummaryRequested() | SynthesisCompleted() | Warning_() | ControlChanged()
                   | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
-                  | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()):
+                  | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
+                  | WindowLearned()):
                 pass  # nothing to index
             case _:
                 assert_never(event)

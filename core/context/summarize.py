@@ -14,6 +14,9 @@
 
 from __future__ import annotations
 
+import re
+import zlib
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -71,6 +74,28 @@ class SummaryJob:
     params: dict[str, object] = field(default_factory=dict)
     scope: Literal["perspective", "conversation"] = "perspective"
     """More template parameters for the summarize prompt (e.g. a conversation's `lens`)."""
+
+
+COMPRESSION_LIMIT = 4.0
+"""Ordinary prose (and a bulleted summary) compresses about 2–3:1 with zlib; a reply that
+loops on itself compresses far more."""
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+
+
+def degenerate(text: str) -> str | None:
+    """Why `text` is not a real summary (one sentence repeated, a loop), or None when it is one."""
+    data = text.strip().encode("utf-8")
+    if len(data) < 160:
+        return None
+    ratio = len(data) / max(1, len(zlib.compress(data, 9)))
+    if ratio > COMPRESSION_LIMIT:
+        return f"it repeats itself (it compresses {ratio:.1f}:1)"
+    sentences = [m.group(0).strip().lower() for m in _SENTENCE.finditer(text) if len(m.group(0).strip()) > 20]
+    if sentences:
+        top, n = Counter(sentences).most_common(1)[0]
+        if n >= 3 and n * len(top) >= 0.4 * len(text):
+            return f"one sentence is repeated {n} times"
+    return None
 
 
 def cap_text(text: str, max_chars: int, max_tokens: int, model: str) -> str:
@@ -150,6 +175,9 @@ class Summarizer:
                 text = f"{facts}\n\n{prose}" if facts else prose
                 if len(text.strip()) > meta.before_chars:
                     raise SummaryRejected("the summary was longer than its input")
+                why = degenerate(prose)
+                if why:
+                    raise SummaryRejected(f"the summary is degenerate: {why}")
             except (ProviderError, SummaryRejected, ContextOverflow) as exc:
                 fallback = f"{'LLM summary failed' if isinstance(exc, ProviderError) else 'LLM summary rejected'}: {exc}"
                 text = self.rule_based(job, job.max_chars, job.max_tokens)

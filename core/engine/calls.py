@@ -25,8 +25,9 @@ from moot.core.clock import Clock
 from moot.core.config import ResolvedAgent
 from moot.core.context.view import ViewBuilder
 from moot.core.engine.gate import Gate
-from moot.core.errors import ProviderError
-from moot.core.events import CallFailed, CallStarted, Event, Token, Warning_
+from moot.core.engine.windows import Fit, Windows
+from moot.core.errors import ContextTooLong, ProviderError
+from moot.core.events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from moot.core.models import CallMetadata, Contribution, ViewRecord
 from moot.core.pricing import call_cost
 from moot.core.providers.base import (
@@ -42,7 +43,20 @@ from moot.core.providers.base import (
     TextDelta,
 )
 from moot.core.providers.pool import ProviderPool
-from moot.core.secrets import redact
+from moot.core.secrets import redact, strip_userinfo
+
+
+class _NoLimit:
+    """The async context manager of an endpoint without a limit of its own."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_LIMIT = _NoLimit()
 
 
 @dataclass
@@ -55,19 +69,32 @@ class CallSpec:
     hint: CallHint
     history: Sequence[Contribution] = ()
     """Verbatim history items, oldest first (the builder drops the oldest when they do not fit)."""
-    budget: int | None = None
-    """Input-token budget of the view; default: the agent's `context.input_budget`."""
+    context_tokens: int | None = None
+    """The configured context window of this call; default: the agent's `context.max_context_tokens`.
+    The engine fits it to the model's real window (see `moot.core.engine.windows`)."""
     max_tokens: int | None = None
     """The reply's limit; default: the agent's `context.reserve_output_tokens`."""
+    budget: int | None = None
+    """A view budget (moot's tokens) the caller already fitted; the engine never goes above the fit."""
     model: str | None = None
     json_answer: JsonAnswer | None = None
-    """Ask the endpoint for JSON (`response_format`) when it takes it."""
+    """Ask the endpoint for JSON (`response_format`) when it takes it; a JSON answer cut at its
+    limit is asked again once with more room."""
 
 
 @dataclass(frozen=True)
 class CallResult:
     completion: Completion
     meta: CallMetadata
+
+
+REFUSAL_RETRIES = 3
+"""Context-length refusals one call may absorb (each teaches the window) before it fails."""
+
+
+def endpoint_of(agent: ResolvedAgent) -> str:
+    """The endpoint a call goes to: the provider, and the base URL for an OpenAI-compatible one."""
+    return f"{agent.provider}:{agent.config.base_url or ''}" if agent.provider == "openai" else agent.provider
 
 
 @dataclass
@@ -79,9 +106,16 @@ class CallEngine:
     clock: Clock
     max_concurrency: int
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    endpoint_limits: dict[str, int] = field(default_factory=dict)
+    """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
+    windows: Windows = field(default_factory=Windows)
 
     def __post_init__(self) -> None:
         self._sem = asyncio.Semaphore(self.max_concurrency)
+        self.in_flight = 0
+        """Calls past the gate and not yet ended."""
+        self._pause_reported = False
+        self._endpoint_sems = {e: asyncio.Semaphore(n) for e, n in self.endpoint_limits.items()}
 
     @property
     def secrets(self) -> list[str]:
@@ -92,29 +126,126 @@ class CallEngine:
             return 0.0
         return call_cost(model, prompt, completion, self.prices)
 
+    # ------------------------------------------------------------------ windows
+
+    def fit(self, agent: ResolvedAgent, context_tokens: int | None = None, max_tokens: int | None = None,
+            model: str | None = None) -> Fit:
+        """The view budget and reply limit of a call of `agent`, given what is known of its window."""
+        return self.windows.fit(endpoint_of(agent), model or agent.model,
+                                context_tokens or agent.context.max_context_tokens,
+                                max_tokens or agent.context.reserve_output_tokens)
+
+    async def discover(self, agents: Sequence[ResolvedAgent]) -> None:
+        """Ask each endpoint once for its models' windows (at the start of a run)."""
+        seen: set[tuple[str, str]] = set()
+        for agent in agents:
+            key = (endpoint_of(agent), agent.model)
+            if key in seen:
+                continue
+            seen.add(key)
+            provider = self.providers.get(agent)
+            tokens = await provider.discover_window(agent.model)
+            if tokens is not None and self.windows.discovered(*key, tokens):
+                self.emit(WindowLearned(endpoint=self._where(agent), model=agent.model, window=tokens,
+                                        source="discovered", reason="stated by the server"))
+            slots = provider.slots
+            if slots is not None and key[0] not in self.endpoint_limits:
+                # The server runs this many requests at once: more would only queue there (and
+                # a queued request's deadline runs while it waits).
+                self.endpoint_limits[key[0]] = slots
+                self._endpoint_sems[key[0]] = asyncio.Semaphore(slots)
+
+    def _where(self, agent: ResolvedAgent) -> str:
+        return redact(strip_userinfo(agent.config.base_url) or agent.provider, self.secrets)
+
+    # ------------------------------------------------------------------ one call
+
     async def call(self, spec: CallSpec) -> CallResult:
         """Run one call through the gate, the view builder and the provider (see the module doc)."""
         agent = spec.agent
         record = spec.record
         provider = self.providers.get(agent)
-        record.max_tokens = spec.max_tokens or agent.context.reserve_output_tokens
         if spec.model:
             record.model = spec.model
-        budget = spec.budget or agent.context.input_budget
-        async with self._sem:
+        model = record.model or agent.model
+        endpoint = endpoint_of(agent)
+        async with self._sem, self._endpoint_sems.get(endpoint, _NO_LIMIT):
             await self.gate.wait()
+            self.in_flight += 1
+            try:
+                return await self._run(spec, agent, record, provider, model, endpoint)
+            finally:
+                self.in_flight -= 1
+                self.report_pause()
+
+    def report_pause(self) -> None:
+        """Once paused with no call in flight, say so (once): from then on nothing runs."""
+        if not self.gate.paused:
+            self._pause_reported = False
+        elif self.in_flight == 0 and not self._pause_reported:
+            self._pause_reported = True
+            self.emit(ControlChanged(action="pause", effective=True))
+
+    async def _run(self, spec: CallSpec, agent: ResolvedAgent, record: ViewRecord, provider: Provider, model: str,
+                   endpoint: str) -> CallResult:
+        refusals = 0
+        extra_room = 0
+        spent: list[Completion] = []
+        while True:
+            fit = self.fit(agent, spec.context_tokens, spec.max_tokens, model)
+            budget = min(spec.budget, fit.input_budget) if spec.budget else fit.input_budget
+            record.max_tokens = min(fit.max_tokens + extra_room, max(fit.max_tokens, fit.window - 64))
+            record.window, record.window_source, record.count_ratio = fit.window, fit.source, fit.ratio
             messages = self.builder.build(record, list(spec.history), budget)
-            request = ChatRequest(messages=messages, model=record.model or agent.model,
-                                  temperature=agent.config.temperature, max_tokens=record.max_tokens,
-                                  hint=spec.hint, fallback_models=agent.config.fallback_models,
-                                  json_answer=spec.json_answer)
+            request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
+                                  max_tokens=record.max_tokens, hint=spec.hint,
+                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer)
             self.emit(CallStarted(view=record))
             started = self.clock.monotonic()
-            completion = await self._stream(provider.name, provider.stream(request), agent.id, record.call_id)
+            try:
+                completion = await self._stream(provider.name, provider.stream(request), agent.id,
+                                                record.call_id)
+            except ContextTooLong as exc:
+                refusals += 1
+                window = self.windows.refused(endpoint, model, exc.window, fit.window, exc.prompt_tokens,
+                                              record.tokens.total)
+                self.emit(WindowLearned(endpoint=self._where(agent), model=model, window=window.tokens,
+                                        source="learned", ratio=window.ratio,
+                                        reason=f"the server refused a {record.tokens.total}-token request"))
+                if refusals > REFUSAL_RETRIES:
+                    self.emit(CallFailed(call_id=record.call_id, agent_id=agent.id, error=str(exc),
+                                         will_retry=False))
+                    raise
+                record = self._again(record, agent.id, f"refused as longer than the model's window; "
+                                                       f"asking again with a smaller view", str(refusals))
+                continue
             if not completion.content.strip():
-                completion = await self._again_if_empty(provider, request, agent.id, record.call_id, completion)
+                spent.append(completion)  # paid for; summed below (after the window calibration)
+                completion = await self._again_if_empty(provider, request, agent.id, record.call_id)
             latency = self.clock.elapsed_ms(started)
-        model = completion.model or record.model or agent.model
+            if not completion.usage_estimated and self.windows.observe(endpoint, model, record.tokens.total,
+                                                                       completion.prompt_tokens):
+                ratio = self.windows.get(endpoint, model).ratio
+                self.emit(WindowLearned(endpoint=self._where(agent), model=model, window=fit.window,
+                                        source="calibrated", ratio=ratio,
+                                        reason=f"moot counted {record.tokens.total}, the server "
+                                               f"{completion.prompt_tokens}"))
+            if (spec.json_answer is not None and completion.finish_reason == "length" and not extra_room
+                    and fit.window - record.tokens.total - record.max_tokens > 64):
+                # A JSON answer cut at its limit cannot be parsed: ask once more with more room.
+                extra_room = fit.window - record.tokens.total - record.max_tokens - 64
+                spent.append(completion)
+                record = self._again(record, agent.id, f"the {record.phase} answer was cut at "
+                                                       f"{record.max_tokens} tokens; asking again with room for "
+                                                       f"{record.max_tokens + extra_room}", "more")
+                continue
+            break
+        for earlier in spent:  # what the cut attempt cost is part of this call's cost
+            completion.prompt_tokens += earlier.prompt_tokens
+            completion.completion_tokens += earlier.completion_tokens
+            completion.attempts += earlier.attempts
+            completion.usage_estimated = completion.usage_estimated or earlier.usage_estimated
+        model = completion.model or model
         meta = CallMetadata(
             prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
             latency_ms=latency, model=model, provider=agent.provider, call_id=record.call_id,
@@ -125,19 +256,23 @@ class CallEngine:
         if completion.usage_estimated:
             self.emit(Warning_(message=f"{agent.id}: the server reported no usable token usage; "
                                        "counted with tiktoken instead", agent_id=agent.id))
+        if completion.finish_reason == "length":
+            self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
+                                       f"{record.max_tokens} tokens", agent_id=agent.id))
         return CallResult(completion, meta)
+    def _again(self, record: ViewRecord, agent_id: str, why: str, suffix: str) -> ViewRecord:
+        """End an attempt whose answer is not kept (views show it failed) and start the next one's
+        record: the same call, a new id (the state keeps both views: what each request held)."""
+        self.emit(CallFailed(call_id=record.call_id, agent_id=agent_id, error=why, will_retry=False))
+        return record.model_copy(update={"call_id": f"{record.call_id.split('~')[0]}~{suffix}"})
 
-    async def _again_if_empty(self, provider: Provider, request: ChatRequest, agent_id: str, call_id: str,
-                              first: Completion) -> Completion:
+    async def _again_if_empty(self, provider: Provider, request: ChatRequest, agent_id: str,
+                              call_id: str) -> Completion:
         """An empty reply is asked for once more (a server hiccup, not an answer); a second
-        empty one is recorded as it is, with a warning. Both attempts are paid for."""
+        empty one is recorded as it is, with a warning. (The caller counts both attempts.)"""
         self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error="the model returned an empty reply",
                              will_retry=True))
         again = await self._stream(provider.name, provider.stream(request), agent_id, call_id)
-        again.prompt_tokens += first.prompt_tokens
-        again.completion_tokens += first.completion_tokens
-        again.attempts += first.attempts
-        again.usage_estimated = again.usage_estimated or first.usage_estimated
         if not again.content.strip():
             self.emit(Warning_(message=f"{agent_id}: the model returned an empty reply twice; recorded as empty",
                                agent_id=agent_id))
@@ -167,6 +302,7 @@ class CallEngine:
             raise ProviderError(f"{provider}: the stream ended without a completion")
         except ProviderError as exc:
             message = redact(str(exc), secrets)
-            self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error=message, will_retry=False))
             exc.args = (message,)
+            if not isinstance(exc, ContextTooLong):  # the caller decides what a refusal means
+                self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error=message, will_retry=False))
             raise

@@ -55,16 +55,19 @@ class Summaries:
     def job(self, agent: ResolvedAgent, *, step: int, trigger: SummaryTrigger, items: list[Contribution],
             previous: Summary | None = None, strategy: SummaryStrategy | None = None, focus: str | None = None,
             judge: bool = False, max_chars: int | None = None, max_tokens: int | None = None,
-            budget: int | None = None, reserve: int | None = None, task_key: str | None = None,
+            context_tokens: int | None = None, reserve: int | None = None, task_key: str | None = None,
             params: dict[str, object] | None = None, conversation: bool = False) -> SummaryJob:
         """A job with the agent's summarization settings, any of them overridden."""
         cfg = agent.summarization
+        model = cfg.model or agent.model
+        # The summarization request must fit the model's real window too.
+        fit = self.engine.fit(agent, context_tokens, reserve or agent.context.reserve_output_tokens, model)
         return SummaryJob(
             agent_id=agent.id, role=agent.role, round=step, trigger=trigger, items=items, previous=previous,
             method=cfg.method, strategy=strategy or cfg.strategy,
-            max_chars=max_chars or cfg.max_length, max_tokens=max_tokens or cfg.max_summary_tokens,
-            model=cfg.model or agent.model, budget=budget or agent.context.input_budget,
-            reserve=reserve or agent.context.reserve_output_tokens, system_key=f"{agent.id}/system",
+            max_chars=max_chars or cfg.max_length,
+            max_tokens=min(max_tokens or cfg.max_summary_tokens, fit.max_tokens),
+            model=model, budget=fit.input_budget, reserve=fit.max_tokens, system_key=f"{agent.id}/system",
             task_key=task_key or f"{agent.id}/summarize", summary_id=self.new_id("sum"), judge=judge,
             focus=focus, params=dict(params or {}), scope="conversation" if conversation else "perspective",
         )

@@ -139,7 +139,7 @@ class DebateContext:
         return "\n\n".join(parts)
 
     async def call(self, agent: ResolvedAgent, record: ViewRecord, *, history: Sequence[Contribution] = (),
-                   budget: int | None = None, max_tokens: int | None = None,
+                   budget: int | None = None, context_tokens: int | None = None, max_tokens: int | None = None,
                    json_answer: JsonAnswer | None = None, target: ResolvedAgent | None = None,
                    extra: dict[str, object] | None = None) -> CallResult:
         """One call through the engine."""
@@ -147,7 +147,8 @@ class DebateContext:
                         problem=self.problem, target_agent_id=target.id if target else None,
                         target_role=target.role if target else None, extra=dict(extra or {}))
         return await self.engine.call(CallSpec(agent=agent, record=record, hint=hint, history=history,
-                                               budget=budget, max_tokens=max_tokens, json_answer=json_answer))
+                                               budget=budget, context_tokens=context_tokens,
+                                               max_tokens=max_tokens, json_answer=json_answer))
 
     def add_contribution(self, agent: ResolvedAgent, step: int, kind: ContributionType, result: CallResult,
                          target: ResolvedAgent | None = None) -> Contribution:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from moot.core import tokens
 from moot.core.config import ResolvedAgent
+from moot.core.engine.windows import Fit
 from moot.core.context.view import render_messages
 from moot.core.events import RoundStarted, Warning_
 from moot.core.models import Contribution, ConversationConfig, Summary, SummaryTrigger, ViewRecord
@@ -58,6 +59,10 @@ class ConversationProtocol(DebateProtocol):
     def speaker(self, turn: int) -> ResolvedAgent:
         agents = self.ctx.agents
         return agents[(turn - 1) % len(agents)]
+
+    def _fit(self, agent: ResolvedAgent) -> Fit:
+        """A turn's budget, fitted to the model's real window (see `moot.core.engine.windows`)."""
+        return self.ctx.engine.fit(agent, self.conv.max_context_tokens, self.conv.reserve_output_tokens)
 
     def owner(self, speaker: ResolvedAgent) -> ResolvedAgent:
         """Whose summary the speaker reads: the judge's (shared) or its own (per-agent)."""
@@ -99,8 +104,9 @@ class ConversationProtocol(DebateProtocol):
             window = window[len(dropped):]
             record = self._record(speaker, t, summary)
         try:
-            result = await ctx.call(speaker, record, history=window, budget=conv.input_budget,
-                                    max_tokens=conv.reserve_output_tokens)
+            fit = self._fit(speaker)
+            result = await ctx.call(speaker, record, history=window, budget=fit.input_budget,
+                                    context_tokens=conv.max_context_tokens, max_tokens=conv.reserve_output_tokens)
         except ProviderError as exc:
             if ctx.settings.on_error == "stop":
                 raise DebateAborted(f"{speaker.id} turn {t} failed: {exc}") from None
@@ -121,7 +127,7 @@ class ConversationProtocol(DebateProtocol):
         count); only a view near its budget is built for real to find out."""
         if not window:
             return []
-        budget = self.conv.input_budget
+        budget = self._fit(self.ctx.agent(record.agent_id)).input_budget
         fixed = tokens.count_messages(render_messages(record, self.ctx.index), record.model)
         if fixed + self._tokens(window, self.ctx.agent(record.agent_id)) + ESTIMATE_MARGIN <= budget:
             return []
@@ -200,7 +206,7 @@ class ConversationProtocol(DebateProtocol):
                 "commitments precise")
         job = ctx.summaries.job(owner, step=t, trigger=trigger, items=fold, previous=previous, strategy="rolling",
                                 focus=focus, max_tokens=conv.summary_tokens, max_chars=conv.summary_tokens * 5,
-                                budget=conv.input_budget, reserve=conv.summary_tokens,
+                                context_tokens=conv.max_context_tokens, reserve=conv.summary_tokens,
                                 task_key=f"{owner.id}/summarize_conversation", params={"lens": lens},
                                 conversation=True)
         return await ctx.summaries.make(job)

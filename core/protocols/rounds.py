@@ -164,7 +164,8 @@ class RoundsProtocol(DebateProtocol):
         counted = ctx.index.perspective_items(agent.id, before) if cfg.strategy == "fresh" else fresh_items
         if sum(len(c.content) for c in counted) >= cfg.threshold:
             return "chars"
-        if self._estimate_view(agent, r, summary, fresh_items) >= cfg.trigger_ratio * agent.context.input_budget:
+        budget = ctx.engine.fit(agent).input_budget
+        if self._estimate_view(agent, r, summary, fresh_items) >= cfg.trigger_ratio * budget:
             return "tokens"
         return None
 

@@ -78,7 +78,7 @@ class SimultaneousProtocol(DebateProtocol):
         """Over budget with the answers verbatim: quote a summary of each instead."""
         if not previous:
             return
-        budget = agent.context.input_budget
+        budget = self.ctx.engine.fit(agent).input_budget
         scratch = record.model_copy(deep=True)
         self.ctx.engine.builder.build(scratch, [], budget)
         if "quote_limit" not in scratch.task_params:

@@ -106,9 +106,16 @@ class Provider(Protocol):
     name: str
     label: str
     """Shown in every view (the demo provider says DEMO)."""
+    slots: int | None
+    """How many requests the server runs at once, when it said so (after `discover_window`)."""
 
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamItem]:
         """Stream one completion; retries and fallbacks happen inside (see the module doc)."""
+        ...
+
+    async def discover_window(self, model: str) -> int | None:
+        """The context window the server states for `model` (tokens a request + reply may use),
+        or None when it does not say. Never raises."""
         ...
 
     async def aclose(self) -> None: ...

@@ -537,6 +537,7 @@ class DemoProvider:
 
     name = "demo"
     label = "DEMO (offline, scripted)"
+    slots: int | None = None
 
     def __init__(
         self,
@@ -583,6 +584,10 @@ class DemoProvider:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+    async def discover_window(self, model: str) -> int | None:
+        """The demo provider has no window: the configured budget is the truth."""
+        return None
 
     def _chunks(self, text: str, model: str) -> list[str]:
         """Word-aligned pieces of about chunk_tokens tokens that concatenate back to text."""

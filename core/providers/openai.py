@@ -31,7 +31,7 @@ try:  # openai 3.x runs on httpx2; older releases on httpx
 except ImportError:  # pragma: no cover
     import httpx as _httpx  # type: ignore[no-redef, import-not-found, unused-ignore]  # older SDKs
 
-from moot.core.errors import ProviderError
+from moot.core.errors import ContextTooLong, ProviderError
 from moot.core.providers.base import (
     ChatRequest,
     Completion,
@@ -46,20 +46,10 @@ from moot.core.secrets import one_line, redact
 from moot.core.tokens import count_messages, count_text
 
 RETRY_AFTER_CAP_S = 60.0
+DISCOVERY_TIMEOUT_S = 3.0
 ERROR_TEXT_MAX = 200
 DEFAULT_HOST = "api.openai.com"
 JsonMode = Literal["schema", "object", "off"]
-
-
-class ContextTooLong(ProviderError):
-    """The server refused the request as longer than its context window (HTTP 400).
-
-    Not retried here: the caller rebuilds a smaller view and calls again. `window`
-    is the window the server stated in its message, when it stated one."""
-
-    def __init__(self, message: str, window: int | None, *, status: int | None = 400) -> None:
-        super().__init__(message, status=status)
-        self.window = window
 
 
 # OpenAI `context_length_exceeded`, vLLM "maximum context length", llama.cpp "exceeds the
@@ -77,6 +67,23 @@ _WINDOW = (
     re.compile(r"must be <= (\d+)", re.I),
 )
 _FORMAT_REFUSAL = re.compile(r"response_format|json_schema|json_object|guided|grammar|structured output", re.I)
+
+
+_PROMPT = (
+    re.compile(r"request \((\d+) tokens?\)", re.I),
+    re.compile(r"messages resulted in (\d+) tokens", re.I),
+    re.compile(r"\((\d+) in the messages", re.I),
+    re.compile(r"n_prompt_tokens\W{1,4}(\d+)", re.I),
+)
+
+
+def stated_prompt(message: str) -> int | None:
+    """How many tokens a refusal says the request had ("request (3082 tokens) exceeds …")."""
+    for pattern in _PROMPT:
+        m = pattern.search(message)
+        if m:
+            return int(m.group(1))
+    return None
 
 
 def stated_window(message: str) -> int | None:
@@ -219,6 +226,8 @@ class OpenAIProvider:
         self.max_retries = max(0, max_retries)
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
+        self.slots: int | None = None
+        """Requests the server runs at once, when it says (llama.cpp `/props` `total_slots`)."""
         self.json_mode: JsonMode = "schema"
         """How this endpoint takes JSON answers; lowered (schema → object → off) when it refuses one."""
         self._sleep = sleep
@@ -270,7 +279,8 @@ class OpenAIProvider:
                         continue
                     if failure.status in (400, 413) and _CONTEXT_REFUSAL.search(failure.detail):
                         raise ContextTooLong(self._error_line(failure, models[: index + 1], attempts),
-                                             stated_window(failure.detail), status=failure.status) from None
+                                             stated_window(failure.detail), status=failure.status,
+                                             prompt_tokens=stated_prompt(failure.detail)) from None
                     if not failure.retryable:
                         raise self._error(failure, models[: index + 1], attempts) from None
                     attempt += 1
@@ -400,6 +410,62 @@ class OpenAIProvider:
             if choice.finish_reason:
                 result.finish_reason = str(choice.finish_reason)[:40]
         return text
+
+    async def discover_window(self, model: str) -> int | None:
+        """The window the server states: llama.cpp `GET /props` (a slot's `n_ctx`), vLLM
+        (`max_model_len`), OpenRouter (`context_length`) or llama.cpp (`meta.n_ctx`) in
+        `GET /models`, Ollama's `POST /api/show` (`num_ctx` when set). None when none says;
+        every probe is short and a failure is silent. OpenAI's own API states none. The probes
+        go through the SDK's client (its connection pool is reused by the calls that follow)."""
+        if not self.base_url or self.host == DEFAULT_HOST:
+            return None
+        base = self.base_url.rstrip("/")
+        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        api = self._client.with_options(timeout=DISCOVERY_TIMEOUT_S, max_retries=0)
+        at_root = api.with_options(base_url=root + "/")
+        probes = (
+            lambda: at_root.get("props", cast_to=object),
+            lambda: api.get("models", cast_to=object),
+            lambda: at_root.post("api/show", body={"model": model}, cast_to=object),
+        )
+        readers = (self._from_props, self._from_models, self._from_ollama)
+        for probe, read in zip(probes, readers):
+            try:
+                data = await probe()
+                found = read(data, model) if isinstance(data, dict) else None
+            except (openai.APIError, _httpx.HTTPError, ValueError, TypeError, KeyError, AttributeError):
+                found = None
+            if found is not None and 256 <= found <= 10_000_000:
+                return found
+        return None
+
+    def _from_props(self, data: dict[str, Any], model: str) -> int | None:
+        slots = data.get("total_slots")
+        if isinstance(slots, int) and not isinstance(slots, bool) and 0 < slots <= 256:
+            self.slots = slots
+        settings = data.get("default_generation_settings") or {}
+        n = settings.get("n_ctx") if isinstance(settings, dict) else None
+        n = n or data.get("n_ctx")
+        return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else None
+
+    @staticmethod
+    def _from_models(data: dict[str, Any], model: str) -> int | None:
+        entries = [e for e in data.get("data") or [] if isinstance(e, dict)]
+        entry = next((e for e in entries if e.get("id") == model), entries[0] if len(entries) == 1 else None)
+        if entry is None:
+            return None
+        meta: dict[str, Any] = entry["meta"] if isinstance(entry.get("meta"), dict) else {}
+        top: dict[str, Any] = entry["top_provider"] if isinstance(entry.get("top_provider"), dict) else {}
+        for value in (entry.get("max_model_len"), meta.get("n_ctx"), entry.get("context_length"),
+                      top.get("context_length"), entry.get("context_window"), entry.get("max_context_length")):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                return int(value)
+        return None
+
+    @staticmethod
+    def _from_ollama(data: dict[str, Any], model: str) -> int | None:
+        m = re.search(r"(?m)^\s*num_ctx\s+(\d+)", str(data.get("parameters") or ""))
+        return int(m.group(1)) if m else None
 
     async def aclose(self) -> None:
         await self._client.close()

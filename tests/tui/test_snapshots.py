@@ -35,8 +35,8 @@ def half_streamed(recorded: list[Event], round_no: int, phase: str) -> list[Even
     return out
 
 
-def before_round2_proposals(recorded: list[Event]) -> list[Event]:
-    return upto(recorded, lambda e: e.type == "phase_started" and e.round == 2 and e.phase == "proposal")
+def before_round2_critiques(recorded: list[Event]) -> list[Event]:
+    return upto(recorded, lambda e: e.type == "phase_started" and e.round == 2 and e.phase == "critique")
 
 
 def test_snapshot_start(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
@@ -49,7 +49,8 @@ def test_snapshot_start(snap_compare, recorded) -> None:  # type: ignore[no-unty
 
 
 def test_snapshot_midstream_gauges(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
-    app, runtime = app_for(before_round2_proposals(recorded) + half_streamed(recorded, 2, "proposal"))
+    # Round 2's proposals are the round-1 refinements carried over: its critiques are the calls.
+    app, runtime = app_for(before_round2_critiques(recorded) + half_streamed(recorded, 2, "critique"))
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await settle(pilot, runtime)
@@ -118,7 +119,7 @@ def test_snapshot_error_state(snap_compare, recorded) -> None:  # type: ignore[n
 
 
 def test_snapshot_light_theme(snap_compare, recorded) -> None:  # type: ignore[no-untyped-def]
-    app, runtime = app_for(before_round2_proposals(recorded) + half_streamed(recorded, 2, "proposal"), theme="light")
+    app, runtime = app_for(before_round2_critiques(recorded) + half_streamed(recorded, 2, "critique"), theme="light")
 
     async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
         await settle(pilot, runtime)

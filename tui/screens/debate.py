@@ -46,6 +46,7 @@ from moot.core.events import (
     SynthesisCompleted,
     Token,
     Warning_,
+    WindowLearned,
 )
 from moot.core.models import JUDGE_ID, AgentInfo, DebateState
 from moot.core.state import apply, new_state
@@ -331,7 +332,7 @@ class DebateScreen(Screen):
             case ControlChanged():
                 self.refresh_bindings()
             case (DebateResumed() | RoundStarted() | PhaseCompleted() | Token() | Warning_() | NoteInjected()
-                  | Converged() | BudgetReached()):
+                  | Converged() | BudgetReached() | WindowLearned()):
                 pass  # the header and the event log show these
             case _:
                 assert_never(event)

@@ -293,7 +293,7 @@ class AgentPane(Vertical, can_focus=True):
     # ------------------------------------------------------------------ internals
 
     def _title(self, c: Contribution) -> str:
-        carried = " (carried)" if c.carried_from else ""
+        carried = " (carried)" if c.carried_from else " · cut" if c.metadata.finish_reason == "length" else ""
         tokens = f" · {k(c.metadata.completion_tokens)} tok" if c.metadata.completion_tokens else ""
         return contribution_title(c.type, c.round, c.target_agent_id) + carried + tokens
 

@@ -1,0 +1,78 @@
+"""`moot trace`: a recorded debate's trace as OTLP JSON, written with no OpenTelemetry package.
+
+The output is the JSON encoding of an OTLP `ExportTraceServiceRequest` (what an OTLP/HTTP
+receiver takes at `/v1/traces` with `Content-Type: application/json`): trace and span ids in
+hex, 64-bit integers as decimal strings, enums as numbers, as the OTLP specification's
+"JSON Protobuf Encoding" asks. So `curl --data @trace.json …/v1/traces` sends it later.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from moot import __version__
+from moot.core.store import DebateFolder, read_events
+from moot.core.tracing import AttrValue, SpanRecord, build_spans
+
+SCOPE = "moot"
+SERVICE = "moot"
+_KINDS = {"internal": 1, "client": 3}
+"""OTLP's Span.SpanKind numbers (SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT)."""
+STATUS_UNSET, STATUS_ERROR = 0, 2
+
+
+def any_value(value: AttrValue) -> dict[str, Any]:
+    if isinstance(value, bool):  # before int: a bool is an int in Python
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [any_value(v) for v in value]}}
+    return {"stringValue": value}
+
+
+def key_values(attrs: Mapping[str, AttrValue]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": any_value(v)} for k, v in attrs.items()]
+
+
+def span_json(span: SpanRecord) -> dict[str, Any]:
+    out: dict[str, Any] = {"traceId": span.trace_id, "spanId": span.span_id}
+    if span.parent_id:
+        out["parentSpanId"] = span.parent_id
+    out.update({
+        "name": span.name,
+        "kind": _KINDS[span.kind],
+        "startTimeUnixNano": str(span.start_ns),
+        "endTimeUnixNano": str(span.end_ns),
+        "attributes": key_values(span.attributes),
+        "events": [{"timeUnixNano": str(e.time_ns), "name": e.name, "attributes": key_values(e.attributes)}
+                   for e in span.events],
+        "status": {"code": STATUS_ERROR, "message": span.error} if span.error is not None else {"code": STATUS_UNSET},
+    })
+    return out
+
+
+def otlp_request(spans: Sequence[SpanRecord], resource: Mapping[str, AttrValue] | None = None) -> dict[str, Any]:
+    """An ExportTraceServiceRequest holding `spans` (one resource, one scope), as a JSON object."""
+    attrs = dict(resource or {"service.name": SERVICE, "service.version": __version__})
+    return {"resourceSpans": [{
+        "resource": {"attributes": key_values(attrs)},
+        "scopeSpans": [{"scope": {"name": SCOPE, "version": __version__}, "spans": [span_json(s) for s in spans]}],
+    }]}
+
+
+def export_trace(folder: DebateFolder, *, content: bool | None = None, secrets: Sequence[str] = ()) -> str:
+    """The debate's trace, built from its event log, as OTLP JSON text. `content` None: as the
+    debate's own `debate.trace_content` setting says."""
+    if content is None:
+        content = bool(folder.load().config.get("debate", {}).get("trace_content", False))
+    spans = build_spans(read_events(folder.events_path), content=content, secrets=secrets)
+    spans.sort(key=lambda s: (s.start_ns, s.end_ns))
+    return json.dumps(otlp_request(spans), ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+__all__ = ["export_trace", "otlp_request", "span_json"]

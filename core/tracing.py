@@ -1,0 +1,561 @@
+"""A debate as one OpenTelemetry trace: the span tree, folded from the event stream.
+
+`TraceBuilder.on_event` folds events exactly as `moot.core.state.apply` does, so the
+live subscriber (`moot.core.otel`) and the after-the-fact export (`moot trace`,
+`moot.core.otlp`) build the same spans from the same events: every time comes from an
+event's `ts` (a call ends at its start plus its recorded latency), and every span id is
+derived from the trace id and something the log records (an event's `seq`, a call id).
+This module imports no OpenTelemetry package; spans are plain records.
+
+```
+debate                       one root span per run (a resumed debate adds a second root
+  round 1 | turn 1             to the same trace: the trace id is stored in `debate_started`)
+    proposal                   a phase (clarify and synthesis hang from the root)
+      chat gpt-4o-mini         an LLM call (span kind CLIENT, gen_ai.* attributes)
+    summarize
+      summary architect        a summarization; its LLM calls are its children
+        chat gpt-4o-mini
+```
+
+Token usage is counted once: on each call span, except for a summary made of several LLM
+calls (chunk and reduce), whose per-call split the log does not record: its usage is on the
+summary span. So the `gen_ai.usage.*` of all spans add up to the debate's totals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import secrets
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, assert_never
+from urllib.parse import urlsplit
+
+from moot.core.context.index import DebateIndex
+from moot.core.context.view import render_messages
+from moot.core.events import (
+    BudgetReached,
+    CallFailed,
+    CallStarted,
+    ClarificationsAnswered,
+    ClarificationsAsked,
+    ContributionAdded,
+    ControlChanged,
+    Converged,
+    ConvergenceScored,
+    DebateCompleted,
+    DebateFailed,
+    DebateInterrupted,
+    DebateResumed,
+    DebateStarted,
+    Event,
+    NoteInjected,
+    PhaseCompleted,
+    PhaseStarted,
+    RoundStarted,
+    SummaryAdded,
+    SummaryRequested,
+    SynthesisCompleted,
+    Token,
+    Warning_,
+    WindowLearned,
+)
+from moot.core.models import AgentInfo, CallMetadata, Summary, Usage, ViewRecord
+from moot.core.secrets import redact, strip_userinfo
+
+AttrValue = str | bool | int | float | list[str]
+SpanKind = Literal["internal", "client"]
+
+# Attribute names of the OpenTelemetry GenAI semantic conventions (status: development), as in
+# open-telemetry/semantic-conventions docs/gen-ai/gen-ai-spans.md, "Inference" span: name
+# `{gen_ai.operation.name} {gen_ai.request.model}`, kind CLIENT, status per "Recording Errors"
+# (error.type set on failure); content only as the opt-in gen_ai.input/output.messages JSON.
+# `gen_ai.provider.name` replaced `gen_ai.system` (semconv 1.37); both are written, since
+# backends built on the older name still read it.
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+SYSTEM = "gen_ai.system"
+REQUEST_MODEL = "gen_ai.request.model"
+REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+RESPONSE_MODEL = "gen_ai.response.model"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+AGENT_ID = "gen_ai.agent.id"
+AGENT_NAME = "gen_ai.agent.name"
+CONVERSATION_ID = "gen_ai.conversation.id"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+ERROR_TYPE = "error.type"
+COST = "gen_ai.usage.cost"
+"""Not in the conventions: Langfuse's name for a call's cost (its OTel property mapping)."""
+OI_KIND = "openinference.span.kind"
+"""OpenInference (what Arize Phoenix reads): LLM for a call, CHAIN for the rest, with token counts."""
+
+_MASKED_JSON = frozenset({INPUT_MESSAGES, OUTPUT_MESSAGES})
+"""JSON built from texts masked one by one: masking the JSON text again could cut an escape in half."""
+
+RESUME_GAP = "the run ended without recording its end (the process was killed)"
+
+
+def new_trace_id(debate_id: str | None = None) -> str:
+    """A random trace id (32 hex digits), or one derived from `debate_id` (reproducible runs)."""
+    if debate_id is None:
+        return secrets.token_hex(16)
+    return _digest(f"moot-trace/{debate_id}", 16)
+
+
+def derived_trace_id(debate_id: str, started_ts: float) -> str:
+    """The trace id of a debate recorded before trace ids were stored: derived from its id and start."""
+    return _digest(f"moot-trace/{debate_id}/{started_ts!r}", 16)
+
+
+def _digest(text: str, size: int) -> str:
+    out = hashlib.sha256(text.encode("utf-8")).hexdigest()[: size * 2]
+    return out if out.strip("0") else "1".rjust(size * 2, "0")  # all zeros is the invalid id
+
+
+def ns(ts: float) -> int:
+    return int(round(ts * 1e9))
+
+
+@dataclass
+class SpanEvent:
+    name: str
+    time_ns: int
+    attributes: dict[str, AttrValue] = field(default_factory=dict)
+
+
+@dataclass
+class SpanRecord:
+    """One finished span, in plain data (hex ids, times in ns since the epoch)."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: SpanKind
+    start_ns: int
+    end_ns: int = 0
+    attributes: dict[str, AttrValue] = field(default_factory=dict)
+    events: list[SpanEvent] = field(default_factory=list)
+    error: str | None = None
+    """Set: the span's status is ERROR with this description."""
+
+
+@dataclass
+class _Summary:
+    span: SpanRecord
+    calls: list[SpanRecord] = field(default_factory=list)
+    """Its LLM calls, held until the summary is recorded (only then is their usage known)."""
+    failed: set[str] = field(default_factory=set)
+
+
+class TraceBuilder:
+    """Folds a debate's events into spans; hands each finished span to `emit`.
+
+    `quiet` drops finished spans instead: a resumed run replays the log with it set, to
+    rebuild what is still open without sending again what the earlier run sent."""
+
+    def __init__(self, emit: Callable[[SpanRecord], None], *, content: bool = False,
+                 secrets: Sequence[str] = ()) -> None:
+        self.emit = emit
+        self.content = content
+        self.secrets = list(secrets)
+        self.quiet = False
+        self.trace_id = ""
+        self.debate_id = ""
+        self.runs = 0
+        self._root: SpanRecord | None = None
+        self._round: SpanRecord | None = None
+        self._round_no = 0
+        self._step: Literal["round", "turn"] = "round"
+        self._phase: SpanRecord | None = None
+        self._calls: dict[str, SpanRecord] = {}
+        self._summaries: dict[str, _Summary] = {}
+        self._agents: dict[str, AgentInfo] = {}
+        self._servers: dict[str, tuple[str, int | None]] = {}
+        self._last_ns = 0
+        self._index = DebateIndex() if content else None
+
+    # ------------------------------------------------------------------ the fold
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, Token):
+            return  # not in the log: a trace built later could not have them
+        t = ns(event.ts)
+        if self._index is not None:
+            self._index.on_event(event)
+        match event:
+            case DebateStarted():
+                self._started(event, t)
+            case DebateResumed(from_round=from_round):
+                self._close_all(self._last_ns, RESUME_GAP, RESUME_GAP)
+                self._open_root(event.seq, t, {"moot.resumed": True, "moot.resumed_from": from_round})
+                if self._round_no:
+                    self._open_round(self._round_no, self._step, f"{event.seq}/{self._round_no}", t,
+                                     {"moot.continued": True})
+            case RoundStarted(round=number, step=step):
+                self._close_phase(self._last_ns, "no end recorded")
+                self._close_round(self._last_ns)
+                self._open_round(number, step, str(event.seq), t, {})
+            case PhaseStarted(round=number, phase=phase):
+                self._close_phase(self._last_ns, "no end recorded")
+                if phase in ("clarify", "synthesis"):
+                    self._close_round(self._last_ns)  # not part of a round: hang from the root
+                parent = self._round if self._round is not None and self._round_no == number else self._ensure_root(t)
+                self._phase = self._span(f"phase/{event.seq}", phase, parent, t, {
+                    "moot.phase": phase, "moot.round": number, OI_KIND: "CHAIN"})
+            case PhaseCompleted():
+                self._close_phase(t)
+            case CallStarted(view=view):
+                self._call_started(view, t)
+            case CallFailed(call_id=call_id, error=error, will_retry=will_retry):
+                self._call_failed(call_id, error, will_retry, t)
+            case ContributionAdded(contribution=c):
+                if c.carried_from:
+                    self._note("carried", t, {"moot.agent.id": c.agent_id, "moot.carried_from": c.carried_from})
+                else:
+                    self._finish_call(c.metadata, c.agent_id, t, output=c.content)
+            case SummaryAdded(summary=summary, judge=judge):
+                self._summary_added(summary, judge, t)
+            case SynthesisCompleted(solution=solution):
+                answer = json.dumps({"solution": solution.description, "confidence": solution.confidence,
+                                     "tradeoffs": solution.tradeoffs, "recommendations": solution.recommendations,
+                                     "unresolved": solution.unresolved}, ensure_ascii=False)
+                span = self._finish_call(solution.metadata, solution.synthesized_by, t, output=answer)
+                if solution.confidence is not None:
+                    span.attributes["moot.confidence"] = solution.confidence
+            case ConvergenceScored(score=score, usage=usage):
+                answer = score.raw if score.raw is not None else json.dumps(
+                    {"confidence": score.confidence, "reason": score.reason}, ensure_ascii=False)
+                span = self._finish_call(usage, None, t, output=answer)
+                if score.confidence is not None:
+                    span.attributes["moot.confidence"] = score.confidence
+            case ClarificationsAsked(questions=questions, per_agent=per_agent) | ClarificationsAnswered(
+                    answers=questions, per_agent=per_agent):
+                for agent_id, meta in per_agent.items():
+                    asked = [q.question for q in questions if q.agent_id == agent_id]
+                    self._finish_call(meta, agent_id, t, output=json.dumps({"questions": asked}, ensure_ascii=False))
+            case Warning_(message=message, agent_id=agent_id):
+                self._note("warning", t, {"moot.message": message, **({"moot.agent.id": agent_id} if agent_id else {})})
+            case SummaryRequested(agent_id=agent_id, focus=focus):
+                self._note("summary requested", t, {"moot.agent.id": agent_id,
+                                                    **({"moot.focus": focus} if focus and self.content else {})})
+            case ControlChanged(action=action, effective=effective, command_id=command_id):
+                self._note(f"{action} effective" if effective else action, t,
+                           {"moot.command_id": command_id} if command_id else {})
+            case WindowLearned(model=model, window=window, source=source, ratio=ratio):
+                self._note("window learned", t, {"gen_ai.request.model": model, "moot.window.source": source,
+                                                 "moot.count_ratio": ratio,
+                                                 **({"moot.window": window} if window is not None else {})})
+            case NoteInjected(note=note):
+                self._note("note", t, {"moot.note": note.text} if self.content else {})
+            case Converged(confidence=confidence, threshold=threshold):
+                self._note("converged", t, {"moot.confidence": confidence, "moot.threshold": threshold})
+            case BudgetReached(reason=reason):
+                self._note("budget reached", t, {"moot.reason": reason})
+            case DebateCompleted(status=status, totals=totals):
+                self._end_run(t, status, None, totals)
+            case DebateInterrupted(status=status, reason=reason):
+                # A user's stop is not an error of the run; an interruption (a signal) is.
+                self._end_run(t, status, (reason or status) if status == "interrupted" else None, None,
+                              calls_error=reason or status)
+            case DebateFailed(error=error):
+                self._end_run(t, "failed", error, None, calls_error=error)
+            case _:
+                assert_never(event)
+        self._last_ns = max(self._last_ns, t)
+
+    def finish(self) -> None:
+        """The log ends here (a debate still running, or killed and not resumed): close what is
+        open at its last event, marked unfinished."""
+        for span in self._open_spans():
+            span.attributes["moot.unfinished"] = True
+        self._close_all(self._last_ns, None, None)
+
+    # ------------------------------------------------------------------ runs, rounds, phases
+
+    def _started(self, event: DebateStarted, t: int) -> None:
+        self.debate_id = event.debate_id
+        self.trace_id = event.trace_id or derived_trace_id(event.debate_id, event.ts)
+        for info in [*event.agents, event.judge]:
+            self._agents[info.id] = info
+        config = event.config
+        for agent in [*config.get("agents", []), config.get("judge") or {}]:
+            url = strip_userinfo(agent.get("base_url")) if isinstance(agent, dict) else None
+            if url:
+                try:
+                    parts = urlsplit(url)
+                    if parts.hostname:
+                        self._servers[str(agent.get("id") or "judge")] = (parts.hostname, parts.port)
+                except ValueError:
+                    pass
+        attrs: dict[str, AttrValue] = {
+            "moot.protocol": event.protocol, "moot.total_rounds": event.total_rounds,
+            "moot.agents": [a.id for a in event.agents], "moot.judge": event.judge.id,
+        }
+        if event.provider_label:
+            attrs["moot.providers"] = event.provider_label
+        if self.content:
+            attrs["moot.problem"] = event.problem
+        self._open_root(event.seq, t, attrs)
+
+    def _open_root(self, seq: int, t: int, attrs: dict[str, AttrValue]) -> None:
+        if not self.trace_id:
+            self.trace_id = derived_trace_id(self.debate_id, t / 1e9)
+        self.runs += 1
+        self._root = self._span(f"run/{seq}", "debate", None, t, {
+            "moot.debate.id": self.debate_id, CONVERSATION_ID: self.debate_id, "moot.run": self.runs,
+            OI_KIND: "CHAIN", **attrs})
+
+    def _ensure_root(self, t: int) -> SpanRecord:
+        if self._root is None:  # work after a run's end, or a log without `debate_started` (not moot's)
+            self._open_root(-t, t, {})
+        assert self._root is not None
+        return self._root
+
+    def _open_round(self, number: int, step: Literal["round", "turn"], key: str, t: int,
+                    attrs: dict[str, AttrValue]) -> None:
+        self._round_no, self._step = number, step
+        self._round = self._span(f"round/{key}", f"{step} {number}", self._ensure_root(t), t, {
+            f"moot.{step}": number, OI_KIND: "CHAIN", **attrs})
+
+    def _close_round(self, t: int) -> None:
+        if self._round is not None:
+            self._close(self._round, t)
+            self._round = None
+
+    def _close_phase(self, t: int, error: str | None = None) -> None:
+        if self._phase is not None:
+            self._close(self._phase, t, error)
+            self._phase = None
+
+    def _end_run(self, t: int, status: str, error: str | None, totals: Usage | None, *,
+                 calls_error: str | None = None) -> None:
+        root = self._ensure_root(t)
+        root.attributes["moot.status"] = status
+        if totals is not None:  # the debate's, all runs so far (not gen_ai.usage.*: that would count twice)
+            root.attributes.update({"moot.total.calls": totals.calls, "moot.total.input_tokens": totals.prompt_tokens,
+                                    "moot.total.output_tokens": totals.completion_tokens,
+                                    "moot.total.cost_usd": totals.cost_usd})
+        self._close_all(t, calls_error or "no result recorded", error)
+
+    def _open_spans(self) -> list[SpanRecord]:
+        spans = [*self._calls.values()]
+        for s in self._summaries.values():
+            spans += [s.span, *s.calls]
+        return spans + [s for s in (self._phase, self._round, self._root) if s is not None]
+
+    def _close_all(self, t: int, error: str | None, root_error: str | None) -> None:
+        """Close every open span at `t`, innermost first: open calls and summaries (work cut short)
+        with `error`, the phase and round without, the run's root with `root_error`."""
+        for span in list(self._calls.values()):
+            if not self._in_summary(span):
+                self._close(span, t, error)
+        self._calls.clear()
+        for agent_id in list(self._summaries):
+            s = self._summaries.pop(agent_id)
+            for call in s.calls:
+                if call.end_ns == 0:
+                    call.end_ns = t
+                    call.error = call.error or error
+                self._out(call)
+            self._close(s.span, t, error)
+        self._close_phase(t)
+        self._close_round(t)
+        if self._root is not None:
+            self._close(self._root, t, root_error)
+            self._root = None
+
+    # ------------------------------------------------------------------ calls and summaries
+
+    def _container(self, t: int) -> SpanRecord:
+        return self._phase or self._round or self._ensure_root(t)
+
+    def _call_started(self, view: ViewRecord, t: int) -> None:
+        info = self._agents.get(view.agent_id)
+        model = view.model or (info.model if info else "")
+        attrs: dict[str, AttrValue] = {
+            OPERATION: "chat", REQUEST_MODEL: model, REQUEST_MAX_TOKENS: view.max_tokens, AGENT_ID: view.agent_id,
+            CONVERSATION_ID: self.debate_id, "moot.call_id": view.call_id, "moot.phase": view.phase,
+            "moot.round": view.round, "moot.view.tokens": view.tokens.total, "moot.view.budget": view.budget,
+            "moot.view.dropped": len(view.dropped_ids), OI_KIND: "LLM", "llm.model_name": model,
+        }
+        if info is not None:
+            attrs.update({PROVIDER: info.provider, SYSTEM: info.provider, AGENT_NAME: info.name,
+                          REQUEST_TEMPERATURE: info.temperature, "moot.agent.role": info.role})
+        if view.target_agent_id:
+            attrs["moot.target_agent_id"] = view.target_agent_id
+        server = self._servers.get(view.agent_id)
+        if server is not None:
+            attrs["server.address"] = server[0]
+            if server[1] is not None:
+                attrs["server.port"] = server[1]
+        if self._index is not None:
+            try:
+                messages = render_messages(view, self._index)
+            except (KeyError, IndexError, ValueError):
+                messages = []
+            if messages:
+                attrs[INPUT_MESSAGES] = json.dumps(
+                    [{"role": m["role"], "parts": [{"type": "text", "content": self._mask(m["content"])}]}
+                     for m in messages], ensure_ascii=False)
+        if view.phase == "summarize":
+            summary = self._summaries.get(view.agent_id)
+            if summary is None:
+                parent = self._container(t)
+                span = self._span(f"summary/{view.call_id}", f"summary {view.agent_id}", parent, t, {
+                    "moot.agent.id": view.agent_id, "moot.round": view.round, OI_KIND: "CHAIN"})
+                summary = self._summaries[view.agent_id] = _Summary(span)
+            for earlier in summary.calls:  # one summary's calls run one after another
+                if earlier.end_ns == 0:
+                    earlier.end_ns = max(earlier.start_ns, t)
+            call = self._span(f"call/{view.call_id}", f"chat {model}", summary.span, t, attrs, kind="client")
+            summary.calls.append(call)
+        else:
+            call = self._span(f"call/{view.call_id}", f"chat {model}", self._container(t), t, attrs, kind="client")
+        self._calls[view.call_id] = call
+
+    def _call_failed(self, call_id: str, error: str, will_retry: bool, t: int) -> None:
+        span = self._calls.get(call_id)
+        if span is None:
+            return
+        if will_retry:
+            span.events.append(SpanEvent("retry", t, {"moot.error": error}))
+            return
+        span.attributes[ERROR_TYPE] = "provider_error"
+        del self._calls[call_id]
+        if self._in_summary(span):
+            summary = self._summaries[str(span.attributes[AGENT_ID])]
+            summary.failed.add(span.span_id)
+            span.end_ns, span.error = max(span.start_ns, t), error
+        else:
+            self._close(span, t, error)
+
+    def _finish_call(self, meta: CallMetadata, agent_id: str | None, t: int, *, output: str) -> SpanRecord:
+        """Close the call `meta` reports (its end is its start plus its latency), with its usage."""
+        span = self._calls.pop(meta.call_id, None) if meta.call_id else None
+        if span is None:  # no `call_started` for it in the log: rebuild the span from the result alone
+            start = t - max(0, meta.latency_ms) * 1_000_000
+            span = self._span(f"call/{meta.call_id or t}", f"chat {meta.model}", self._container(t), start, {
+                OPERATION: "chat", REQUEST_MODEL: meta.model, PROVIDER: meta.provider, SYSTEM: meta.provider,
+                CONVERSATION_ID: self.debate_id, OI_KIND: "LLM", "llm.model_name": meta.model,
+                **({AGENT_ID: agent_id} if agent_id else {})}, kind="client")
+        self._usage(span, meta.prompt_tokens, meta.completion_tokens, meta.cost_usd, meta.model)
+        if meta.finish_reason:
+            span.attributes[FINISH_REASONS] = [meta.finish_reason]
+        span.attributes["moot.attempts"] = meta.attempts
+        if meta.usage_estimated:
+            span.attributes["moot.usage_estimated"] = True
+        if self.content:
+            span.attributes[OUTPUT_MESSAGES] = self._output(output, meta.finish_reason)
+        end = span.start_ns + meta.latency_ms * 1_000_000 if meta.latency_ms > 0 else t
+        self._close(span, min(max(end, span.start_ns), max(t, span.start_ns)))
+        return span
+
+    def _output(self, text: str, finish_reason: str | None) -> str:
+        return json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": self._mask(text)}],
+                            "finish_reason": finish_reason or "stop"}], ensure_ascii=False)
+
+    def _usage(self, span: SpanRecord, prompt: int, completion: int, cost: float, model: str | None) -> None:
+        span.attributes.update({INPUT_TOKENS: prompt, OUTPUT_TOKENS: completion, "moot.cost_usd": cost, COST: cost,
+                                "llm.token_count.prompt": prompt, "llm.token_count.completion": completion,
+                                "llm.token_count.total": prompt + completion})
+        if model:
+            span.attributes[RESPONSE_MODEL] = model
+
+    def _summary_added(self, s: Summary, judge: bool, t: int) -> None:
+        md = s.metadata
+        summary = self._summaries.pop(s.agent_id, None)
+        if summary is None:  # no LLM call (rule-based): the span covers the summarizer's own time
+            start = t - max(0, md.latency_ms) * 1_000_000
+            summary = _Summary(self._span(f"summary/{s.id}", f"summary {s.agent_id}", self._container(t), start, {
+                "moot.agent.id": s.agent_id, "moot.round": s.round, OI_KIND: "CHAIN"}))
+        span = summary.span
+        span.attributes.update({
+            "moot.summary.id": s.id, "moot.summary.method": s.method, "moot.summary.strategy": s.strategy,
+            "moot.summary.trigger": s.trigger, "moot.summary.scope": s.scope, "moot.summary.judge": judge,
+            "moot.summary.covered_count": s.covered_count, "moot.summary.before_tokens": md.before_tokens,
+            "moot.summary.after_tokens": md.after_tokens, "moot.summary.chunks": md.chunks,
+        })
+        if md.fallback_reason:
+            span.attributes["moot.summary.fallback"] = md.fallback_reason
+        if self.content:
+            span.attributes["moot.summary.text"] = self._mask(s.summary)
+        ok = [c for c in summary.calls if c.span_id not in summary.failed]
+        # The summary records the model it asked for, not the one that answered: no response model.
+        if len(ok) == 1:
+            self._usage(ok[0], md.prompt_tokens, md.completion_tokens, md.cost_usd, None)
+            if self.content and s.method == "llm" and not md.fallback_reason:  # the one reply, as kept (capped)
+                ok[0].attributes[OUTPUT_MESSAGES] = self._output(s.summary, None)
+        elif ok or md.prompt_tokens or md.completion_tokens:
+            self._usage(span, md.prompt_tokens, md.completion_tokens, md.cost_usd, None)  # one recorded sum
+            span.attributes["moot.summary.calls"] = len(ok)
+        for call in summary.calls:
+            self._calls.pop(str(call.attributes.get("moot.call_id")), None)
+            self._close(call, call.end_ns or t, call.error)
+        self._close(span, t)
+
+    def _in_summary(self, span: SpanRecord) -> bool:
+        s = self._summaries.get(str(span.attributes.get(AGENT_ID)))
+        return s is not None and any(c is span for c in s.calls)
+
+    # ------------------------------------------------------------------ spans
+
+    def _note(self, name: str, t: int, attrs: dict[str, AttrValue]) -> None:
+        target = self._phase or self._round or self._root
+        if target is not None:  # nothing open (after a run's end): the event stays in the log alone
+            target.events.append(SpanEvent(name, t, attrs))
+
+    def _span(self, key: str, name: str, parent: SpanRecord | None, t: int, attrs: dict[str, AttrValue], *,
+              kind: SpanKind = "internal") -> SpanRecord:
+        return SpanRecord(trace_id=self.trace_id, span_id=_digest(f"{self.trace_id}/{key}", 8),
+                          parent_id=parent.span_id if parent else None, name=name, kind=kind, start_ns=t,
+                          attributes=attrs)
+
+    def _close(self, span: SpanRecord, t: int, error: str | None = None) -> None:
+        span.end_ns = max(span.start_ns, t)
+        if error is not None:
+            span.error = error
+        self._out(span)
+
+    def _out(self, span: SpanRecord) -> None:
+        if self.quiet:
+            return
+        span.attributes = {k: v for k, v in ((k, v if k in _MASKED_JSON else self._clean(v))
+                                             for k, v in span.attributes.items()) if v is not None}
+        for ev in span.events:
+            ev.attributes = {k: v for k, v in ((k, self._clean(v)) for k, v in ev.attributes.items()) if v is not None}
+        if span.error is not None:
+            span.error = self._mask(span.error)
+        self.emit(span)
+
+    def _mask(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+    def _clean(self, value: AttrValue) -> AttrValue | None:
+        """What may leave the process: every text masked, no NaN (JSON has none)."""
+        if isinstance(value, str):
+            return self._mask(value)
+        if isinstance(value, list):
+            return [self._mask(v) for v in value]
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+
+
+def build_spans(events: Iterable[Event], *, content: bool = False, secrets: Sequence[str] = ()) -> list[SpanRecord]:
+    """Every span of a recorded debate, in the order they ended (what `moot trace` exports)."""
+    spans: list[SpanRecord] = []
+    builder = TraceBuilder(spans.append, content=content, secrets=secrets)
+    for event in events:
+        builder.on_event(event)
+    builder.finish()
+    return spans
+
+
+__all__ = ["SpanEvent", "SpanRecord", "TraceBuilder", "build_spans", "derived_trace_id", "new_trace_id"]
