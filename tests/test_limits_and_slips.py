@@ -116,8 +116,10 @@ def test_a_manual_summary_the_automatic_one_already_covers_is_not_made_twice(tmp
 
         session.bus.listen(on_event)
 
-    _, folder = asyncio.run(run_debate(tmp_path, config={"debate": {"summarization": {"threshold": 500}}},
-                                       rounds=2, before_run=arm))
+    # Proposals are called for (not carried over), so the architect's next call follows the
+    # automatic summary with nothing new in between.
+    config = {"debate": {"summarization": {"threshold": 500}, "carry_refinements": False}}
+    _, folder = asyncio.run(run_debate(tmp_path, config=config, rounds=2, before_run=arm))
     events = read_jsonl(folder.events_path)
     made = [e for e in events if e["type"] == "summary_added" and e["summary"]["agent_id"] == "architect"
             and e["summary"]["round"] == 2]

@@ -3,8 +3,9 @@
 In a long demo debate, summaries collapsed once the perspective no longer fitted one
 summarization call (`6.2k → 535` then `7.5k → 28` tokens): the reduce step kept one line
 per partial summary ("Partial summary 1: Round 1 · your proposal."). The reduce request now
-says what its blocks are, and the demo provider merges their lines, each part getting a
-share of the room.
+says what its blocks are, and the demo provider merges their lines: every part represented,
+the newest form of a repeated point kept, never so repetitive that the summary would be
+rejected as degenerate (a loop).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.context.summarize import REDUCE_NOTE, reduce_parts
+from moot.core.context.summarize import REDUCE_NOTE, degenerate, reduce_parts
 from moot.core.providers.demo import DemoProvider
 from moot.core.store import DebateFolder
 from tests.test_bad_input import cli
@@ -23,8 +24,12 @@ from tests.test_resume import only_debate
 
 
 def test_the_reduce_request_summarizes_the_parts_content() -> None:
-    parts = [f"- Round {i} · your proposal\n- **Position**: position {i} holds.\n- **Design**: design {i}."
-             for i in range(1, 9)]
+    points = ["a read-through cache keyed by slug", "Postgres with one table per bounded context",
+              "an outbox feeding a queue for analytics", "rate limits of 300 requests a minute per client",
+              "short links as base62 of a 64-bit sequence", "a canary at 5% of traffic for a day",
+              "audit logs kept 90 days on write-once storage", "p99 under 80 ms on the redirect path"]
+    parts = [f"- Round {i} · your proposal\n- **Position**: I hold to {point} now.\n- **Design**: {point[::-1]}."
+             for i, point in enumerate(points, 1)]
     blocks = reduce_parts(parts)
     assert list(blocks) == [f"part{i:04d}" for i in range(8)]
     assert blocks["part0000"].startswith(REDUCE_NOTE.format(n=8))
@@ -32,9 +37,10 @@ def test_the_reduce_request_summarizes_the_parts_content() -> None:
                for i, p in enumerate(parts))
     history = "<history>\n" + "\n\n".join(blocks.values()) + "\n</history>"
     merged = DemoProvider()._summarize(history, 2500)
-    assert all(f"position {i} holds." in merged for i in range(1, 9))  # every part, not its first line
-    small = DemoProvider()._summarize(history, 600)
-    assert len(small) <= 600 and all(f"Round {i} " in small for i in range(1, 9))  # a share each, the newest too
+    assert all(f"I hold to {point} now." in merged for point in points)  # every part, not its first line
+    small = DemoProvider()._summarize(history, 300)
+    assert len(small) <= 300 and "Round 8 " in small  # less room: the newest part is kept
+    assert degenerate(merged) is None and degenerate(small) is None
 
 
 @pytest.mark.timeout(120)
@@ -60,8 +66,8 @@ def test_a_60_round_demo_debate_keeps_summaries_of_comparable_size(tmp_path: Pat
     assert len(chunked) >= 50 and max(s.metadata.chunks for s in chunked) >= 30
     assert all(s.metadata.fallback_reason is None for s in summaries)
     sizes = [s.metadata.after_tokens for s in chunked]
-    assert min(sizes) >= 0.6 * max(sizes), sizes
-    assert all(b >= 0.75 * a for a, b in zip(sizes, sizes[1:])), sizes  # no round-to-round collapse
+    assert min(sizes) >= 0.5 * max(sizes), sizes
+    assert all(b >= 0.8 * a for a, b in zip(sizes, sizes[1:])), sizes  # no round-to-round collapse
     last = summaries[-1].summary
-    rounds = {int(n) for n in re.findall(r"Round (\d+)", last)}
-    assert min(rounds) == 1 and max(rounds) >= 50, sorted(rounds)
+    rounds = {int(n) for n in re.findall(r"[Rr]ound (\d+)", last)}
+    assert max(rounds) >= 50 and len(rounds) >= 8, sorted(rounds)  # the latest rounds, and many of them

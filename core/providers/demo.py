@@ -15,6 +15,7 @@ import math
 import os
 import random
 import re
+import zlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -472,33 +473,44 @@ _PART = re.compile(r"^### (?:Summary of part \d+ of \d+\b.*|Partial summary \d+)
 the second form is what earlier versions sent)."""
 
 
+MERGE_RATIO = 3.5
+"""A merge stops taking lines that would make it compress more than this (zlib): past it, a line
+is mostly what is already kept (the same point in a later round). Well under
+`core.context.summarize.COMPRESSION_LIMIT`, which rejects a summary that loops."""
+
+
 def _merge(material: str, limit: int) -> str:
     """A reduce step: the partial summaries are summaries already, so their lines are the content
-    to keep. Each part gets a fair share of the room (oldest first, each part's lines in order),
-    repeated lines are kept once, and the result stays under `limit` characters. (Treating each
-    partial summary as one block would keep a single line of it: the collapse of issue 11.)"""
-    parts = [[ln.strip() for ln in chunk.strip().splitlines() if ln.strip()] for chunk in _PART.split(material)[1:]]
-    share = max(1, limit // max(1, len(parts)))
-    seen: set[str] = set()
-    out: list[str] = []
-    spare = 0  # room a short part left for the next ones
-    for lines in parts:
-        room = share + spare
-        for line in lines:
-            if line in seen or line.startswith("- … ("):
+    to keep. Lines are taken a round at a time across the parts (every part's first line, then
+    every part's second line, …) so each part is represented, repetition is skipped (a line
+    that would make the whole compress past `MERGE_RATIO`), and they are written in their
+    original order, under `limit` characters. Within a round the newest parts come first, so a
+    point made again keeps its latest form. (Treating each partial summary as one block kept a
+    single line of it: the collapse of issue 11.)"""
+    parts = [[ln.strip() for ln in chunk.strip().splitlines() if ln.strip() and not ln.strip().startswith("- … (")]
+             for chunk in _PART.split(material)[1:]]
+    chosen: set[tuple[int, int]] = set()
+    kept = b""
+    used = 0
+    for j in range(max((len(lines) for lines in parts), default=0)):
+        for i in reversed(range(len(parts))):  # newest first: a point made again keeps its latest form
+            lines = parts[i]
+            if j >= len(lines):
                 continue
-            item = line if _MARKER.match(line) or _HEADING.match(line) else f"- {line}"
-            if len(item) + 1 > room:
-                if room > 60:  # cut the line rather than lose what the part says
-                    out.append(item[: room - 2].rsplit(" ", 1)[0] + "…")
-                    room = 0
-                break
-            seen.add(line)
-            out.append(item)
-            room -= len(item) + 1
-        spare = room
-    text = "\n".join(out)
-    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+            item = _as_item(lines[j])
+            if used + len(item) + 1 > limit:
+                continue
+            data = kept + b"\n" + item.encode("utf-8")
+            if len(data) > 200 and len(data) / len(zlib.compress(data, 9)) > MERGE_RATIO:
+                continue  # repetition
+            chosen.add((i, j))
+            kept, used = data, used + len(item) + 1
+    return "\n".join(_as_item(lines[j]) for i, lines in enumerate(parts) for j in range(len(lines))
+                     if (i, j) in chosen)
+
+
+def _as_item(line: str) -> str:
+    return line if _MARKER.match(line) or _HEADING.match(line) else f"- {line}"
 
 
 def _blocks(material: str) -> list[tuple[str, str]]:
@@ -775,7 +787,10 @@ class DemoProvider:
             candidate = "\n".join([*lines, line])
             if len(candidate) > limit:
                 rest = f"- … ({len(blocks) - i} more sections)"
-                if lines and len("\n".join([*lines, rest])) <= limit:
+                room = limit - len("\n".join(lines)) - (1 if lines else 0)
+                if lines and room > 80:  # a small budget (a chunk of many): part of a line says more
+                    lines.append(line[: room - 1].rsplit(" ", 1)[0] + "…")
+                elif lines and len("\n".join([*lines, rest])) <= limit:
                     lines.append(rest)
                 elif not lines:
                     lines.append(line[: max(0, limit - 1)].rstrip() + "…" if limit > 1 else "")
