@@ -7,6 +7,7 @@ import sys
 import threading
 
 from moot.core.models import Clarification
+from moot.core.sanitize import one_line_safe
 
 
 async def ask_on_stdin(questions: list[Clarification]) -> list[str]:
@@ -19,7 +20,8 @@ async def ask_on_stdin(questions: list[Clarification]) -> list[str]:
           file=sys.stderr, flush=True)
     eof = False
     for i, q in enumerate(questions, 1):
-        print(f"  {i}. [{q.agent_id}] {q.question}", file=sys.stderr, flush=True)
+        # A model wrote the question: one line, no escape sequences.
+        print(f"  {i}. [{one_line_safe(q.agent_id)}] {one_line_safe(q.question)}", file=sys.stderr, flush=True)
         if eof:
             answers.append("")
             continue

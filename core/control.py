@@ -12,7 +12,6 @@ With no live writer there is nobody to obey: `send` refuses (InputError, exit 2)
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import secrets
 import time
@@ -23,7 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from moot.core.errors import InputError
-from moot.core.store import LOCK_FILE, DebateFolder
+from moot.core.store import DebateFolder, writer_alive
 
 CONTROL_DIR = "control"
 Action = Literal["pause", "resume", "stop", "summarize", "inject"]
@@ -42,25 +41,6 @@ class ControlCommand(BaseModel):
 
 def control_dir(folder: DebateFolder) -> Path:
     return folder.path / CONTROL_DIR
-
-
-def writer_alive(folder: DebateFolder) -> bool:
-    """Is a process holding the debate's lock (running it) right now?"""
-    try:
-        fd = os.open(folder.path / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
 
 
 def send(folder: DebateFolder, command: ControlCommand) -> None:

@@ -38,7 +38,7 @@ from moot.core.events import (
     WindowLearned,
 )
 from moot.core.models import Contribution
-from moot.core.sanitize import one_line_safe
+from moot.core.sanitize import one_line_safe, terminal_safe
 
 LineKind = Literal["phase", "contribution", "summary", "manual", "warning", "error", "done", "control"]
 
@@ -93,7 +93,17 @@ def _safe(text: str, limit: int | None = None) -> str:
 
 
 def describe(event: Event) -> Line | None:
-    """The line for an event, or None for events no view lists (tokens, call starts)."""
+    """The line for an event, or None for events no view lists (tokens, call starts).
+
+    Made safe as a whole: ids and names come from the log, which a watcher may be reading
+    from anywhere, so no field reaches the terminal raw (and a line stays one line)."""
+    line = _describe(event)
+    if line is None:
+        return None
+    return Line(line.kind, terminal_safe(line.text).replace("\n", " ").replace("\t", " "))
+
+
+def _describe(event: Event) -> Line | None:
     match event:
         case DebateStarted():
             demo = " · DEMO provider (offline, scripted answers)" if "demo" in event.provider_label else ""

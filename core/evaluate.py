@@ -3,7 +3,8 @@
 Evaluators are configured separately from the debate (their own JSON/TOML file),
 run concurrently through the same Provider interface as the debaters, and are
 parsed tolerantly: one evaluator's garbage or failure is reported, never fatal,
-unless every evaluator fails. The debate folder is only read, never written.
+unless every evaluator fails. The debate folder is only read, never written. What comes back from the servers is
+masked (`redact`) before anything is rendered, and every rendering is terminal-safe.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +32,8 @@ from moot.core.models import AgentConfig, ContextConfig, DebateState, Solution, 
 from moot.core.providers.base import CallHint, ChatRequest, Message, Provider, complete
 from moot.core.providers.pool import ProviderPool, default_provider_name
 from moot.core.report import cell, table
+from moot.core.sanitize import json_safe, terminal_safe
+from moot.core.secrets import known_secrets, redact
 
 CRITERIA: tuple[str, ...] = ("functional_completeness", "performance", "security", "maintainability",
                              "testability", "requirements_fulfilment", "overall")
@@ -52,7 +56,7 @@ class EvaluatorConfig(BaseModel):
     temperature: float = Field(0.1, ge=0, le=2)
     system_prompt_path: str | None = None
     user_prompt_path: str | None = None
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, le=86400, allow_inf_nan=False)
 
 
 class EvalConfig(BaseModel):
@@ -189,7 +193,7 @@ async def run_evaluators(state: DebateState, evaluators: list[EvaluatorConfig], 
     assert state.final_solution is not None
     solution = solution_block(state.final_solution)
     pools: dict[float, ProviderPool] = {}
-    jobs = []
+    jobs: list[tuple[EvaluatorConfig, Provider, list[Message]]] = []
     for ev in evaluators:
         pool = pools.setdefault(ev.timeout_s, ProviderPool(demo_delay=demo_delay, timeout_s=ev.timeout_s,
                                                            max_retries=2))
@@ -203,16 +207,44 @@ async def run_evaluators(state: DebateState, evaluators: list[EvaluatorConfig], 
             {"role": "system", "content": prompts.load("evaluator", "system", ev.system_prompt_path)},
             {"role": "user", "content": user},
         ]
-        jobs.append(_evaluate_one(ev, provider, messages, state.problem))
+        jobs.append((ev, provider, messages))
+    # Every key in use is known once the providers exist: what comes back is masked before
+    # anything reads it (a parse error quotes the reply, cut to a snippet).
+    secrets = [*known_secrets(), *(s for pool in pools.values() for s in pool.secrets)]
     try:
-        return list(await asyncio.gather(*jobs))
+        results = list(await asyncio.gather(*(_evaluate_one(ev, provider, messages, state.problem, secrets)
+                                              for ev, provider, messages in jobs)))
     finally:
         for pool in pools.values():
             await pool.aclose()
+    return [mask_result(r, secrets) for r in results]
+
+
+def mask_result(result: EvaluatorResult, secrets: Sequence[str]) -> EvaluatorResult:
+    """`result` with every text a server wrote (the model name it reported, reasons, raw values,
+    errors) masked: a proxy can echo the key anywhere."""
+    result.model = redact(result.model, secrets)[:200]
+    result.name = redact(result.name, secrets)
+    result.error = redact(result.error, secrets) if result.error is not None else None
+    for score in result.scores.values():
+        score.reason = redact(score.reason, secrets)
+        score.raw = _redact_value(score.raw, secrets)
+        score.note = redact(score.note, secrets) if score.note is not None else None
+    return result
+
+
+def _redact_value(value: Any, secrets: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [_redact_value(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {redact(str(k), secrets): _redact_value(v, secrets) for k, v in value.items()}
+    return value
 
 
 async def _evaluate_one(ev: EvaluatorConfig, provider: Provider, messages: list[Message],
-                        problem: str) -> EvaluatorResult:
+                        problem: str, secrets: Sequence[str] = ()) -> EvaluatorResult:
     result = EvaluatorResult(ev.id, ev.name or ev.id, str(ev.provider), str(ev.model))
     hint = CallHint(phase="evaluate", role="evaluator", agent_id=ev.id, problem=problem)
     started = time.perf_counter()
@@ -226,10 +258,11 @@ async def _evaluate_one(ev: EvaluatorConfig, provider: Provider, messages: list[
     except Exception as exc:  # noqa: BLE001 - one evaluator must not sink the others
         result.error = f"{type(exc).__name__}: {exc}"
         return result
-    result.latency_ms, result.model = int((time.perf_counter() - started) * 1000), done.model or result.model
+    model = redact(done.model, secrets)[:200] if done.model else result.model
+    result.latency_ms, result.model = int((time.perf_counter() - started) * 1000), model
     result.prompt_tokens, result.completion_tokens = done.prompt_tokens, done.completion_tokens
     try:
-        result.scores = parse_scores(done.content)
+        result.scores = parse_scores(redact(done.content, secrets))
     except ValueError as exc:
         result.error = str(exc)
     return result
@@ -269,7 +302,7 @@ def render_markdown(state: DebateState, results: list[EvaluatorResult]) -> str:
             mark = str(s.value) if s.value is not None else f"{_shown(s)}, excluded: {s.note}"
             out.append(f"- **{c}** — {mark}" + (f": {s.reason}" if s.reason else ""))
         out.append("")
-    return "\n".join(out).rstrip() + "\n"
+    return terminal_safe("\n".join(out).rstrip() + "\n")
 
 
 def render_json(state: DebateState, results: list[EvaluatorResult]) -> str:
@@ -282,7 +315,7 @@ def render_json(state: DebateState, results: list[EvaluatorResult]) -> str:
     data = {"debate_id": state.id, "problem": state.problem, "criteria": list(CRITERIA),
             "demo": any(r.provider == "demo" for r in results), "evaluators": evaluators,
             "averages": averages(results)}
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    return json_safe(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n"
 
 
 def render_csv(results: list[EvaluatorResult]) -> str:
@@ -298,4 +331,4 @@ def render_csv(results: list[EvaluatorResult]) -> str:
                 w.writerow([c, r.id, "" if s.value is None else s.value, s.reason, s.note or ""])
     for c, a in averages(results).items():
         w.writerow([c, "average", "" if a is None else f"{a:.2f}", "", ""])
-    return buf.getvalue()
+    return terminal_safe(buf.getvalue())

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from moot.core.describe import describe
 from moot.core.errors import ExitCode, StoreError
-from moot.core.events import is_terminal, parse_event
+from moot.core.events import DebateResumed, is_terminal, parse_event
 from moot.core.models import DebateState
 from moot.core.printer import print_events, solution_text
 from moot.core.runner import DebateSession
 from moot.core.sanitize import one_line_safe
-from moot.core.store import DebateFolder, default_state_dir
+from moot.core.store import DebateFolder, default_state_dir, open_regular, writer_alive
 
 
 def resume_hint(folder: Path, debate_id: str) -> str:
@@ -99,16 +99,27 @@ def finish_headless(session: DebateSession, state: DebateState) -> int:
 
 
 async def tail_events(folder: DebateFolder, poll_s: float = 0.2) -> int:
-    """Print a debate's events as they are appended, until it ends."""
+    """Print a debate's events as they are appended, following it through any resume, until it
+    ends; the exit code.
+
+    Whether a process still writes the debate is its lock (`writer_alive`), probed before each
+    read: once no one holds it, the rest of the log is all there will be. Ending with a terminal
+    event (after any `debate_resumed` that follows an earlier one) is the end: 0, with the
+    resume hint when the debate did not complete. Ending without one means the writer died:
+    one line saying so, and 130 (the debate is resumable, like an interrupted one)."""
     offset = 0
     pending = b""
+    ended = False
     while True:
+        alive = writer_alive(folder)
         try:
-            with open(folder.events_path, "rb") as fh:
+            with os.fdopen(open_regular(folder.events_path), "rb") as fh:
                 fh.seek(offset)
                 chunk = fh.read()
         except FileNotFoundError:
             raise StoreError(f"no event log in {folder.path}") from None
+        except OSError as exc:
+            raise StoreError(f"cannot read {folder.events_path}: {exc.strerror}") from None
         offset += len(chunk)
         pending += chunk
         *lines, pending = pending.split(b"\n")
@@ -123,8 +134,23 @@ async def tail_events(folder: DebateFolder, poll_s: float = 0.2) -> int:
             if line is not None:
                 print(line.text, flush=True)
             if is_terminal(event):
-                return int(ExitCode.OK)
+                ended = True
+            elif isinstance(event, DebateResumed):
+                ended = False  # a later run of the same debate: keep following
+        if not alive:
+            break
         await asyncio.sleep(poll_s)
+    if ended:
+        try:
+            hint = ending_line(folder.load(), folder.path)
+        except StoreError:
+            hint = None
+        if hint is not None:
+            print(hint, file=sys.stderr)
+        return int(ExitCode.OK)
+    print(f"moot: debate {one_line_safe(folder.id)} stopped without an end and no process is writing it "
+          f"(killed?); continue with `{resume_hint(folder.path, folder.id)}`", file=sys.stderr)
+    return int(ExitCode.INTERRUPTED)
 
 
 def wants_tui(headless: bool) -> bool:

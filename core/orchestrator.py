@@ -230,6 +230,9 @@ class Orchestrator:
                     provider_label=", ".join(sorted({a.provider for a in [*self.agents, self.judge]})),
                     trace_id=new_trace_id(self.debate_id if self.ids.seed is not None else None),
                 ))
+                # Let the event log writer put the first event on disk (and give the debate
+                # folder its real name) before the first call's work holds the loop.
+                await asyncio.sleep(0)
             await self.engine.discover([*self.agents, self.judge])
             if self.config.debate.clarify and not self.state.clarified:
                 await ctx.phase(1, "clarify", lambda: clarify(ctx, self.clarifier))

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable
 
 from moot.core.models import CallMetadata, Contribution, ConvergenceScore, DebateState, Summary, Usage
+from moot.core.sanitize import terminal_safe
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -273,8 +274,10 @@ def _totals(state: DebateState) -> list[str]:
 
 
 def render_report(state: DebateState, verbose: bool = False) -> str:
-    """The whole debate as markdown: pure, so the TUI or a library user can call it too."""
+    """The whole debate as markdown: pure, so the TUI or a library user can call it too.
+
+    Without control characters: it quotes models and servers, and is read in terminals."""
     parts = [_header(state), _agents(state), _clarifications(state), _rounds(state, verbose),
              _synthesis(state, verbose), _totals(state)]
-    text = "\n".join(line for part in parts for line in part)
+    text = terminal_safe("\n".join(line for part in parts for line in part))
     return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"

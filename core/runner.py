@@ -116,6 +116,9 @@ class DebateSession:
             why = str(exc)
         else:
             why = f"{type(exc).__name__}: {exc}"
+        if self.folder.pending:
+            return StoreError(f"cannot write the event log {self.folder.events_path}: {why}; the debate did not "
+                              "start and nothing was saved")
         root = self.folder.path.parent
         flag = "" if root.resolve() == default_state_dir().resolve() else f" --state-dir {root}"
         return StoreError(
@@ -136,6 +139,7 @@ class DebateSession:
                 pass
             self._writer_sub = None
         await self.providers.aclose()
+        self.folder.discard()  # never started (no first event on disk): leave nothing behind
         self.lock.release()
 
 
@@ -163,15 +167,21 @@ def new_session(
     # Fail on a missing key before anything runs, and before an empty folder is left behind.
     for agent in [*orch.agents, orch.judge]:
         providers.get(agent)
+    # Under a temporary name until its first event is on disk (see `moot.core.store`).
     folder = state_dir.create(debate_id)
     lock = folder.lock()
-    lock.acquire()
+    try:
+        lock.acquire()
+    except BaseException:
+        folder.discard()
+        raise
     return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
 
 
 def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | None = None) -> DebateSession:
     """An orchestrator for a saved debate, continuing where its log ends."""
     folder = StateDir(opts.state_dir).open(debate_id)
+    folder.check_files()  # a link or a FIFO in the folder: refused before anything is touched
     lock = folder.lock()
     lock.acquire()
     try:

@@ -5,7 +5,7 @@ sk-abc..."), a proxy can send it back as the model's name, a user can paste it i
 problem or a base URL. Every writer (the event log, the state, reports, eval output,
 error lines) passes text through `redact`, the one function that masks keys:
 - every configured key, whole, and without its common prefix (`sk-`, `sk-proj-`, …);
-- anything shaped like a key (`sk-…`, `Bearer …`);
+- anything shaped like a key (`sk-…`, `Bearer …`, `Basic …`);
 - the userinfo of URLs (`http://user:KEY@host` → `http://***@host`).
 Masking happens before any truncation, so a cut never leaves half a key.
 """
@@ -25,7 +25,9 @@ MASK = "sk-***"
 # OpenAI ("sk-", "sk-proj-"), OpenRouter ("sk-or-v1-"), Anthropic ("sk-ant-") and
 # the partly starred forms servers echo back ("sk-abc1****wxyz").
 _KEY_RE = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-*.]{6,}")
-_BEARER_RE = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
+_BEARER_RE = re.compile(r"(?i)((?:bearer|basic)\s+)[^\s\"',;]+")
+"""An Authorization header's credentials: a bearer key, or `user:password` in Base64 (what an
+HTTP client sends for a base URL with userinfo)."""
 _USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,15}://)[^/\s@?#]+@")
 _PREFIXES = ("sk-proj-", "sk-or-v1-", "sk-ant-api03-", "sk-ant-", "sk-")
 _MIN_SECRET_LEN = 4

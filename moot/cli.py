@@ -303,9 +303,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _write_solution(path: Path, state: DebateState) -> None:
     from moot.core.printer import solution_document
+    from moot.core.sanitize import json_safe
 
     if path.suffix.lower() == ".json":
-        data = state.final_solution.model_dump_json(indent=2) if state.final_solution else "null"
+        data = json_safe(state.final_solution.model_dump_json(indent=2)) if state.final_solution else "null"
     else:
         data = solution_document(state)
     _write(path, data)
@@ -332,6 +333,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from moot.core.store import StateDir, summarize_folder
 
     sd = StateDir(args.state_dir)
+    sd.clean_pending()  # debates whose start was cut short: published if resumable, else removed
     rows = [summarize_folder(f) for f in sd.debates()]
     if not rows:
         print(f"no debates in {sd.root}", file=sys.stderr)
@@ -339,30 +341,36 @@ def cmd_list(args: argparse.Namespace) -> int:
     for r in rows:
         demo = " [DEMO]" if r.get("demo") else ""
         problem = one_line_safe(str(r["problem"]), 80)
-        print(f"{r['id']}  {r['status']:<14} {str(r['rounds']):>7}  {r.get('created', ''):16}  {problem}{demo}")
+        print(f"{one_line_safe(str(r['id']))}  {r['status']:<14} {str(r['rounds']):>7}  {r.get('created', ''):16}  "
+              f"{problem}{demo}")
     return ExitCode.OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from moot.core.printer import solution_text
-    from moot.core.sanitize import one_line_safe
+    from moot.core.sanitize import json_safe, one_line_safe, terminal_safe
 
     state = _open(args).load()
     if args.json:
-        print(state.model_dump_json(indent=2))
+        print(json_safe(state.model_dump_json(indent=2)))
         return ExitCode.OK
+
+    def say(line: str) -> None:
+        """One line of text from the debate's files, made safe for the terminal."""
+        sys.stdout.write(terminal_safe(line) + "\n")
+
     steps = "turns" if state.protocol == "conversation" else "rounds"
-    print(f"debate {state.id} · {state.protocol} · {state.status} · {len(state.rounds)}/{state.total_rounds} {steps}")
-    print(f"problem: {one_line_safe(state.problem.splitlines()[0] if state.problem else '', 200)}")
-    print("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{one_line_safe(a.model, 80)})" for a in state.agents))
+    say(f"debate {state.id} · {state.protocol} · {state.status} · {len(state.rounds)}/{state.total_rounds} {steps}")
+    say(f"problem: {one_line_safe(state.problem.splitlines()[0] if state.problem else '', 200)}")
+    say("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{one_line_safe(a.model, 80)})" for a in state.agents))
     if any(a.provider == "demo" for a in [*state.agents, *([state.judge] if state.judge else [])]):
-        print("provider: DEMO (offline, scripted answers, not a real model)")
+        say("provider: DEMO (offline, scripted answers, not a real model)")
     if state.protocol == "conversation":
         rolls = [s for rnd in state.rounds for s in [*rnd.replaced_summaries, *rnd.summaries.values()]]
-        print(f"turns: {sum(len(r.contributions) for r in state.rounds)} messages; rolling summaries: {len(rolls)}")
+        say(f"turns: {sum(len(r.contributions) for r in state.rounds)} messages; rolling summaries: {len(rolls)}")
         for s in rolls[-5:]:
-            print(f"  turn {s.round}: {s.agent_id} {s.trigger}, turns 1–{s.covered_count}, "
-                  f"{s.metadata.before_tokens}→{s.metadata.after_tokens} tok")
+            say(f"  turn {s.round}: {s.agent_id} {s.trigger}, turns 1–{s.covered_count}, "
+                f"{s.metadata.before_tokens}→{s.metadata.after_tokens} tok")
     for rnd in state.rounds if state.protocol != "conversation" else []:
         kinds: dict[str, int] = {}
         for c in rnd.contributions:
@@ -371,18 +379,19 @@ def cmd_show(args: argparse.Namespace) -> int:
         summ = ", ".join(f"{s.agent_id} {s.metadata.before_tokens}→{s.metadata.after_tokens} tok"
                          + (" (replaced)" if s.id in replaced else "")
                          for s in [*rnd.replaced_summaries, *rnd.summaries.values()])
-        print(f"round {rnd.number}: " + ", ".join(f"{v} {k}s" for k, v in kinds.items())
-              + (f"; summaries: {summ}" if summ else ""))
-    print(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
+        say(f"round {rnd.number}: " + ", ".join(f"{v} {k}s" for k, v in kinds.items())
+            + (f"; summaries: {summ}" if summ else ""))
+    say(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
     if state.error:
-        print(f"error: {one_line_safe(state.error, 600)}")
+        say(f"error: {one_line_safe(state.error, 600)}")
     if state.final_solution:
-        print("\n" + solution_text(state))
+        say("\n" + solution_text(state))
     return ExitCode.OK
 
 
 def cmd_context(args: argparse.Namespace) -> int:
     from moot.core.context.inspect import calls_at_turn_in_log, calls_for, format_calls
+    from moot.core.sanitize import json_safe, terminal_safe
 
     if args.turn is not None:
         calls = calls_at_turn_in_log(_open(args), args.turn, args.agent, args.phase)
@@ -391,18 +400,19 @@ def cmd_context(args: argparse.Namespace) -> int:
     else:
         calls = calls_for(_open(args).load(), args.round, args.agent, args.phase)
     if args.json:
-        print(json.dumps(calls, indent=2, ensure_ascii=False))
+        print(json_safe(json.dumps(calls, indent=2, ensure_ascii=False)))
     else:
-        print(format_calls(calls))
+        print(terminal_safe(format_calls(calls)))
     return ExitCode.OK
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
     from moot.core.otlp import export_trace
+    from moot.core.sanitize import json_safe
     from moot.core.secrets import known_secrets
 
     text = export_trace(_open(args), content=True if args.content else None, secrets=known_secrets())
-    _deliver(text, args.output, "trace")
+    _deliver(json_safe(text), args.output, "trace")
     return ExitCode.OK
 
 
@@ -439,8 +449,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     failed = [r for r in results if r.error]
     if len(failed) == len(results):
         raise ProviderError(f"all {len(results)} evaluators failed; {failed[0].id}: {failed[0].error}")
+    from moot.core.sanitize import one_line_safe
+
     for r in failed:
-        print(f"moot: evaluator {r.id} failed: {r.error}", file=sys.stderr)
+        print(f"moot: evaluator {r.id} failed: {one_line_safe(r.error or '', 400)}", file=sys.stderr)
     text = (render_json(state, results) if fmt == "json" else render_csv(results) if fmt == "csv"
             else render_markdown(state, results))
     _deliver(text, args.output, "evaluation")
@@ -484,6 +496,7 @@ def cmd_ctl(args: argparse.Namespace) -> int:
     from moot.core.agents import require_agent
     from moot.core.control import ControlCommand, send
     from moot.core.events import DebateStarted, parse_event
+    from moot.core.store import open_regular
 
     folder = _open(args)
     words = list(args.words)
@@ -494,7 +507,7 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         agent, text = words[0], " ".join(words[1:]) or None
         if agent.lower() != "all":
             try:
-                with open(folder.events_path, "rb") as fh:
+                with os.fdopen(open_regular(folder.events_path), "rb") as fh:
                     started = parse_event(fh.readline())
             except (OSError, ValueError) as exc:
                 raise InputError(f"cannot read debate {folder.id}: {exc}") from None
@@ -516,7 +529,7 @@ def cmd_ctl(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.wait
     picked = False
     while time.monotonic() < deadline:
-        with open(folder.events_path, "rb") as fh:
+        with os.fdopen(open_regular(folder.events_path), "rb") as fh:
             fh.seek(start)
             tail = fh.read()
         if not picked and needle in tail:

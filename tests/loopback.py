@@ -2,7 +2,11 @@
 
 It speaks enough of the real protocol (SSE streaming with a usage chunk, JSON
 errors, Retry-After, keep-alive) that the SDK cannot tell it from the real thing,
-and it can misbehave on purpose (`Faults`) so retry paths are tested for real.
+and it can misbehave on purpose (`Faults`) so retry paths are tested for real —
+including as a hostile server would: escape sequences in replies, error bodies and
+the `model` field, chunks that are not JSON or have no `choices`, impossible usage,
+a reply dripped a byte at a time, and the client's own key echoed back (`{key}` in
+any text the server sends stands for the key of the request).
 Standard library only; runs in a background thread or as `python -m tests.loopback`.
 """
 
@@ -23,6 +27,8 @@ from typing import Any
 from moot.core.tokens import count_messages, count_text, truncate_to_tokens
 
 ReplyFn = Callable[[dict[str, Any], int], str]
+KEEP: Any = object()
+"""A field of `Faults` left as the honest server would send it."""
 
 REPLY_CHARS = 600
 """Default length of a plain (non-JSON) reply, in characters."""
@@ -56,6 +62,21 @@ class Faults:
     """Requests for these models always answer 500 (a broken summarization model, say)."""
     usage_offset: int = 0
     """Added to the reported prompt_tokens, so tests can tell server usage from local counts."""
+    usage: Any = KEEP
+    """Sent in place of the usage object when set: `{"prompt_tokens": -10**9, ...}`, `"lots"`, None."""
+    bad_chunk: str | None = None
+    """A malformed chunk in the middle of the stream: "json" (not JSON), "no_choices" (a chunk
+    without `choices`) or "content" (`content` that is not text)."""
+    bad_chunk_calls: int = 10**9
+    """How many calls (the first ones) send the bad chunk; later calls are sound."""
+    model_name: str | None = None
+    """The `model` every chunk reports (default: the model asked for); may hold `{key}`."""
+    error_message: str | None = None
+    """The message of every error answer (status_script, fail_every); may hold `{key}`."""
+    drip_s: float = 0.0
+    """Send the streamed body one byte at a time, this many seconds apart."""
+    empty_calls: int = 0
+    """The first calls answer an empty reply (no content at all)."""
 
 
 @dataclass
@@ -138,6 +159,16 @@ def default_reply(body: dict[str, Any], n: int, reply_chars: int = REPLY_CHARS) 
     return text
 
 
+_BAD_CHUNKS: dict[str, Callable[[dict[str, Any]], bytes]] = {
+    "json": lambda base: b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"content": "x"\n\n',
+    "no_choices": lambda base: b"data: " + json.dumps(base).encode() + b"\n\n",
+    "content": lambda base: b"data: " + json.dumps(
+        {**base, "choices": [{"index": 0, "delta": {"content": {"text": 42}}, "finish_reason": None}]}
+    ).encode() + b"\n\n",
+}
+"""What a broken proxy sends in the middle of a stream, by `Faults.bad_chunk`."""
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -183,10 +214,25 @@ class _Handler(BaseHTTPRequestHandler):
             429: "Rate limit reached for requests (loopback fault).",
         }
         message = messages.get(status, f"Loopback fault: status {status}.")
+        if self.server.owner.faults.error_message is not None:
+            message = self._expand(self.server.owner.faults.error_message)
         kind = "server_error" if status >= 500 else "invalid_request_error"
         self._send_json(status, {"error": {"message": message, "type": kind, "code": None}}, headers)
 
+    def _expand(self, text: str) -> str:
+        """`{key}` → the credentials this request was sent with (a server that echoes them back):
+        the bearer key, or the Base64 `user:password` of a base URL with userinfo."""
+        return text.replace("{key}", self.headers.get("Authorization", "").split(" ", 1)[-1])
+
     def _chunk(self, data: bytes) -> None:
+        drip = self.server.owner.faults.drip_s
+        if drip and data:
+            for i in range(len(data)):  # one byte per HTTP chunk, `drip` seconds apart
+                self.wfile.write(b"1\r\n%s\r\n" % data[i : i + 1])
+                self.wfile.flush()
+                if self.server.owner._stopping.wait(drip):
+                    raise ConnectionResetError("server stopping")
+            return
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
@@ -251,7 +297,7 @@ class _Handler(BaseHTTPRequestHandler):
         cut = bool(faults.cut_every and n % faults.cut_every == 0)
         model = str(body.get("model") or "loopback-model")
         try:
-            reply = owner.reply(body, n)
+            reply = "" if n <= faults.empty_calls else self._expand(owner.reply(body, n))
         except Exception as exc:  # a broken reply function in a test: say so, as a 500
             return self._send_json(500, {"error": {"message": f"reply failed: {exc!r}", "type": "server_error"}})
         finish = "stop"
@@ -265,6 +311,10 @@ class _Handler(BaseHTTPRequestHandler):
             "completion_tokens": count_text(reply, model),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if faults.usage is not KEEP:
+            usage = faults.usage
+        if faults.model_name is not None:
+            model = self._expand(faults.model_name)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish)
@@ -284,8 +334,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, payload)
 
     def _stream(
-        self, n: int, model: str, reply: str, usage: dict[str, int] | None, include_usage: bool, cut: bool,
-        finish: str = "stop",
+        self, n: int, model: str, reply: str, usage: Any, include_usage: bool, cut: bool, finish: str = "stop",
     ) -> None:
         owner = self.server.owner
         self.send_response(200)
@@ -303,10 +352,13 @@ class _Handler(BaseHTTPRequestHandler):
                 payload["usage"] = None  # what OpenAI sends on every chunk but the last
             self._chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
 
+        bad = owner.faults.bad_chunk if n <= owner.faults.bad_chunk_calls else None
         try:
             for i, piece in enumerate(pieces):
                 if cut and i >= max(1, len(pieces) // 2):
                     return self._abort()
+                if bad and i == len(pieces) // 2:
+                    self._chunk(_BAD_CHUNKS[bad](base))
                 delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
                 event([{"index": 0, "delta": delta, "finish_reason": None, "logprobs": None}])
                 if owner.chunk_delay and owner._stopping.wait(owner.chunk_delay):
@@ -314,7 +366,7 @@ class _Handler(BaseHTTPRequestHandler):
             if cut:  # a one-chunk reply: cut before the finish
                 return self._abort()
             event([{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}])
-            if include_usage and usage is not None:
+            if include_usage and (usage is not None or owner.faults.usage is not KEEP):
                 event([], {"usage": usage})
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")  # end of the chunked body; the connection stays open

@@ -264,6 +264,8 @@ class MootApp(App[int]):
             if runtime.error:
                 return int(ExitCode.UNEXPECTED)
             return runtime.session.state.exit_code
+        if isinstance(runtime, WatchRuntime) and runtime.gone is not None:
+            return int(ExitCode.INTERRUPTED)
         return int(ExitCode.OK)
 
     async def on_unmount(self) -> None:
@@ -354,8 +356,13 @@ def run_app(session: DebateSession, theme: str | None = None) -> int:
 
 
 def run_watch(folder: DebateFolder, theme: str | None = None) -> int:
-    """`moot watch ID`: follow a debate's event log (read-only)."""
-    _run(create_app(WatchRuntime(folder), theme=theme))
+    """`moot watch ID`: follow a debate's event log (read-only); 130 when its writer was found
+    gone without an end (the line saying so is printed again on the way out)."""
+    runtime = WatchRuntime(folder)
+    _run(create_app(runtime, theme=theme))
+    if runtime.gone is not None:
+        print(f"moot: {runtime.gone}", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
     return 0
 
 

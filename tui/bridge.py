@@ -3,6 +3,12 @@
 The bridge is not a widget (as in Toad, the agent side posts messages to the screen).
 Every non-token event is posted as it comes, after flushing the tokens buffered so
 far, so a pane always sees a call's text before the contribution that ends it.
+
+It is also where untrusted text enters the UI: every event and the starting state are
+posted as copies with their text made terminal-safe (`safe_copy`), so no widget ever
+holds an escape sequence from a model, a server or a log file. Streamed deltas stay
+raw here (a sequence can straddle two deltas); the transcript cleans the whole text
+it renders.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 
 from moot.core.events import Event, Token
+from moot.core.sanitize import safe_copy
 from moot.tui.runtime import Runtime, Snapshot
 
 log = logging.getLogger(__name__)
@@ -97,14 +104,15 @@ class Bridge:
     async def run(self) -> None:
         try:
             snapshot = await self.runtime.start()
-            self.target.post_message(DebateLoaded(snapshot))
+            self.target.post_message(DebateLoaded(Snapshot(safe_copy(snapshot.state),
+                                                           [safe_copy(e) for e in snapshot.backlog])))
             async for event in self.runtime.events():
                 if isinstance(event, Token):
                     self._add_token(event)
                 else:
                     self.flush()
                     self.stats.events += 1
-                    self.target.post_message(EngineEvent(event))
+                    self.target.post_message(EngineEvent(safe_copy(event)))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

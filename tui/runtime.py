@@ -25,7 +25,7 @@ import aiofiles
 from pydantic import ValidationError
 
 from moot.core.clock import SYSTEM_CLOCK, Clock
-from moot.core.control import ControlCommand, send, writer_alive
+from moot.core.control import ControlCommand, send
 from moot.core.errors import InputError
 from moot.core.events import (
     CallStarted,
@@ -35,12 +35,13 @@ from moot.core.events import (
     Event,
     Subscription,
     Token,
+    Warning_,
     is_terminal,
     parse_event,
 )
 from moot.core.models import Clarification, DebateState
 from moot.core.state import apply, new_state
-from moot.core.store import DebateFolder, read_events
+from moot.core.store import DebateFolder, open_regular, read_events, writer_alive
 
 if TYPE_CHECKING:
     from moot.core.orchestrator import Clarifier
@@ -76,6 +77,8 @@ class Runtime:
         self.clock: Clock = clock or SYSTEM_CLOCK
         self.error: str | None = None
         """An unexpected engine error (a bug), shown on screen."""
+        self.gone: str | None = None
+        """A watched debate's writer died without a terminal event: the line that says so."""
 
     async def start(self) -> Snapshot:
         raise NotImplementedError
@@ -277,7 +280,10 @@ def _tail_events(folder: DebateFolder, limit: int = BACKLOG) -> list[Event]:
 
 
 class WatchRuntime(Runtime):
-    """Follows a debate's event log on disk (finished or being written by another process).
+    """Follows a debate's event log on disk (finished or being written by another process),
+    through any resume, until no process writes it any more (its lock is free: `writer_alive`).
+    A debate whose writer is gone without a terminal event is said so in the event log, and
+    `gone` holds that line (the app exits non-zero).
 
     Attached: while another process holds the debate's lock, commands are sent to it
     (`moot.core.control`) and it records each as an event carrying the command's id."""
@@ -291,6 +297,8 @@ class WatchRuntime(Runtime):
         self._offset = 0
         self._last_ts = 0.0
         self._ended = False
+        self.following = True
+        """False once no process writes the debate and the whole log was read."""
         self._paused = False
         self._writer = writer_alive(folder)
 
@@ -339,7 +347,7 @@ class WatchRuntime(Runtime):
 
     async def _read_new(self) -> list[Event]:
         try:
-            async with aiofiles.open(self.folder.events_path, "rb") as fh:
+            async with aiofiles.open(open_regular(self.folder.events_path), "rb") as fh:
                 await fh.seek(self._offset)
                 data = await fh.read()
         except FileNotFoundError:
@@ -370,13 +378,22 @@ class WatchRuntime(Runtime):
         return out
 
     async def events(self) -> AsyncIterator[Event]:
-        while True:
+        while self.following:
             await asyncio.sleep(self.poll_s)
+            alive = await asyncio.to_thread(writer_alive, self.folder)  # before reading: see tail_events
+            self._writer = alive
             for event in await self._read_new():
                 yield event
+            if alive:
+                continue
+            self.following = False
+            if not self._ended:
+                self.gone = (f"debate {self.folder.id} stopped without an end and no process is writing it "
+                             f"(killed?); continue with `moot resume {self.folder.id}`")
+                yield Warning_(debate_id=self.folder.id, ts=self._last_ts, message=self.gone)
 
     def now(self) -> float:
-        return self._last_ts if self._ended else self.clock.wall()
+        return self._last_ts if self._ended or not self.following else self.clock.wall()
 
 
 _WORDS = re.compile(r"\s*\S+|\s+")

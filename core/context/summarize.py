@@ -109,6 +109,24 @@ def cap_text(text: str, max_chars: int, max_tokens: int, model: str) -> str:
     return cut.rstrip() + "…"
 
 
+REDUCE_NOTE = ("(Too long to summarize at once, this history was summarized in {n} consecutive parts, oldest "
+               "first. Merge their summaries into one: keep what each part says, the latest positions over "
+               "superseded ones, and drop only repetition.)")
+
+
+def reduce_parts(parts: list[str]) -> dict[str, str]:
+    """The reduce step's input as the record's inline blocks: the partial summaries are the
+    history to summarize (their content, each under a heading that says which part of the
+    history it covers), after a note saying so. Kept in the record, so the exact request can
+    be shown again whatever later versions render."""
+    n = len(parts)
+    blocks = {f"part{i:04d}": f"### Summary of part {i + 1} of {n} of the history\n\n{p.strip()}"
+              for i, p in enumerate(parts)}
+    if blocks:
+        blocks["part0000"] = REDUCE_NOTE.format(n=n) + "\n\n" + blocks["part0000"]
+    return blocks
+
+
 class Summarizer:
     def __init__(self, index: DebateIndex, builder: ViewBuilder, call: CallFn, new_id: Callable[[str], str],
                  clock: Clock = SYSTEM_CLOCK) -> None:
@@ -261,8 +279,7 @@ class Summarizer:
             raise ContextOverflow("chunk-and-reduce did not converge")
         if len(parts) == 1 and depth == 0 and meta.chunks == 1:
             return parts[0]  # one (huge) item made one chunk: its summary is the summary
-        labelled = {f"part{i:04d}": f"### Partial summary {i + 1}\n\n{p}" for i, p in enumerate(parts)}
-        rec = self._record(job, [], None, labelled, max_chars)
+        rec = self._record(job, [], None, reduce_parts(parts), max_chars)
         fits, _ = self._fits(job, rec)
         if fits or len(parts) == 1:
             meta.chunks += 1

@@ -6,7 +6,8 @@
 2. builds the view under the token budget (`ViewBuilder`), filling the record with its
    provenance (what was included, what was dropped, tokens per tier);
 3. emits `call_started` with that record, streams the provider's typed items as
-   `token` / `call_failed(will_retry)` events, and records the completion;
+   `token` / `call_failed(will_retry)` events, and records the completion (an empty reply
+   is asked for once more, then recorded with a warning);
 4. masks keys in what comes back (text and the model name a server reports), measures
    latency with the clock (frozen in tests) and prices the call.
 A failed call emits `call_failed` and raises `ProviderError`; the protocol decides what
@@ -218,6 +219,9 @@ class CallEngine:
                 record = self._again(record, agent.id, f"refused as longer than the model's window; "
                                                        f"asking again with a smaller view", str(refusals))
                 continue
+            if not completion.content.strip():
+                spent.append(completion)  # paid for; summed below (after the window calibration)
+                completion = await self._again_if_empty(provider, request, agent.id, record.call_id)
             latency = self.clock.elapsed_ms(started)
             if not completion.usage_estimated and self.windows.observe(endpoint, model, record.tokens.total,
                                                                        completion.prompt_tokens):
@@ -240,6 +244,7 @@ class CallEngine:
             completion.prompt_tokens += earlier.prompt_tokens
             completion.completion_tokens += earlier.completion_tokens
             completion.attempts += earlier.attempts
+            completion.usage_estimated = completion.usage_estimated or earlier.usage_estimated
         model = completion.model or model
         meta = CallMetadata(
             prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
@@ -260,6 +265,18 @@ class CallEngine:
         record: the same call, a new id (the state keeps both views: what each request held)."""
         self.emit(CallFailed(call_id=record.call_id, agent_id=agent_id, error=why, will_retry=False))
         return record.model_copy(update={"call_id": f"{record.call_id.split('~')[0]}~{suffix}"})
+
+    async def _again_if_empty(self, provider: Provider, request: ChatRequest, agent_id: str,
+                              call_id: str) -> Completion:
+        """An empty reply is asked for once more (a server hiccup, not an answer); a second
+        empty one is recorded as it is, with a warning. (The caller counts both attempts.)"""
+        self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error="the model returned an empty reply",
+                             will_retry=True))
+        again = await self._stream(provider.name, provider.stream(request), agent_id, call_id)
+        if not again.content.strip():
+            self.emit(Warning_(message=f"{agent_id}: the model returned an empty reply twice; recorded as empty",
+                               agent_id=agent_id))
+        return again
 
     async def _stream(self, provider: str, items: AsyncIterator[StreamItem], agent_id: str,
                       call_id: str) -> Completion:

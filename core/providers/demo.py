@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import os
 import random
 import re
+import zlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -466,6 +468,51 @@ _MARKER = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _TURN_HEAD = re.compile(r"^### Turn \d+ · (.+?) \(", re.M)
 
 
+_PART = re.compile(r"^### (?:Summary of part \d+ of \d+\b.*|Partial summary \d+)$", re.M)
+"""The heading of each partial summary in a reduce step (`core.context.summarize.reduce_parts`;
+the second form is what earlier versions sent)."""
+
+
+MERGE_RATIO = 3.5
+"""A merge stops taking lines that would make it compress more than this (zlib): past it, a line
+is mostly what is already kept (the same point in a later round). Well under
+`core.context.summarize.COMPRESSION_LIMIT`, which rejects a summary that loops."""
+
+
+def _merge(material: str, limit: int) -> str:
+    """A reduce step: the partial summaries are summaries already, so their lines are the content
+    to keep. Lines are taken a round at a time across the parts (every part's first line, then
+    every part's second line, …) so each part is represented, repetition is skipped (a line
+    that would make the whole compress past `MERGE_RATIO`), and they are written in their
+    original order, under `limit` characters. Within a round the newest parts come first, so a
+    point made again keeps its latest form. (Treating each partial summary as one block kept a
+    single line of it: the collapse of issue 11.)"""
+    parts = [[ln.strip() for ln in chunk.strip().splitlines() if ln.strip() and not ln.strip().startswith("- … (")]
+             for chunk in _PART.split(material)[1:]]
+    chosen: set[tuple[int, int]] = set()
+    kept = b""
+    used = 0
+    for j in range(max((len(lines) for lines in parts), default=0)):
+        for i in reversed(range(len(parts))):  # newest first: a point made again keeps its latest form
+            lines = parts[i]
+            if j >= len(lines):
+                continue
+            item = _as_item(lines[j])
+            if used + len(item) + 1 > limit:
+                continue
+            data = kept + b"\n" + item.encode("utf-8")
+            if len(data) > 200 and len(data) / len(zlib.compress(data, 9)) > MERGE_RATIO:
+                continue  # repetition
+            chosen.add((i, j))
+            kept, used = data, used + len(item) + 1
+    return "\n".join(_as_item(lines[j]) for i, lines in enumerate(parts) for j in range(len(lines))
+                     if (i, j) in chosen)
+
+
+def _as_item(line: str) -> str:
+    return line if _MARKER.match(line) or _HEADING.match(line) else f"- {line}"
+
+
 def _blocks(material: str) -> list[tuple[str, str]]:
     """(title, headline) per block; blocks start at headings, labelled lines and blank lines."""
     blocks: list[tuple[str, list[str]]] = []
@@ -516,6 +563,8 @@ class DemoProvider:
                 delay_s = float(os.environ.get(DELAY_ENV, DEFAULT_DELAY_S))
             except ValueError:  # a bad env value should not stop the demo
                 delay_s = DEFAULT_DELAY_S
+        if not math.isfinite(delay_s):  # `inf` would hang every call, `nan` is no delay at all
+            delay_s = DEFAULT_DELAY_S
         self.delay_s = max(0.0, delay_s)
         self.chunk_tokens = max(1, int(chunk_tokens))
         self.fail_phases = frozenset(fail_phases)
@@ -655,7 +704,7 @@ class DemoProvider:
             return (f"## Answer\n\n{intro}\n\n{_bullets(pick('design', 4))}\n\n## Reasoning\n\n"
                     f"{_bullets(pick('decisions', 3))}\n\n## Changes since your last answer\n\n{changes}\n")
         if phase == "summarize":
-            return self._summarize(last, int(hint.extra.get("max_chars", 2500)))
+            return self._summarize(last, int(hint.extra.get("max_chars", 2500)), model, max_tokens)
         if phase == "synthesis":
             return self._synthesis(hint, rng, fmt, ctx, model, max_tokens)
         if phase == "score":
@@ -710,8 +759,9 @@ class DemoProvider:
         ask = fmt(rng.choice(bank["questions"]))
         return f"{opener}\n\n{body} {risk}\n\n- {fmt(rng.choice(bank['decisions']))}\n- {ask}\n"
 
-    def _summarize(self, material: str, max_chars: int) -> str:
-        """Headline + first sentence of each block, capped below the material's length."""
+    def _summarize(self, material: str, max_chars: int, model: str = "demo", max_tokens: int = 4096) -> str:
+        """Headline + first sentence of each block, capped below the material's length; for the
+        reduce step of chunk-and-reduce, the partial summaries' own lines (`_merge`)."""
         # Summarize only the material inside the prompt's <history> tags, not the instructions.
         start, end = material.find("<history>"), material.rfind("</history>")
         if start != -1 and end > start:
@@ -719,6 +769,17 @@ class DemoProvider:
         limit = min(max_chars, len(material.strip()) - 1)
         if limit <= 0:
             return ""
+        if _PART.search(material):
+            # Fit the reply's token limit by giving every part less room, not by losing the
+            # newest parts to the cut at max_tokens.
+            text = _merge(material, limit)
+            for _ in range(4):
+                n = count_text(text, model)
+                if n <= max_tokens:
+                    break
+                limit = int(limit * max_tokens / n * 0.95)
+                text = _merge(material, limit)
+            return text
         lines: list[str] = []
         blocks = _blocks(material)
         for i, (title, sentence) in enumerate(blocks):
@@ -726,7 +787,10 @@ class DemoProvider:
             candidate = "\n".join([*lines, line])
             if len(candidate) > limit:
                 rest = f"- … ({len(blocks) - i} more sections)"
-                if lines and len("\n".join([*lines, rest])) <= limit:
+                room = limit - len("\n".join(lines)) - (1 if lines else 0)
+                if lines and room > 80:  # a small budget (a chunk of many): part of a line says more
+                    lines.append(line[: room - 1].rsplit(" ", 1)[0] + "…")
+                elif lines and len("\n".join([*lines, rest])) <= limit:
                     lines.append(rest)
                 elif not lines:
                     lines.append(line[: max(0, limit - 1)].rstrip() + "…" if limit > 1 else "")

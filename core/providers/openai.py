@@ -143,7 +143,7 @@ def _server_message(exc: openai.APIError) -> str:
         code = inner.get("code") if isinstance(inner, Mapping) else None
         if isinstance(message, str) and message:
             return f"{message} ({code})" if isinstance(code, str) and code and code not in message else message
-        return json.dumps(body)[:2000]
+        return json.dumps(body)  # cut only once masked (`_safe`): a key may straddle any cut
     if isinstance(body, str) and body.strip():
         return body
     return exc.message
@@ -385,7 +385,7 @@ class OpenAIProvider:
         Raises (TypeError, AttributeError, ValueError) for a chunk no OpenAI server sends."""
         model = getattr(chunk, "model", None)
         if result.reported_model is None and isinstance(model, str) and model:
-            result.reported_model = _text(model)[:200]
+            result.reported_model = _text(model)  # cut by its users only after masking (a key may be in it)
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             prompt = _usage_number(getattr(usage, "prompt_tokens", None))

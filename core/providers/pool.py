@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from urllib.parse import unquote, urlsplit
 
 from moot.core.config import ResolvedAgent
@@ -16,14 +17,20 @@ def default_provider_name(base_url: str | None = None) -> str:
 
 
 def url_secrets(base_url: str | None) -> list[str]:
-    """A password (or token) written into a base URL's userinfo: a secret like any key."""
+    """A password (or token) written into a base URL's userinfo: a secret like any key, and so
+    is its Basic credential (`user:password` in Base64), which the HTTP client sends instead of
+    the key and a server may echo."""
     if not base_url:
         return []
     try:
         parts = urlsplit(base_url)
     except ValueError:
         return []
-    return [unquote(s) for s in (parts.password, parts.username) if s and len(s) >= 8]
+    found = [unquote(s) for s in (parts.password, parts.username) if s and len(s) >= 8]
+    if parts.password:
+        basic = f"{unquote(parts.username or '')}:{unquote(parts.password)}".encode()
+        found.append(base64.b64encode(basic).decode("ascii"))
+    return found
 
 
 class ProviderPool:

@@ -44,7 +44,7 @@ async def test_watch_of_a_running_debate_with_no_writer_is_read_only(recorded, t
         screen = app.screen
         await wait_for(pilot, lambda: screen.loaded)
         assert screen.state.status == "running" and not screen.runtime.can_steer
-        assert str(screen.query_one("#hdr-status", Label).render()) == "WATCH · read-only"
+        await wait_for(pilot, lambda: str(screen.query_one("#hdr-status", Label).render()) == "WATCH · NOT RUNNING")
         # The calls in flight when the log stopped show as running, with their time.
         flying = {e.view.agent_id for e in calls_in_flight(half) if e.view.phase != "summarize"}
         assert flying

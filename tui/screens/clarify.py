@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
 from moot.core.models import Clarification
+from moot.core.sanitize import one_line_safe, terminal_safe
 
 MAX_ANSWER_CHARS = 2000
 
@@ -44,8 +45,9 @@ class ClarifyScreen(ModalScreen[list[str]]):
                         "Every agent sees your answers verbatim in every call.", id="clarify-detail")
             with VerticalScroll(id="clarify-questions"):
                 for i, q in enumerate(self.questions):
-                    who = self.names.get(q.agent_id, q.agent_id)
-                    line = Text.assemble((f"{i + 1}. {who}: ", "bold"), q.question)
+                    # The questions come straight from the models (not through the bridge).
+                    who = one_line_safe(self.names.get(q.agent_id, q.agent_id))
+                    line = Text.assemble((f"{i + 1}. {who}: ", "bold"), terminal_safe(q.question))
                     yield Label(line, classes="clarify-question")
                     yield Input(placeholder="your answer (blank: no answer)", id=f"answer-{i}",
                                 classes="clarify-answer", max_length=MAX_ANSWER_CHARS, compact=True)

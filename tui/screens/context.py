@@ -23,7 +23,7 @@ from textual.widgets.text_area import Selection
 from moot.core.context.index import DebateIndex
 from moot.core.context.inspect import call_view, message_tiers
 from moot.core.models import DebateState, ViewRecord
-from moot.core.sanitize import terminal_safe
+from moot.core.sanitize import one_line_safe, terminal_safe
 from moot.tui.format import k
 
 CallRef = tuple[int, int]
@@ -150,22 +150,22 @@ class ContextScreen(Screen[None]):
         area = self.query_one(TextArea)
         step = "turn" if self.state.protocol == "conversation" else "round"
         if record is None:
-            self.query_one("#ctx-title", Label).update(Text(f"{name} · no calls recorded yet · debate {self.state.id}"))
+            self.query_one("#ctx-title", Label).update(Text(one_line_safe(f"{name} · no calls recorded yet · debate {self.state.id}")))
             self.query_one("#ctx-tiers", Label).update("")
             area.load_text("")
             return
         view = call_view(record, self.index)
         target = f" → {record.target_agent_id}" if record.target_agent_id else ""
-        self.query_one("#ctx-title", Label).update(Text(
+        self.query_one("#ctx-title", Label).update(Text(one_line_safe(
             f"{name} · {step} {record.round}/{self.state.total_rounds} · {record.phase}{target} · "
-            f"call {self.at + 1} of {len(self.calls)} · exact messages · debate {self.state.id}"))
+            f"call {self.at + 1} of {len(self.calls)} · exact messages · debate {self.state.id}")))
         t = record.tokens
         dropped = f" · {len(record.dropped_ids)} older items dropped" if record.dropped_ids else ""
         window = (f" · window {k(record.window)} ({record.window_source})"
                   if record.window and record.window_source != "configured" else "")
-        self.query_one("#ctx-tiers", Label).update(Text(
+        self.query_one("#ctx-tiers", Label).update(Text(one_line_safe(
             f"{record.model} · system {k(t.system)} · summary {k(t.summary)} · history {k(t.history)} · "
-            f"task {k(t.task)} = {k(t.total)} of {k(record.budget)} · answer {k(record.max_tokens)}{window}{dropped}"))
+            f"task {k(t.task)} = {k(t.total)} of {k(record.budget)} · answer {k(record.max_tokens)}{window}{dropped}")))
         area.load_text(call_text(view))
         area.scroll_home(animate=False)
         if self.query_text:

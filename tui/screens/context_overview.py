@@ -19,6 +19,7 @@ from textual.widgets import Footer, Label, ListItem, ListView
 from moot.core.context.index import DebateIndex
 from moot.core.context.outlook import Outlook, Trigger, outlook
 from moot.core.models import AgentInfo, DebateState
+from moot.core.sanitize import one_line_safe
 from moot.tui.format import k
 from moot.tui.widgets.token_gauge import tier_bar
 
@@ -80,9 +81,9 @@ class AgentOutlook(_Styled):
     def render(self) -> Text:
         info, look = self.info, self.outlook
         width = max(20, self.size.width - 2)
-        head = Text(("⚖ " if self.judge else "") + info.name, style="bold")
+        head = Text(("⚖ " if self.judge else "") + one_line_safe(info.name), style="bold")
         if info.name.lower() != info.role.lower():
-            head.append(f" · {info.role}", self.tier_style("muted"))
+            head.append(f" · {one_line_safe(info.role)}", self.tier_style("muted"))
         view = look.view if look else None
         if view is None:
             head.append("  no call yet", self.tier_style("muted"))

@@ -486,6 +486,8 @@ class DebateScreen(Screen):
             header.show_status(status.upper().replace("_", " "), "warning")
         elif self.runtime.paused:
             header.show_status("PAUSED", "warning")
+        elif self.runtime.mode == "watch" and self.runtime.gone:
+            header.show_status("WATCH · NOT RUNNING", "warning")  # the writer died without an end
         elif self.runtime.mode == "watch":
             header.show_status("WATCH · attached" if self.runtime.can_steer else "WATCH · read-only", "info")
         elif self.runtime.mode == "replay":

@@ -10,6 +10,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
+from moot.core.sanitize import one_line_safe
 from moot.core.store import DebateFolder, StateDir, summarize_folder
 
 
@@ -50,14 +51,16 @@ class DebatesScreen(Screen):
     def action_reload(self) -> None:
         table = self.query_one(DataTable)
         table.clear()
+        self.state_dir.clean_pending()
         self.folders = {f.id: f for f in self.state_dir.debates()}
         # Newest first: ids start with a timestamp.
         for folder_id in sorted(self.folders, reverse=True):
             row = summarize_folder(self.folders[folder_id])
-            table.add_row(row["id"], row["status"], str(row["rounds"]), row.get("created", ""), row["problem"],
-                          key=folder_id)
+            # Text cells: a DataTable reads a plain string as markup, and these come from files.
+            cells = [row["id"], row["status"], row["rounds"], row.get("created", ""), row["problem"]]
+            table.add_row(*(Text(one_line_safe(str(c))) for c in cells), key=folder_id)
         empty = self.query_one("#debates-empty", Label)
-        empty.update("" if self.folders else f"no debates in {self.state_dir.root} — start one with `moot run`")
+        empty.update(Text("" if self.folders else f"no debates in {self.state_dir.root} — start one with `moot run`"))
         empty.display = not self.folders
 
     def _selected(self) -> DebateFolder | None:

@@ -13,8 +13,9 @@ from textual.reactive import reactive
 from textual.widgets import Label
 
 from moot.core.models import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
+from moot.core.sanitize import one_line_safe
 from moot.tui.bridge import TokenChunk
-from moot.tui.format import contribution_title, first_line, k, solution_markdown, solution_title, usd
+from moot.tui.format import contribution_title, k, solution_markdown, solution_title, usd
 from moot.tui.widgets.token_gauge import TokenGauge
 from moot.tui.widgets.transcript import Entry, Transcript
 
@@ -82,9 +83,9 @@ class AgentPane(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         info = self.info
         title = info.name if info.name.lower() == info.role.lower() else f"{info.name} · {info.role}"
-        self.border_title = ("⚖ " if self.judge else "") + escape(title)
+        self.border_title = ("⚖ " if self.judge else "") + escape(one_line_safe(title))
         with Horizontal(classes="pane-meta"):
-            yield Label(Text(f"{info.provider}:{info.model}"), classes="pane-model")
+            yield Label(Text(one_line_safe(f"{info.provider}:{info.model}")), classes="pane-model")
             yield Label("", classes="pane-badge")
         yield TokenGauge()
         yield Transcript(classes="pane-body")
@@ -108,7 +109,7 @@ class AgentPane(Vertical, can_focus=True):
     def _show_status(self) -> None:
         # Colour through markup, not CSS classes: a class change restyles the whole pane.
         self.set_class(self.status == "error", "-error")
-        extra = f": {escape(self._error)}" if self.status == "error" and self._error else ""
+        extra = f": {escape(one_line_safe(self._error))}" if self.status == "error" and self._error else ""
         color = STATUS_COLORS.get(self.status, "$text-muted")
         usage = f" [$text-muted]· {self.usage_text}[/]" if self.usage_text else ""
         word = "call in progress" if self.status in ("thinking", "streaming") and not self.streams else self.status
@@ -182,7 +183,7 @@ class AgentPane(Vertical, can_focus=True):
 
     def call_failed(self, call_id: str, error: str, will_retry: bool) -> None:
         if will_retry:
-            self.border_subtitle = f"[$warning]↻ retrying: {escape(error[:60])}[/]"
+            self.border_subtitle = f"[$warning]↻ retrying: {escape(one_line_safe(error, 60))}[/]"
             return
         self._summarizing.discard(call_id)
         if call_id in self._active:
@@ -272,10 +273,11 @@ class AgentPane(Vertical, can_focus=True):
         badge.update(f"⇣ R{s.round} {k(md.before_tokens)}→{k(md.after_tokens)} {s.method} ({trigger}){fallback}")
         badge.set_classes("pane-badge -summarized" + (" -manual" if s.trigger == "manual" else "")
                           + (" -fallback" if md.fallback_reason else ""))
-        badge.tooltip = (f"summary {s.id}: {md.before_tokens} → {md.after_tokens} tokens, "
-                         f"{md.before_chars} → {md.after_chars} chars, {s.method}/{s.strategy}, trigger {s.trigger}"
-                         + (f"; focus: {s.focus}" if s.focus else "")
-                         + (f"; fallback: {md.fallback_reason}" if md.fallback_reason else ""))
+        badge.tooltip = Text(one_line_safe(  # Text: the fallback reason quotes a server, never markup
+            f"summary {s.id}: {md.before_tokens} → {md.after_tokens} tokens, "
+            f"{md.before_chars} → {md.after_chars} chars, {s.method}/{s.strategy}, trigger {s.trigger}"
+            + (f"; focus: {s.focus}" if s.focus else "")
+            + (f"; fallback: {md.fallback_reason}" if md.fallback_reason else "")))
         if show_block:
             self._show_summary_block(s, trigger + fallback)
         self._settle()
@@ -286,7 +288,7 @@ class AgentPane(Vertical, can_focus=True):
             transcript.remove_entry(self._summary_key)
         md = s.metadata
         key = f"summary:{s.id}"
-        focus = f" · focus: {first_line(s.focus, 60)}" if s.focus else ""
+        focus = f" · focus: {one_line_safe(s.focus, 60)}" if s.focus else ""
         title = f"summary R{s.round} · {k(md.before_tokens)} → {k(md.after_tokens)} tok · {s.method} ({how}){focus}"
         manual = s.trigger == "manual"
         self._add_block(Entry(key, title, text=s.summary, kind="history", expanded=manual))

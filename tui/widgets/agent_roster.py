@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import Label
 
 from moot.core.models import AgentInfo, TierTokens
+from moot.core.sanitize import one_line_safe
 from moot.tui.activity import STATUS_ICONS, Activity
 from moot.tui.widgets.token_gauge import TokenGauge
 
@@ -57,7 +58,7 @@ class AgentRow(Vertical):
 
     def _name_text(self, status: str) -> Text:
         mark = "⚖" if self.judge else str(self.number)
-        return Text(f"{STATUS_ICONS[status]} {mark} {self.info.name}")
+        return Text(f"{STATUS_ICONS[status]} {mark} {one_line_safe(self.info.name)}")
 
     def refresh_status(self) -> None:
         """Show the activity's status, and how long its oldest call has been in flight."""
@@ -73,8 +74,8 @@ class AgentRow(Vertical):
         if text != self._status_text:
             self._status_text = text
             self.query_one(".row-status", Label).update(text)
-        self.tooltip = f"{self.info.name} ({self.info.role}) · {status}" + (
-            f": {self.activity.error}" if status == "error" and self.activity.error else "")
+        self.tooltip = Text(one_line_safe(f"{self.info.name} ({self.info.role}) · {status}" + (
+            f": {self.activity.error}" if status == "error" and self.activity.error else "")))
 
     def show_view(self, tokens: TierTokens, budget: int) -> None:
         self.query_one(TokenGauge).update_view(tokens, budget)

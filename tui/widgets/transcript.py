@@ -8,6 +8,11 @@ block widgets are mounted continuously. Here each entry's markdown is rendered b
 Rich into cached lines (the line API, as RichLog does): a delta re-renders only the
 entry's unfinished tail (at most `SEGMENT_CHARS` past the last paragraph break; the
 finished paragraphs are frozen segments rendered once), never the whole text.
+
+Text is made terminal-safe where it is rendered (streamed deltas arrive raw, and an
+escape sequence can straddle two of them), markdown links are shown with their
+address (no OSC 8 hyperlink hides where they go), and Rich/Textual markup in the text
+is never interpreted (markdown goes to Rich's Markdown, everything else is `Text`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from moot.core.sanitize import terminal_safe
 from moot.tui.format import first_line
 
 SEGMENT_CHARS = 300
@@ -234,22 +240,22 @@ class Transcript(ScrollView, can_focus=False):
         base = self.rich_style
         out: list[Strip] = []
         if entry.kind == "note":
-            out += self._text_strips(Text(entry.text or entry.title), width,
+            out += self._text_strips(Text(terminal_safe(entry.text or entry.title)), width,
                                      self.get_component_rich_style("transcript--note"))
         elif entry.kind == "history":
-            head = Text(("▾ " if entry.expanded else "▸ ") + entry.title, style="bold")
+            head = Text(("▾ " if entry.expanded else "▸ ") + terminal_safe(entry.title), style="bold")
             muted = self.get_component_rich_style("transcript--history")
             if entry.expanded:
                 out += self._text_strips(head, width, muted)
                 out += self._markdown_strips(entry.text, width)
             else:
-                line = Text.assemble(head, "  ", first_line(entry.text, 200))
+                line = Text.assemble(head, "  ", first_line(terminal_safe(entry.text), 200))
                 line.truncate(width, overflow="ellipsis")
                 out += self._text_strips(line, width, muted, wrap=False)
         else:
             title_class = {"done": "transcript--title-done", "failed": "transcript--title-failed",
                            "solution": "transcript--title-solution"}.get(entry.state, "transcript--title")
-            title = Text(entry.title)
+            title = Text(terminal_safe(entry.title))
             title.truncate(width, overflow="ellipsis")
             out += self._text_strips(title, width, self.get_component_rich_style(title_class), wrap=False)
             for i, segment in enumerate(entry.segments):
@@ -263,14 +269,15 @@ class Transcript(ScrollView, can_focus=False):
         return out
 
     def _markdown_strips(self, text: str, width: int) -> list[Strip]:
+        text = terminal_safe(text)
         if not text.strip():
             return []
         dark = getattr(self.app.current_theme, "dark", True)
         console = self.app.console
         options = console.options.update(width=width, height=None, highlight=False)
         style = self.rich_style
-        lines = console.render_lines(RichMarkdown(text, code_theme="ansi_dark" if dark else "ansi_light"),
-                                     options, style=style, pad=False)
+        markdown = RichMarkdown(text, code_theme="ansi_dark" if dark else "ansi_light", hyperlinks=False)
+        lines = console.render_lines(markdown, options, style=style, pad=False)
         return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines]
 
     def _text_strips(self, text: Text, width: int, style: Style, wrap: bool = True) -> list[Strip]:

@@ -1,0 +1,157 @@
+"""Files moot is pointed at, and files planted in a debate folder.
+
+moot never writes through a symbolic link inside a debate folder (events.jsonl, state.json,
+.lock, its temporary files): it refuses with one line, exit 2, and changes nothing. Problem
+and prompt files that are FIFOs, devices, directories or binary are one line (exit 2 or 4)
+with nothing left behind, and no read can hang (a real process, a short timeout).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from moot.core.store import StoreError, write_atomic
+from tests.conftest import moot
+from tests.test_bad_input import DEMO, TRACEBACK, _one_line, cli
+
+
+@pytest.fixture(autouse=True)
+def _demo_speed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MOOT_DEMO_DELAY", "0")
+
+
+@pytest.fixture(scope="module")
+def unfinished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A state dir with one debate stopped by a failure half-way (resumable)."""
+    root = tmp_path_factory.mktemp("unfinished")
+    r = cli("run", "Design a URL shortener", "--provider", "demo", "--headless", "-r", "2", "-a", "kiss,security",
+            "--state-dir", str(root))
+    assert r.returncode == 0, r.stderr
+    (folder,) = list(root.iterdir())
+    lines = (folder / "events.jsonl").read_bytes().split(b"\n")
+    (folder / "events.jsonl").write_bytes(b"\n".join(lines[: len(lines) // 2]) + b"\n")
+    (folder / "state.json").unlink()
+    return root
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every entry under root by lstat: a link is its target's name, a file its hash."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = str(p.relative_to(root))
+        out[rel] = ("link:" + os.readlink(p)) if p.is_symlink() else (
+            hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir")
+    return out
+
+
+@pytest.mark.parametrize("name", ["events.jsonl", "state.json", ".lock"])
+def test_a_link_in_a_debate_folder_is_refused_and_nothing_changes(tmp_path: Path, unfinished: Path,
+                                                                  name: str) -> None:
+    sd = tmp_path / "D"
+    shutil.copytree(unfinished, sd)
+    (folder,) = list(sd.iterdir())
+    target = tmp_path / f"target-{name}"
+    source = folder / name
+    if source.exists():
+        shutil.copy(source, target)
+        source.unlink()
+    else:
+        target.write_text("{}")
+    source.symlink_to(target)
+    before, target_before = _tree(tmp_path), target.read_bytes()
+    r = cli("resume", folder.name, "--headless", "--state-dir", str(sd))
+    line = _one_line(r, 2, f"{source} is a symbolic link")
+    assert "nothing was changed" in line
+    for command in (["show", folder.name], ["report", folder.name]):
+        _one_line(cli(*command, "--state-dir", str(sd)), 2, "is a symbolic link")
+    listed = cli("list", "--state-dir", str(sd))
+    assert listed.returncode == 0 and "unreadable" in listed.stdout
+    assert _tree(tmp_path) == before and target.read_bytes() == target_before
+
+
+def test_a_fifo_in_a_debate_folder_never_hangs(tmp_path: Path, unfinished: Path) -> None:
+    sd = tmp_path / "D"
+    shutil.copytree(unfinished, sd)
+    (folder,) = list(sd.iterdir())
+    (folder / "events.jsonl").unlink()
+    os.mkfifo(folder / "events.jsonl")
+    before = _tree(tmp_path)
+    for command in (["resume", folder.name, "--headless"], ["show", folder.name], ["watch", folder.name, "--headless"]):
+        r = moot(*command, "--state-dir", str(sd), env=DEMO, timeout=30)
+        _one_line(r, 2, "is not a regular file")
+    assert _tree(tmp_path) == before
+
+
+def test_write_atomic_never_writes_through_a_link_at_its_temporary_name(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    path = tmp_path / "state.json"
+    (tmp_path / f".state.json.{os.getpid()}.tmp").symlink_to(victim)
+    write_atomic(path, b"{}")
+    assert victim.read_text() == "keep me" and path.read_bytes() == b"{}" and not path.is_symlink()
+
+
+def test_the_writer_refuses_a_linked_event_log(tmp_path: Path) -> None:
+    """A link planted where a new debate's log goes: the debate does not start, the target is kept."""
+    import asyncio
+
+    from moot.core.config import Overrides, build_config
+    from moot.core.runner import SessionOptions, new_session
+
+    session = new_session("x", build_config({}, Overrides(rounds=1, provider="demo")),
+                          SessionOptions(state_dir=tmp_path / "D", demo_delay=0))
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    session.folder.events_path.symlink_to(victim)
+    with pytest.raises(StoreError, match="is a symbolic link"):
+        asyncio.run(session.run())
+    assert victim.read_text() == "keep me"
+    assert list((tmp_path / "D").iterdir()) == []  # never started: nothing left behind
+
+
+# ---------------------------------------------------------------- files a person points moot at
+
+PROMPT_CASES = {
+    "a FIFO": ("fifo", "is not a regular file"),
+    "/dev/zero": ("/dev/zero", "is not a regular file"),
+    "a directory": ("dir", "is a directory"),
+    "a binary file": ("binary", "looks binary"),
+}
+
+
+def _make(tmp_path: Path, kind: str) -> str:
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+        return str(tmp_path / "fifo")
+    if kind == "dir":
+        (tmp_path / "dir").mkdir()
+        return str(tmp_path / "dir")
+    if kind == "binary":
+        (tmp_path / "binary").write_bytes(b"\x7fELF\x00\x01")
+        return str(tmp_path / "binary")
+    return kind
+
+
+@pytest.mark.parametrize("case", list(PROMPT_CASES))
+def test_problem_and_prompt_files_that_are_not_text_files(tmp_path: Path, case: str) -> None:
+    """A problem file (exit 2) or a system prompt file (exit 4) that is a FIFO, /dev/zero, a
+    directory or binary: one line at once (a real process: no read hangs or eats memory),
+    and the state dir stays empty."""
+    kind, fragment = PROMPT_CASES[case]
+    path = _make(tmp_path, kind)
+    sd = tmp_path / "D"
+    r = moot("run", "-p", path, "--provider", "demo", "--headless", "--state-dir", str(sd), env=DEMO, timeout=30)
+    _one_line(r, 2, fragment)
+    cfg = tmp_path / "moot.json"
+    cfg.write_text(json.dumps({"agents": [{"id": "kiss", "role": "kiss", "system_prompt_path": path}]}))
+    r = moot("run", "x", "-c", str(cfg), "--provider", "demo", "--headless", "--state-dir", str(sd), env=DEMO,
+             timeout=30)
+    _one_line(r, 4, fragment)
+    assert TRACEBACK not in r.stderr
+    assert not sd.exists() or list(sd.iterdir()) == []
