@@ -233,6 +233,8 @@ class DebateLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
+        self.acquired_at: float | None = None
+        """Wall time the lock was taken: commands sent to the debate before it were for another process."""
 
     def acquire(self) -> None:
         try:
@@ -247,6 +249,7 @@ class DebateLock:
                 f"debate {self.path.parent.name} is being written by another moot process"
             ) from None
         self._fd = fd
+        self.acquired_at = time.time()
 
     def release(self) -> None:
         if self._fd is not None:
