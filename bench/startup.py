@@ -43,9 +43,13 @@ def first_request(provider: str, srv: LoopbackServer, state_dir: Path) -> float:
             if provider == "openai" and srv.calls > before:
                 return time.perf_counter() - t0
             if provider == "demo":
-                logs = list(state_dir.glob("*/events.jsonl"))
-                if logs and b'"call_started"' in logs[-1].read_bytes():
-                    return time.perf_counter() - t0
+                # A debate folder is made under a hidden name and renamed once complete.
+                for log in state_dir.glob("[!.]*/events.jsonl"):
+                    try:
+                        if b'"call_started"' in log.read_bytes():
+                            return time.perf_counter() - t0
+                    except FileNotFoundError:
+                        pass
             time.sleep(0.001)
         raise RuntimeError("no first request within 30 s")
     finally:

@@ -133,6 +133,8 @@ class Warning_(_Event):
     type: Literal["warning"] = "warning"
     message: str
     agent_id: str | None = None
+    command_id: str | None = None
+    """Set when it refuses a command from another process (`moot ctl`, an attached watch)."""
 
 
 class ControlChanged(_Event):

@@ -113,6 +113,8 @@ class Orchestrator:
         # Prompt files are read now, before anything is created on disk: a bad path is
         # one clear error and no half-made debate folder.
         self.prompts = self.state.prompts if self.resuming else self._collect_prompts()
+        self.accepting = False
+        """True from the start (or resume) event to the end: commands from other processes wait until then."""
 
     # ------------------------------------------------------------------ commands
 
@@ -126,20 +128,28 @@ class Orchestrator:
         self.summaries.request(agent.id, focus)
         self.emit(SummaryRequested(agent_id=agent.id, focus=focus, command_id=command_id))
 
-    def pause(self, *, command_id: str | None = None) -> None:
+    def pause(self, *, command_id: str | None = None) -> bool:
         """Hold new calls from the next boundary on (calls in flight finish; an `effective`
-        event follows once none is)."""
-        if self.gate.pause():
-            self.emit(ControlChanged(action="pause", command_id=command_id))
-            self.engine.report_pause()
+        event follows once none is). False when already paused."""
+        if not self.gate.pause():
+            return False
+        self.emit(ControlChanged(action="pause", command_id=command_id))
+        self.engine.report_pause()
+        return True
 
-    def resume(self, *, command_id: str | None = None) -> None:
-        if self.gate.resume():
-            self.emit(ControlChanged(action="resume", command_id=command_id))
+    def resume(self, *, command_id: str | None = None) -> bool:
+        """False when not paused."""
+        if not self.gate.resume():
+            return False
+        self.emit(ControlChanged(action="resume", command_id=command_id))
+        return True
 
-    def stop(self, *, command_id: str | None = None) -> None:
-        if self.gate.stop():
-            self.emit(ControlChanged(action="stop", command_id=command_id))
+    def stop(self, *, command_id: str | None = None) -> bool:
+        """False when already stopping."""
+        if not self.gate.stop():
+            return False
+        self.emit(ControlChanged(action="stop", command_id=command_id))
+        return True
 
     def inject(self, text: str, *, command_id: str | None = None) -> ModeratorNote:
         """A moderator note every agent sees verbatim, from its next call on."""
@@ -151,17 +161,28 @@ class Orchestrator:
         return note
 
     def apply_command(self, command: ControlCommand) -> None:
-        """A command another process sent (`moot ctl`, an attached watch): the same door."""
+        """A command another process sent (`moot ctl`, an attached watch): the same door. One that
+        would change nothing (`resume` when not paused) or names no agent raises ValueError, so
+        its sender learns it was not applied."""
         match command.action:
             case "pause":
-                self.pause(command_id=command.id)
+                if not self.pause(command_id=command.id):
+                    raise ValueError("the debate is already paused")
             case "resume":
-                self.resume(command_id=command.id)
+                if not self.resume(command_id=command.id):
+                    raise ValueError("the debate is not paused")
             case "stop":
-                self.stop(command_id=command.id)
+                if not self.stop(command_id=command.id):
+                    raise ValueError("the debate is already stopping")
             case "summarize":
-                targets = ([a.id for a in self.agents] if (command.agent or "all").lower() == "all"
-                           else [command.agent or ""])
+                name = command.agent or "all"
+                if name.lower() == "all":
+                    targets = [a.id for a in self.agents]
+                else:
+                    agent = self.find_agent(name)
+                    if agent is None:
+                        raise ValueError(f"no agent {name!r}; agents: {', '.join(a.id for a in self.agents)}")
+                    targets = [agent.id]
                 for agent_id in targets:
                     self.request_summary(agent_id, command.text, command_id=command.id)
             case "inject":
@@ -233,6 +254,7 @@ class Orchestrator:
                 # Let the event log writer put the first event on disk (and give the debate
                 # folder its real name) before the first call's work holds the loop.
                 await asyncio.sleep(0)
+            self.accepting = True
             await self.engine.discover([*self.agents, self.judge])
             if self.config.debate.clarify and not self.state.clarified:
                 await ctx.phase(1, "clarify", lambda: clarify(ctx, self.clarifier))
@@ -264,4 +286,6 @@ class Orchestrator:
             self.emit(DebateFailed(error=str(exc), exit_code=exc.exit_code))
         except ContextOverflow as exc:
             self.emit(DebateFailed(error=str(exc), exit_code=int(exc.exit_code)))
+        finally:
+            self.accepting = False
         return self.state

@@ -7,12 +7,13 @@ so the disk side is the same however a debate is watched.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from moot.core.clock import SYSTEM_CLOCK, Clock
 from moot.core.config import Overrides, build_config
-from moot.core.control import ControlCommand, Inbox, describe_command
+from moot.core.control import Inbox
 from moot.core.events import EventBus, Subscription, Warning_
 from moot.core.models import DebateState, MootConfig
 from moot.core.orchestrator import Clarifier, Ids, Orchestrator
@@ -66,12 +67,13 @@ class DebateSession:
         self._writer_sub = self.bus.subscribe("event-log")
         self._writer_task = asyncio.create_task(self.writer.run(self._writer_sub))
         # Commands from other processes (`moot ctl`, an attached `moot watch`) through the folder.
-        inbox = Inbox(self.folder, self.orchestrator.apply_command, self._refused)
+        orch = self.orchestrator
+        inbox = Inbox(self.folder, orch.apply_command, self._warn, since=self.lock.acquired_at or time.time(),
+                      ready=lambda: orch.accepting)
         self._inbox_task = asyncio.create_task(inbox.run())
 
-    def _refused(self, command: ControlCommand, why: str) -> None:
-        self.orchestrator.emit(Warning_(message=f"command {command.id} ({describe_command(command)}) from another "
-                                                f"process refused: {why}"))
+    def _warn(self, message: str, command_id: str | None) -> None:
+        self.orchestrator.emit(Warning_(message=message, command_id=command_id))
 
     async def run(self) -> DebateState:
         """Run to the end (or stop/failure), then flush the log and release the lock.

@@ -361,6 +361,8 @@ class DebateLock:
         self.path = path
         self.debate_id = debate_id or path.parent.name
         self._fd: int | None = None
+        self.acquired_at: float | None = None
+        """Wall time the lock was taken: commands sent to the debate before it were for another process."""
 
     def acquire(self) -> None:
         try:
@@ -378,6 +380,7 @@ class DebateLock:
                     raise StoreError(f"debate {self.debate_id} is being written by another moot process") from None
                 time.sleep(0.01)
         self._fd = fd
+        self.acquired_at = time.time()
 
     def release(self) -> None:
         if self._fd is not None:

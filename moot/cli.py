@@ -163,7 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     ctl.add_argument("words", nargs="*", metavar="ARG",
                      help="summarize: AGENT|all [FOCUS…]; inject: the note's text")
     ctl.add_argument("--wait", type=_finite_seconds, default=10.0,
-                     help="seconds to wait for the running debate to pick it up (default 10; 0: don't wait)")
+                     help="seconds to wait until it is in effect (default 10); one not taken by then is "
+                          "withdrawn; 0: send and return")
     state_dir(ctl)
 
     res = sub.add_parser("resume", help="continue an unfinished debate")
@@ -491,12 +492,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_ctl(args: argparse.Namespace) -> int:
+    """Send one command to the process running a debate, then follow the event log until it is
+    in effect (exit 0), refused (exit 2) or `--wait` runs out. A command not taken by then is
+    withdrawn (exit 2): it is applied exactly once or not at all."""
     import time
 
     from moot.core.agents import require_agent
-    from moot.core.control import ControlCommand, send
-    from moot.core.events import DebateStarted, parse_event
-    from moot.core.store import open_regular
+    from moot.core.control import MAX_TEXT, ControlCommand, effect_of, send, withdraw
+    from moot.core.describe import describe
+    from moot.core.events import ControlChanged, DebateStarted, Event, is_terminal, parse_event
+    from moot.core.sanitize import one_line_safe
+    from moot.core.errors import StoreError
+    from moot.core.store import open_regular, writer_alive
 
     folder = _open(args)
     words = list(args.words)
@@ -504,7 +511,7 @@ def cmd_ctl(args: argparse.Namespace) -> int:
     if args.action == "summarize":
         if not words:
             raise InputError("usage: moot ctl ID summarize AGENT|all [FOCUS…]")
-        agent, text = words[0], " ".join(words[1:]) or None
+        agent, text = words[0], " ".join(words[1:]).strip() or None
         if agent.lower() != "all":
             try:
                 with os.fdopen(open_regular(folder.events_path), "rb") as fh:
@@ -519,33 +526,79 @@ def cmd_ctl(args: argparse.Namespace) -> int:
             raise InputError("usage: moot ctl ID inject TEXT…")
     elif words:
         raise InputError(f"{args.action} takes no arguments")
+    if text is not None:
+        what = "the note" if args.action == "inject" else "the focus"
+        if len(text) > MAX_TEXT:
+            raise InputError(f"{what} is {len(text)} characters; the limit is {MAX_TEXT}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as lone surrogates
+            raise InputError(f"{what} is not valid UTF-8 text") from None
     command = ControlCommand(action=args.action, agent=agent, text=text)
     start = folder.events_path.stat().st_size if folder.events_path.exists() else 0
     send(folder, command)
     if args.wait <= 0:
-        print(f"sent {command.id}; the running debate picks it up at its next call boundary")
+        print(f"sent {command.id}; the running debate takes it at its next call boundary")
         return ExitCode.OK
-    needle = f'"command_id":"{command.id}"'.encode()
+
+    def show(event: Event) -> None:
+        if isinstance(event, ControlChanged) and event.effective:
+            print(f"{command.id}: ⏸ paused: no call in flight; nothing runs until `moot ctl {folder.id} resume`")
+            return
+        line = describe(event)
+        if line is not None:
+            print(f"{command.id}: {line.text}")
+
+    def refused(event: Event) -> int:
+        print(f"moot: {one_line_safe(getattr(event, 'message', 'refused'), 400)}", file=sys.stderr)
+        return ExitCode.INPUT
+
+    offset, rest = start, b""
+    taken = False
     deadline = time.monotonic() + args.wait
-    picked = False
-    while time.monotonic() < deadline:
-        with os.fdopen(open_regular(folder.events_path), "rb") as fh:
-            fh.seek(start)
-            tail = fh.read()
-        if not picked and needle in tail:
-            picked = True
-            print(f"{args.action}: picked up by the running debate" +
-                  (" (calls in flight finish first)" if args.action in ("pause", "stop") else ""))
-            if args.action != "pause":
+    while True:
+        try:
+            with os.fdopen(open_regular(folder.events_path), "rb") as fh:
+                fh.seek(offset)
+                data = fh.read()
+        except StoreError as exc:
+            raise InputError(str(exc)) from None
+        except OSError as exc:
+            raise InputError(f"cannot read debate {folder.id}: {exc.strerror or exc}") from None
+        offset += len(data)
+        *lines, rest = (rest + data).split(b"\n")
+        for raw in lines:
+            try:
+                event = parse_event(raw)
+            except ValueError:  # pydantic's ValidationError included
+                continue
+            effect = effect_of(command, event, taken=taken)
+            if effect == "refused":
+                return refused(event)
+            if effect is not None:
+                show(event)
+                if effect == "in_effect":
+                    return ExitCode.OK
+                taken = True
+            elif taken and is_terminal(event):
+                show(event)  # the debate ended before the pause could hold anything
                 return ExitCode.OK
-        if picked and b'"effective":true' in tail[tail.find(needle):]:
-            print("paused: no call in flight; nothing runs until `moot ctl ID resume`")
+        alive = writer_alive(folder)
+        if not taken and (not alive or time.monotonic() >= deadline):
+            if withdraw(folder, command):
+                why = ("the process running it ended" if not alive
+                       else f"its process did not take it within {args.wait:g} s (is it stuck?)")
+                print(f"moot: debate {folder.id}: {why}; {command.id} withdrawn, nothing changed", file=sys.stderr)
+                return ExitCode.INPUT
+            taken = True  # claimed at the last moment: its outcome is on its way to the log
+            deadline = time.monotonic() + max(args.wait, 5.0)
+            continue
+        if taken and (not alive or time.monotonic() >= deadline):
+            then = "paused once they finish" if args.action == "pause" else "the debate ends once they finish"
+            print(f"{command.id}: {args.action} taken; calls still in flight after {args.wait:g} s (nothing new "
+                  f"starts; {then})" if alive else f"{command.id}: taken; the debate's process ended")
             return ExitCode.OK
         time.sleep(0.05)
-    if not picked:
-        print(f"sent {command.id}; not picked up within {args.wait:g} s (the debate takes it at its next "
-              "call boundary)", file=sys.stderr)
-    return ExitCode.OK
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -22,6 +22,7 @@ from moot.core.events import (
     NoteInjected,
     SummaryAdded,
     SummaryRequested,
+    Warning_,
 )
 from moot.tui.format import k
 
@@ -30,6 +31,14 @@ from moot.tui.format import k
 class Followup:
     matches: Callable[[Event], bool]
     line: Callable[[Event], str]
+    command_id: str | None = None
+    """The command (sent to another process) it waits on: a refusal of it drops the followup."""
+
+
+def tagged(command_id: str | None, items: list[Followup]) -> list[Followup]:
+    for item in items:
+        item.command_id = command_id
+    return items
 
 
 @dataclass
@@ -46,6 +55,11 @@ class Followups:
 
     def on_event(self, event: Event) -> str | None:
         """The line to show now (the last followup this event fires), or None."""
+        if isinstance(event, Warning_) and event.command_id is not None:
+            refused = [f for f in self.waiting if f.command_id == event.command_id]
+            if refused:  # the debate's process would not apply it: nothing else will follow
+                self.waiting = [f for f in self.waiting if f not in refused]
+                return f"refused: {event.message}"
         shown: str | None = None
         for item in list(self.waiting):
             if item.matches(event):
@@ -67,35 +81,35 @@ def picked_up(command_id: str | None, what: str) -> list[Followup]:
     """A command sent to another process: say when that process recorded it."""
     if command_id is None:
         return []
-    return [Followup(_carries(command_id), lambda e: f"{what}: taken by the debate's process")]
+    return tagged(command_id, [Followup(_carries(command_id), lambda e: f"{what}: taken by the debate's process")])
 
 
 def after_pause(command_id: str | None) -> list[Followup]:
-    return [
+    return tagged(command_id, [
         *([Followup(_carries(command_id), lambda e: "pausing: the calls in flight finish first…")]
           if command_id else []),
         Followup(lambda e: isinstance(e, ControlChanged) and e.action == "pause" and e.effective,
                  lambda e: "paused: no call in flight — /resume (or p) continues"),
-    ]
+    ])
 
 
 def after_resume(command_id: str | None) -> list[Followup]:
-    return [Followup(_carries(command_id), lambda e: "resumed")] if command_id else []
+    return tagged(command_id, [Followup(_carries(command_id), lambda e: "resumed")]) if command_id else []
 
 
 def after_stop(debate_id: str, command_id: str | None) -> list[Followup]:
-    return [
+    return tagged(command_id, [
         *picked_up(command_id, "stop"),
         Followup(lambda e: isinstance(e, DebateInterrupted),
                  lambda e: f"stopped and saved — continue with `moot resume {debate_id}`"),
-    ]
+    ])
 
 
 def after_inject(command_id: str | None) -> list[Followup]:
     if command_id is None:
         return []
-    return [Followup(lambda e: isinstance(e, NoteInjected) and e.command_id == command_id,
-                     lambda e: "moderator note added: every agent sees it from its next call on")]
+    return tagged(command_id, [Followup(lambda e: isinstance(e, NoteInjected) and e.command_id == command_id,
+                                        lambda e: "moderator note added: every agent sees it from its next call on")])
 
 
 def after_summarize(agent_ids: list[str], command_id: str | None) -> list[Followup]:
@@ -121,4 +135,4 @@ def after_summarize(agent_ids: list[str], command_id: str | None) -> list[Follow
     if command_id is not None:
         out.insert(0, Followup(lambda e: isinstance(e, SummaryRequested) and e.command_id == command_id,
                                lambda e: "summary requested: made at each agent's next call boundary"))
-    return out
+    return tagged(command_id, out)

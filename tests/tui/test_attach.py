@@ -16,7 +16,7 @@ from moot.core.events import (
     SummaryRequested,
 )
 from moot.core.store import StateDir, read_events
-from moot.core.control import writer_alive
+from moot.core.store import writer_alive
 from moot.tui.app import create_app
 from moot.tui.runtime import WatchRuntime
 from moot.tui.screens.confirm import ConfirmScreen
