@@ -11,9 +11,13 @@ from moot.core.models import DebateState
 from moot.core.sanitize import terminal_safe
 
 
-async def print_events(sub: Subscription, out: TextIO | None = None) -> None:
+async def print_events(sub: Subscription, out: TextIO | None = None, *,
+                       skip: tuple[type, ...] = ()) -> None:
+    """A line per event on `out` (stderr); events of the `skip` types are left to the caller."""
     out = out or sys.stderr
     async for event in sub:
+        if isinstance(event, skip):
+            continue
         line = describe(event)
         if line is not None:
             print(line.text, file=out, flush=True)

@@ -375,7 +375,8 @@ def cmd_show(args: argparse.Namespace) -> int:
               + (f"; summaries: {summ}" if summ else ""))
     print(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
     if state.error:
-        print(f"error: {one_line_safe(state.error, 600)}")
+        label = "interrupted by" if state.status == "interrupted" else "error"
+        print(f"{label}: {one_line_safe(state.error, 600)}")
     if state.final_solution:
         print("\n" + solution_text(state))
     return ExitCode.OK

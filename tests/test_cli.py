@@ -1,0 +1,105 @@
+"""The command's small promises: --version, `moot list`, role typos, what an interrupted run
+says, stdout's first line, and `moot eval` without a config — each through `moot.cli.main`
+or the real command in a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from moot import __version__
+from moot.cli import main
+from moot.core.sanitize import UNSAFE
+from tests.conftest import ROOT, make_server, moot, read_jsonl, run_debate
+
+TRACEBACK = "Traceback (most recent call last)"
+DEMO = {"MOOT_DEMO_DELAY": "0"}
+
+
+def cli(*argv: str) -> SimpleNamespace:
+    """`moot ARGV` in-process: its exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # argparse: --version, --help, bad arguments
+            code = exc.code
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def _one_error_line(r: SimpleNamespace, code: int) -> str:
+    assert r.returncode == code, (r.returncode, r.stderr)
+    assert TRACEBACK not in r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("moot: "), r.stderr
+    return str(lines[0])
+
+
+# ---------------------------------------------------------------- interrupted runs
+
+
+def _wait_for(predicate: Any, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def test_an_interrupted_run_says_so_once_with_its_cause(tmp_path: Path) -> None:
+    sd = tmp_path / "D"
+    proc = subprocess.Popen([sys.executable, "-m", "moot", "run", "Design a cache", "--provider", "demo",
+                             "--headless", "--demo-delay", "0.05", "--state-dir", str(sd)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        _wait_for(lambda: any(e["type"] == "contribution_added"
+                              for p in sd.glob("*/events.jsonl") for e in read_jsonl(p)))
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and TRACEBACK not in err
+    (folder,) = sd.iterdir()
+    assert err.replace(str(tmp_path), "").count("interrupted") == 1, err
+    assert err.splitlines()[-1] == (f"moot: debate interrupted (SIGINT); saved in {folder}; "
+                                    f"continue with `moot resume {folder.name} --state-dir {sd}`")
+    assert out == ""
+    show = cli("show", folder.name, "--state-dir", str(sd))
+    assert "interrupted by: SIGINT" in show.stdout and "error:" not in show.stdout
+    report = cli("report", folder.name, "--state-dir", str(sd)).stdout
+    assert "**Status:** interrupted (resumable) — by SIGINT ·" in report
+    watched = cli("watch", folder.name, "--headless", "--state-dir", str(sd)).stdout
+    assert watched.splitlines()[-1] == "■ debate interrupted (SIGINT)"
+
+    # A log from before the cause was recorded (reason "interrupted") says it once too.
+    events = (folder / "events.jsonl").read_text().splitlines()
+    last = json.loads(events[-1])
+    assert last["type"] == "debate_interrupted"
+    last["reason"] = "interrupted"
+    (folder / "events.jsonl").write_text("\n".join([*events[:-1], json.dumps(last)]) + "\n")
+    (folder / "state.json").unlink()
+    show = cli("show", folder.name, "--state-dir", str(sd)).stdout
+    assert "interrupted by" not in show and "error:" not in show
+    report = cli("report", folder.name, "--state-dir", str(sd)).stdout
+    assert "**Status:** interrupted (resumable) ·" in report
+
+
+def test_a_users_stop_is_not_reported_twice(tmp_path: Path) -> None:
+    state, folder = asyncio.run(run_debate(tmp_path, rounds=1, before_run=lambda s: s.orchestrator.stop()))
+    assert state.status == "stopped" and state.error is None
+    report = cli("report", state.id, "--state-dir", str(folder.path.parent)).stdout
+    assert "**Status:** stopped by the user ·" in report
