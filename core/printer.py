@@ -28,7 +28,9 @@ def solution_text(state: DebateState) -> str:
     sol = state.final_solution
     if sol is None:
         return ""
-    lines = [sol.description.strip(), ""]
+    # Cleaned before it is stripped: a reply that opens with an escape sequence and a newline
+    # would otherwise start stdout with a blank line.
+    lines = [terminal_safe(sol.description).strip() or "(the judge's answer held no text)", ""]
     lines.append(f"Confidence: {sol.confidence if sol.confidence is not None else 'n/a'}")
     for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
                          ("Unresolved", sol.unresolved)):

@@ -103,3 +103,30 @@ def test_a_users_stop_is_not_reported_twice(tmp_path: Path) -> None:
     assert state.status == "stopped" and state.error is None
     report = cli("report", state.id, "--state-dir", str(folder.path.parent)).stdout
     assert "**Status:** stopped by the user ·" in report
+
+
+# ---------------------------------------------------------------- headless stdout
+
+
+def test_headless_stdout_starts_with_the_solution(tmp_path: Path) -> None:
+    r = moot("run", "Design a URL shortener", "--provider", "demo", "--headless", "-r", "1",
+             "--state-dir", str(tmp_path / "D"), env=DEMO)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0].strip(), r.stdout[:200]
+
+
+def test_a_solution_that_opens_with_escapes_still_starts_stdout(tmp_path: Path) -> None:
+    def reply(body: dict[str, Any], n: int) -> str:
+        ask = str(body["messages"][-1]["content"]).lower()
+        if "json" in ask and "confidence" in ask:
+            return json.dumps({"solution": "\x1b[1m\n\n\x1b[0mUse a token bucket per key.", "confidence": 70})
+        return f"Reply {n}: keep it simple."
+
+    srv = make_server(reply=reply)
+    try:
+        r = cli("run", "Design a rate limiter", "--base-url", srv.base_url, "--headless", "-r", "1",
+                "-a", "kiss", "--state-dir", str(tmp_path / "D"))
+    finally:
+        srv.stop()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "Use a token bucket per key."
