@@ -328,6 +328,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    import shutil
+
     from moot.core.sanitize import one_line_safe
     from moot.core.store import StateDir, summarize_folder
 
@@ -336,10 +338,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no debates in {sd.root}", file=sys.stderr)
         return ExitCode.OK
+    rows.sort(key=lambda r: (cast(float, r["created_at"]), str(r["id"])), reverse=True)  # newest first
+    # No CREATED column: an id is its creation time (YYYYMMDD-HHMMSS-xxxx), and the problem needs the room.
+    table = [["ID", "STATUS", "PROGRESS", "PROVIDER"]]
+    problems = ["PROBLEM"]
     for r in rows:
-        demo = " [DEMO]" if r.get("demo") else ""
-        problem = one_line_safe(str(r["problem"]), 80)
-        print(f"{r['id']}  {r['status']:<14} {str(r['rounds']):>7}  {r.get('created', ''):16}  {problem}{demo}")
+        providers = [str(p) for p in cast("list[object]", r["providers"])]
+        progress = f"{r['rounds']} {r['steps']}" if r.get("steps") else ""
+        table.append([one_line_safe(str(r["id"]), 40), str(r["status"]), progress,
+                      "+".join("DEMO" if p == "demo" else one_line_safe(p, 12) for p in providers)])
+        problems.append(str(r["problem"]))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    used = sum(widths) + 2 * len(widths)
+    room = max(16, shutil.get_terminal_size((120, 24)).columns - used)  # the problem is cut, not wrapped
+    for row, problem in zip(table, problems, strict=True):
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        print("  ".join([*cells, one_line_safe(problem, room)]).rstrip())
     return ExitCode.OK
 
 

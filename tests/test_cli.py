@@ -47,6 +47,36 @@ def _one_error_line(r: SimpleNamespace, code: int) -> str:
     return str(lines[0])
 
 
+# ---------------------------------------------------------------- moot list
+
+
+def test_list_has_a_header_newest_first_and_marks_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = make_server()
+    try:
+        older, folder = asyncio.run(run_debate(tmp_path, "Design a URL shortener", rounds=1))
+        time.sleep(0.01)
+        long = "Design a rate limiter \x1b]0;owned\x07for a public API " + "with many more words " * 20
+        newer, _ = asyncio.run(run_debate(tmp_path, long, rounds=1, provider="openai", base_url=srv.base_url))
+    finally:
+        srv.stop()
+    monkeypatch.setenv("COLUMNS", "80")
+    r = cli("list", "--state-dir", str(folder.path.parent))
+    assert r.returncode == 0 and not r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["ID", "STATUS", "PROGRESS", "PROVIDER", "PROBLEM"]
+    assert [line.split()[0] for line in lines[1:]] == [newer.id, older.id]  # newest first
+    new_row, old_row = lines[1:]
+    assert re.search(r"\bDEMO\b", old_row) and "Design a URL shortener" in old_row
+    assert "DEMO" not in new_row and re.search(r"\bopenai\b", new_row)
+    assert "1/1 rounds" in new_row and "completed" in new_row
+    # Aligned: every column starts where its header does; the long problem is cut to the width.
+    for header in ("STATUS", "PROGRESS", "PROVIDER", "PROBLEM"):
+        at = lines[0].index(header)
+        assert all(line[at - 2:at] == "  " and line[at] != " " for line in lines[1:]), header
+    assert len(new_row) == 80 and new_row.endswith("…")
+    assert not UNSAFE.search(r.stdout) and "owned" not in r.stdout  # the problem's escape sequence is gone
+
+
 # ---------------------------------------------------------------- interrupted runs
 
 
