@@ -47,6 +47,16 @@ def _one_error_line(r: SimpleNamespace, code: int) -> str:
     return str(lines[0])
 
 
+# ---------------------------------------------------------------- --version
+
+
+def test_version_in_process_and_as_a_command() -> None:
+    r = cli("--version")
+    assert r.returncode == 0 and r.stdout == f"moot {__version__}\n"
+    proc = subprocess.run([sys.executable, "-m", "moot", "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"moot {__version__}" and not proc.stderr
+
+
 # ---------------------------------------------------------------- moot list
 
 
