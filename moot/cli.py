@@ -141,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="score a debate's final solution with evaluator agents")
     ev.add_argument("id")
-    ev.add_argument("-c", "--config", required=True, help="evaluator config (JSON or TOML)")
+    ev.add_argument("-c", "--config", help="evaluator config (JSON or TOML); default: the debate's own "
+                                           "provider and models")
     ev.add_argument("-o", "--output", help="write results: .md table, .json or .csv by extension")
     provider_args(ev)
     state_dir(ev)
@@ -431,7 +432,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from moot.core.errors import ProviderError
-    from moot.core.evaluate import FORMATS, load_eval_config, render_csv, render_json, render_markdown, run_evaluators
+    from moot.core.evaluate import (FORMATS, default_evaluators, load_eval_config, render_csv, render_json,
+                                    render_markdown, run_evaluators)
+    from moot.core.sanitize import one_line_safe
 
     fmt = "md"
     if args.output:
@@ -439,11 +442,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if suffix not in FORMATS:
             raise InputError(f"unknown output format {suffix or '(none)'!r} for {args.output}; use .md, .json or .csv")
         fmt = FORMATS[suffix]
-    evaluators = load_eval_config(Path(args.config), provider=args.provider, model=args.model,
-                                  base_url=args.base_url)
+    flags = {"provider": args.provider, "model": args.model, "base_url": args.base_url}
+    evaluators = load_eval_config(Path(args.config), **flags) if args.config else None
     state = _open(args).load()
     if state.final_solution is None:
         raise InputError(f"debate {state.id} has no final solution (status {state.status}); nothing to evaluate")
+    if evaluators is None:
+        evaluators = default_evaluators(state, **flags)
+        on = ", ".join(f"{ev.id} {ev.provider}:{one_line_safe(str(ev.model), 80)}" for ev in evaluators)
+        print(f"moot: no -c FILE: evaluating with the debate's own provider ({on})", file=sys.stderr)
     demo = [ev.id for ev in evaluators if ev.provider == "demo"]
     if demo:
         verb = "uses" if len(demo) == 1 else "use"

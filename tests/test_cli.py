@@ -187,3 +187,64 @@ def test_a_solution_that_opens_with_escapes_still_starts_stdout(tmp_path: Path) 
         srv.stop()
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "Use a token bucket per key."
+
+
+# ---------------------------------------------------------------- moot eval without -c
+
+
+def test_eval_without_config_uses_the_debates_own_provider_offline(tmp_path: Path) -> None:
+    state, folder = asyncio.run(run_debate(tmp_path, rounds=1))
+    r = cli("eval", state.id, "--state-dir", str(folder.path.parent))
+    assert r.returncode == 0, r.stderr
+    assert "| Criterion | eval-1 | Average |" in r.stdout and "**DEMO**" in r.stdout
+    assert "### eval-1 (demo: demo)" in r.stdout
+    assert "debate's own provider (eval-1 demo:demo)" in r.stderr and TRACEBACK not in r.stderr
+
+
+def test_eval_without_config_calls_the_debates_own_endpoint(tmp_path: Path) -> None:
+    scores = {c: {"score": 7, "reason": "fine"} for c in ("functional_completeness", "performance", "security",
+                                                         "maintainability", "testability",
+                                                         "requirements_fulfilment", "overall")}
+
+    def reply(body: dict[str, Any], n: int) -> str:
+        if "Solution Evaluator" in str(body["messages"][0]["content"]):
+            return json.dumps({"scores": scores})
+        ask = str(body["messages"][-1]["content"]).lower()
+        if "json" in ask and "confidence" in ask:
+            return json.dumps({"solution": "Use a queue.", "confidence": 80})
+        return f"Reply {n}."
+
+    srv = make_server(reply=reply)
+    try:
+        state, folder = asyncio.run(run_debate(tmp_path, rounds=1, provider="openai", base_url=srv.base_url,
+                                               roles=["kiss"], config={"judge": {"model": "judge-model"}}))
+        before = srv.calls
+        r = cli("eval", state.id, "--state-dir", str(folder.path.parent), "-o", str(tmp_path / "scores.json"))
+        asked = srv.requests[before:]
+        # A flag that moves a demo debate's evaluation to an endpoint takes that provider's default model.
+        demo, _ = asyncio.run(run_debate(tmp_path, rounds=1))
+        before = srv.calls
+        moved = cli("eval", demo.id, "--base-url", srv.base_url, "--state-dir", str(folder.path.parent))
+        moved_asked = srv.requests[before:]
+    finally:
+        srv.stop()
+    assert moved.returncode == 0, moved.stderr
+    assert [b["model"] for b in moved_asked] == ["gpt-4o-mini"] and "**DEMO**" not in moved.stdout
+    assert r.returncode == 0, r.stderr
+    # One evaluator per model the debate ran on, the judge's first, at the debate's endpoint.
+    assert sorted(b["model"] for b in asked) == ["gpt-4o-mini", "judge-model"]
+    data = json.loads((tmp_path / "scores.json").read_text())
+    assert [(e["id"], e["model"]) for e in data["evaluators"]] == [("eval-1", "judge-model"),
+                                                                   ("eval-2", "gpt-4o-mini")]
+    assert data["averages"]["overall"] == 7 and not data["demo"]
+
+
+def test_the_readmes_evaluator_file_works_without_a_key(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    after = readme.split("Your own evaluators go in a file, `evaluators.toml`:", 1)[1]
+    block = after.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "evaluators.toml").write_text(block)
+    state, folder = asyncio.run(run_debate(tmp_path, rounds=1))
+    r = cli("eval", state.id, "-c", "evaluators.toml", "--state-dir", str(folder.path.parent))  # cwd: tmp_path
+    assert r.returncode == 0, r.stderr
+    assert "| Criterion | eval-1 | eval-2 | Average |" in r.stdout and "**DEMO**" in r.stdout
