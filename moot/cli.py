@@ -308,7 +308,7 @@ def _write_solution(path: Path, state: DebateState) -> None:
     if path.suffix.lower() == ".json":
         data = state.final_solution.model_dump_json(indent=2) if state.final_solution else "null"
     else:
-        data = f"# {state.problem.splitlines()[0]}\n\n" + solution_text(state)
+        data = f"# {state.problem.splitlines()[0].lstrip('# ')}\n\n" + solution_text(state)  # not "# # Title"
     _write(path, data)
 
 

@@ -248,3 +248,13 @@ def test_the_readmes_evaluator_file_works_without_a_key(tmp_path: Path) -> None:
     r = cli("eval", state.id, "-c", "evaluators.toml", "--state-dir", str(folder.path.parent))  # cwd: tmp_path
     assert r.returncode == 0, r.stderr
     assert "| Criterion | eval-1 | eval-2 | Average |" in r.stdout and "**DEMO**" in r.stdout
+
+
+# ---------------------------------------------------------------- -o solution.md
+
+
+def test_the_solution_files_title_is_one_heading(tmp_path: Path) -> None:
+    (tmp_path / "problem.md").write_text("# Design a cache\n\nFor a read-heavy API.\n")
+    r = cli("run", "-p", "problem.md", "--provider", "demo", "--headless", "-r", "1", "-o", "solution.md")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "solution.md").read_text().splitlines()[0] == "# Design a cache"
