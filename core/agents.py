@@ -50,8 +50,13 @@ def require_agent(text: str, agents: Sequence[A], judge: A | None = None, *, whe
         return found
     choices = [a.id for a in agents] + ([judge.id] if judge is not None else [])
     words = choices + [a.role for a in agents] + ([JUDGE_WORD] if judge is not None else [])
-    close = difflib.get_close_matches(text.strip().lower(), [w.lower() for w in words], n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(text, words)
     names = ", ".join(a.id for a in agents) + (f", judge ({judge.id})" if judge is not None and judge.id != JUDGE_WORD
                                                 else ", judge" if judge is not None else "")
     raise InspectError(f"no agent {text!r}{where}{hint}; agents: {names}")
+
+
+def did_you_mean(text: str, words: Sequence[str]) -> str:
+    """` (did you mean 'x'?)` for the word closest to a typo in `text` (case-insensitive), else ""."""
+    close = difflib.get_close_matches(text.strip().lower(), [w.lower() for w in words], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

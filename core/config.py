@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from moot.core.agents import did_you_mean
 from moot.core.errors import ConfigError
 from moot.core.inputs import MAX_CONFIG_BYTES, read_text_file
 from moot.core.models import (
@@ -51,7 +52,9 @@ def describe_validation_error(exc: ValidationError, source: str = "config") -> s
     if err["type"] == "extra_forbidden":
         return f"{source}: unknown field {where!r}"
     if err["type"] == "literal_error" and where.endswith("role"):
-        msg = f"unknown role; expected one of {', '.join(ROLES)}"
+        typo = err.get("input")
+        hint = did_you_mean(typo, ROLES) if isinstance(typo, str) else ""
+        msg = f"unknown role{hint}; expected one of {', '.join(ROLES)}"
     value = err.get("input")
     shown = "" if isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
     where = f"{where}: " if where else ""
@@ -117,7 +120,8 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
     if ov.roles is not None:
         bad = [r for r in ov.roles if r not in ROLES]
         if bad:
-            raise ConfigError(f"unknown role {bad[0]!r}; expected one of {', '.join(ROLES)}")
+            raise ConfigError(f"unknown role {bad[0]!r}{did_you_mean(bad[0], ROLES)}; "
+                              f"expected one of {', '.join(ROLES)}")
         data["agents"] = [{"id": r, "role": r} for r in ov.roles]
     elif not data.get("agents"):
         data["agents"] = [{"id": r, "role": r} for r in DEFAULT_ROLES]

@@ -197,7 +197,8 @@ def _describe(event: Event) -> Line | None:
         case DebateInterrupted(status="stopped"):
             return Line("warning", "■ debate stopped by the user")
         case DebateInterrupted():
-            return Line("warning", "■ debate interrupted")
+            cause = f" ({_safe(event.cause, 80)})" if event.cause else ""
+            return Line("warning", f"■ debate interrupted{cause}")
         case DebateFailed(error=error):
             return Line("error", f"✗ debate failed: {_safe(error, 400)}")
         case Token() | CallStarted() | PhaseCompleted():

@@ -79,8 +79,42 @@ def load_eval_config(path: Path, *, provider: str | None = None, model: str | No
         cfg = EvalConfig.model_validate(read_config_file(path))
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc, str(path))) from None
+    return _resolved(cfg.agents, provider, model, base_url)
+
+
+def default_evaluators(state: DebateState, *, provider: str | None = None, model: str | None = None,
+                       base_url: str | None = None) -> list[EvaluatorConfig]:
+    """`moot eval ID` without `-c`: one evaluator per model the debate ran on (the judge's first),
+    on the provider and endpoint recorded for it, so a demo debate is evaluated offline and a
+    debate on a local server by that server. The flags override as they do a file's; a
+    `--provider` or `--base-url` that leaves the recorded provider drops its model and endpoint."""
+    urls: dict[str, str | None] = {}
+    for entry in [*state.config.get("agents", []), state.config.get("judge", {})]:
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+            urls[entry["id"]] = entry.get("base_url") if isinstance(entry.get("base_url"), str) else None
+    recorded: list[EvaluatorConfig] = []
+    for person in [state.judge, *state.agents]:
+        if person is None:
+            continue
+        prov = provider or ("openai" if base_url else person.provider)
+        kept = prov == person.provider
+        recorded.append(EvaluatorConfig(id="eval", provider="demo" if prov == "demo" else "openai",
+                                        model=person.model if kept else None,
+                                        base_url=urls.get(person.id) if kept else None))
+    if not recorded:
+        raise ConfigError(f"debate {state.id} records no agents to take a provider from; give -c FILE")
+    unique: list[EvaluatorConfig] = []
+    for ev in _resolved(recorded, None, model, base_url):
+        if all((e.provider, e.model, e.base_url) != (ev.provider, ev.model, ev.base_url) for e in unique):
+            unique.append(ev.model_copy(update={"id": f"eval-{len(unique) + 1}"}))
+    return unique
+
+
+def _resolved(evaluators: list[EvaluatorConfig], provider: str | None, model: str | None,
+              base_url: str | None) -> list[EvaluatorConfig]:
+    """Flags over each evaluator's own settings; an unset provider and model as for debaters."""
     out = []
-    for ev in cfg.agents:
+    for ev in evaluators:
         url = base_url or ev.base_url
         prov = provider or ev.provider or default_provider_name(url)
         mod = model or ev.model or (DEFAULT_DEMO_MODEL if prov == "demo" else DEFAULT_OPENAI_MODEL)
@@ -285,7 +319,7 @@ def render_markdown(state: DebateState, results: list[EvaluatorResult]) -> str:
     conf = state.final_solution.confidence if state.final_solution else None
     out = [f"# Evaluation: {state.problem.strip().splitlines()[0] if state.problem.strip() else state.id}", "",
            f"Debate `{state.id}` · judge's confidence {conf if conf is not None else 'n/a'} · "
-           f"{len(results)} evaluators, {len(ok)} with valid scores", ""]
+           f"{len(results)} evaluator{'' if len(results) == 1 else 's'}, {len(ok)} with valid scores", ""]
     if any(r.provider == "demo" for r in results):
         out += ["> **DEMO** — scores from the offline demo provider are scripted, not a model's judgement.", ""]
     header = ["Criterion", *(r.id for r in results), "Average"]

@@ -224,6 +224,14 @@ class DebateInterrupted(_Event):
     status: Literal["interrupted", "stopped"] = "interrupted"
     reason: str = ""
 
+    @property
+    def cause(self) -> str | None:
+        """What cut an interrupted run short (a signal's name), when it is known. None for a
+        user's stop (the status says it all) and for older logs, whose reason repeated the status."""
+        if self.status != "interrupted" or self.reason in ("", "interrupted"):
+            return None
+        return self.reason
+
 
 class DebateFailed(_Event):
     type: Literal["debate_failed"] = "debate_failed"

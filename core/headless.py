@@ -15,7 +15,7 @@ from pathlib import Path
 
 from moot.core.describe import describe
 from moot.core.errors import ExitCode, StoreError
-from moot.core.events import DebateResumed, is_terminal, parse_event
+from moot.core.events import DebateInterrupted, DebateResumed, is_terminal, parse_event
 from moot.core.models import DebateState
 from moot.core.printer import print_events, solution_text
 from moot.core.runner import DebateSession
@@ -38,7 +38,8 @@ def ending_line(state: DebateState, folder: Path) -> str | None:
     if state.status == "failed":
         return f"moot: {one_line_safe(state.error or 'failed', 600)}; {hint}"
     if state.status in ("interrupted", "running"):
-        return f"moot: debate interrupted; {hint}"
+        cause = f" ({one_line_safe(state.error, 80)})" if state.status == "interrupted" and state.error else ""
+        return f"moot: debate interrupted{cause}; {hint}"
     if state.status == "stopped":
         return f"moot: debate stopped; {hint}"
     return None
@@ -47,25 +48,27 @@ def ending_line(state: DebateState, folder: Path) -> str | None:
 async def run_headless(session: DebateSession) -> DebateState:
     """Run the debate to its end, printing progress; signals interrupt it (saved, resumable)."""
     printer_sub = session.bus.subscribe("printer")
-    printer = asyncio.create_task(print_events(printer_sub))
+    # The debate's own end line is left to `finish_headless`, which says it once, with the resume hint.
+    printer = asyncio.create_task(print_events(printer_sub, skip=(DebateInterrupted,)))
     session.start_writer()
     loop = asyncio.get_running_loop()
     engine = asyncio.ensure_future(session.run())
     interrupted = False
 
-    def on_signal() -> None:
+    def on_signal(sig: signal.Signals) -> None:
         # Ctrl-C / SIGTERM: cancel the debate at once (it records `interrupted` and
         # flushes the log). Signals that come while it flushes are ignored, so a
         # second Ctrl-C cannot tear the log.
         nonlocal interrupted
         if not interrupted and not engine.done():
             interrupted = True
+            session.orchestrator.interrupted_by = sig.name
             engine.cancel()
 
     stop_signals = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, on_signal)
+            loop.add_signal_handler(sig, on_signal, sig)
             stop_signals.append(sig)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
             pass

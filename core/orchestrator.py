@@ -90,6 +90,9 @@ class Orchestrator:
         self.ids = ids or Ids()
         self.clock = clock
         self.clarifier = clarifier
+        self.interrupted_by = ""
+        """What cancelled the run, when whoever cancels it knows (headless: the signal's name);
+        recorded as the `debate_interrupted` reason."""
         self.resuming = state is not None and bool(state.problem)
         self.state = state if state is not None else new_state(debate_id)
         self.bus.set_seq(self.state.last_seq)
@@ -280,7 +283,7 @@ class Orchestrator:
         except StopRequested:
             self.emit(DebateInterrupted(status="stopped", reason="stopped by the user"))
         except asyncio.CancelledError:
-            self.emit(DebateInterrupted(status="interrupted", reason="interrupted"))
+            self.emit(DebateInterrupted(status="interrupted", reason=self.interrupted_by))
             raise
         except DebateAborted as exc:
             self.emit(DebateFailed(error=str(exc), exit_code=exc.exit_code))

@@ -11,9 +11,13 @@ from moot.core.models import DebateState, Solution
 from moot.core.sanitize import terminal_safe
 
 
-async def print_events(sub: Subscription, out: TextIO | None = None) -> None:
+async def print_events(sub: Subscription, out: TextIO | None = None, *,
+                       skip: tuple[type, ...] = ()) -> None:
+    """A line per event on `out` (stderr); events of the `skip` types are left to the caller."""
     out = out or sys.stderr
     async for event in sub:
+        if isinstance(event, skip):
+            continue
         line = describe(event)
         if line is not None:
             print(line.text, file=out, flush=True)
@@ -24,7 +28,9 @@ def solution_text(state: DebateState) -> str:
     sol = state.final_solution
     if sol is None:
         return ""
-    lines = [sol.description.strip(), ""]
+    # Cleaned before it is stripped: a reply that opens with an escape sequence and a newline
+    # would otherwise start stdout with a blank line.
+    lines = [terminal_safe(sol.description).strip() or "(the judge's answer held no text)", ""]
     lines.append(f"Confidence: {sol.confidence if sol.confidence is not None else 'n/a'}")
     for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
                          ("Unresolved", sol.unresolved)):
@@ -50,7 +56,8 @@ def solution_document(state: DebateState) -> str:
     sol = state.final_solution
     if sol is None:
         return ""
-    title = next((line.strip() for line in state.problem.splitlines() if line.strip()), state.id)
+    first = next((line.strip() for line in state.problem.splitlines() if line.strip()), "")
+    title = first.lstrip("#").strip() or state.id  # a problem that is itself a heading: not "# # Title"
     conf = f"{sol.confidence}/100" if sol.confidence is not None else "n/a"
     body = [f"# {title}", "", solution_markdown(sol), f"*Confidence {conf} · moot debate {state.id}*", ""]
     return terminal_safe("\n".join(body))

@@ -98,7 +98,7 @@ def _header(state: DebateState) -> list[str]:
     title = state.problem.strip().splitlines()[0] if state.problem.strip() else state.id
     status = STATUS_TEXT.get(state.status, state.status)
     if state.error:
-        status += f" — {state.error}"
+        status += f" — {'by ' if state.status == 'interrupted' else ''}{state.error}"
     created = time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at))
     out = [f"# Debate report: {title.lstrip('# ')}", "",
            f"**Status:** {status} · **Rounds:** {len(state.rounds)}/{state.total_rounds} · "

@@ -132,9 +132,9 @@ def apply(state: DebateState, event: Event) -> DebateState:
         case DebateCompleted(status=status):
             state.status = status
             state.exit_code = ExitCode.OK
-        case DebateInterrupted(status=status, reason=reason):
+        case DebateInterrupted(status=status):
             state.status = status
-            state.error = reason or None
+            state.error = event.cause  # not the status again ("interrupted: interrupted")
             state.exit_code = ExitCode.INTERRUPTED if status == "interrupted" else ExitCode.OK
         case DebateFailed(error=error, exit_code=code):
             state.status = "failed"

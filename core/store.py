@@ -39,6 +39,7 @@ from pydantic import ValidationError
 from moot.core.errors import StoreError
 from moot.core.events import DebateStarted, Event, Subscription, Token, dump_event, is_terminal, parse_event
 from moot.core.models import DebateState
+from moot.core.sanitize import one_line_safe
 from moot.core.state import StateError, apply, new_state
 
 EVENTS_FILE = "events.jsonl"
@@ -593,13 +594,23 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
     try:
         state = folder.load()
     except StoreError as exc:
-        return {"id": folder.id, "status": "unreadable", "problem": str(exc), "rounds": 0}
+        try:
+            when = folder.events_path.stat().st_mtime
+        except OSError:
+            when = 0.0
+        return {"id": folder.id, "status": "unreadable", "problem": str(exc), "rounds": 0, "created_at": when,
+                "providers": []}
+    people = [*state.agents, *([state.judge] if state.judge else [])]
+    providers = sorted({a.provider for a in people})
     return {
         "id": folder.id,
         "status": state.status,
-        "problem": state.problem.strip().splitlines()[0][:80] if state.problem.strip() else "",
+        "problem": one_line_safe(state.problem.strip().splitlines()[0], 80) if state.problem.strip() else "",
         "rounds": f"{len(state.rounds)}/{state.total_rounds}",
+        "steps": "turns" if state.protocol == "conversation" else "rounds",
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at)),
-        "demo": any(a.provider == "demo" for a in state.agents),
+        "created_at": state.created_at,
+        "providers": providers,
+        "demo": "demo" in providers,
     }
 

@@ -141,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="score a debate's final solution with evaluator agents")
     ev.add_argument("id")
-    ev.add_argument("-c", "--config", required=True, help="evaluator config (JSON or TOML)")
+    ev.add_argument("-c", "--config", help="evaluator config (JSON or TOML); default: the debate's own "
+                                           "provider and models")
     ev.add_argument("-o", "--output", help="write results: .md table, .json or .csv by extension")
     provider_args(ev)
     state_dir(ev)
@@ -330,6 +331,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    import shutil
+
     from moot.core.sanitize import one_line_safe
     from moot.core.store import StateDir, summarize_folder
 
@@ -339,11 +342,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no debates in {sd.root}", file=sys.stderr)
         return ExitCode.OK
+    rows.sort(key=lambda r: (cast(float, r["created_at"]), str(r["id"])), reverse=True)  # newest first
+    # No CREATED column: an id is its creation time (YYYYMMDD-HHMMSS-xxxx), and the problem needs the room.
+    table = [["ID", "STATUS", "PROGRESS", "PROVIDER"]]
+    problems = ["PROBLEM"]
     for r in rows:
-        demo = " [DEMO]" if r.get("demo") else ""
-        problem = one_line_safe(str(r["problem"]), 80)
-        print(f"{one_line_safe(str(r['id']))}  {r['status']:<14} {str(r['rounds']):>7}  {r.get('created', ''):16}  "
-              f"{problem}{demo}")
+        providers = [str(p) for p in cast("list[object]", r["providers"])]
+        progress = f"{r['rounds']} {r['steps']}" if r.get("steps") else ""
+        table.append([one_line_safe(str(r["id"]), 40), str(r["status"]), progress,
+                      "+".join("DEMO" if p == "demo" else one_line_safe(p, 12) for p in providers)])
+        problems.append(str(r["problem"]))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    used = sum(widths) + 2 * len(widths)
+    room = max(16, shutil.get_terminal_size((120, 24)).columns - used)  # the problem is cut, not wrapped
+    for row, problem in zip(table, problems, strict=True):
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        print("  ".join([*cells, one_line_safe(problem, room)]).rstrip())
     return ExitCode.OK
 
 
@@ -384,7 +398,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             + (f"; summaries: {summ}" if summ else ""))
     say(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
     if state.error:
-        say(f"error: {one_line_safe(state.error, 600)}")
+        label = "interrupted by" if state.status == "interrupted" else "error"
+        say(f"{label}: {one_line_safe(state.error, 600)}")
     if state.final_solution:
         say("\n" + solution_text(state))
     return ExitCode.OK
@@ -427,7 +442,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from moot.core.errors import ProviderError
-    from moot.core.evaluate import FORMATS, load_eval_config, render_csv, render_json, render_markdown, run_evaluators
+    from moot.core.evaluate import (FORMATS, default_evaluators, load_eval_config, render_csv, render_json,
+                                    render_markdown, run_evaluators)
+    from moot.core.sanitize import one_line_safe
 
     fmt = "md"
     if args.output:
@@ -435,11 +452,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if suffix not in FORMATS:
             raise InputError(f"unknown output format {suffix or '(none)'!r} for {args.output}; use .md, .json or .csv")
         fmt = FORMATS[suffix]
-    evaluators = load_eval_config(Path(args.config), provider=args.provider, model=args.model,
-                                  base_url=args.base_url)
+    flags = {"provider": args.provider, "model": args.model, "base_url": args.base_url}
+    evaluators = load_eval_config(Path(args.config), **flags) if args.config else None
     state = _open(args).load()
     if state.final_solution is None:
         raise InputError(f"debate {state.id} has no final solution (status {state.status}); nothing to evaluate")
+    if evaluators is None:
+        evaluators = default_evaluators(state, **flags)
+        on = ", ".join(f"{ev.id} {ev.provider}:{one_line_safe(str(ev.model), 80)}" for ev in evaluators)
+        print(f"moot: no -c FILE: evaluating with the debate's own provider ({on})", file=sys.stderr)
     demo = [ev.id for ev in evaluators if ev.provider == "demo"]
     if demo:
         verb = "uses" if len(demo) == 1 else "use"

@@ -266,8 +266,9 @@ def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server:
         err = (tmp_path / f"{sig.name}.err").read_text()
         assert TRACEBACK not in err
         last = err.strip().splitlines()[-1]
-        assert last == (f"moot: debate interrupted; saved in {folder}; "
+        assert last == (f"moot: debate interrupted ({sig.name}); saved in {folder}; "
                         f"continue with `moot resume {folder.name} --state-dir {sd}`")
+        assert err.replace(str(tmp_path), "").count("interrupted") == 1, err  # said once, with its cause (not "interrupted: interrupted")
         raw = (folder / "events.jsonl").read_bytes()
         assert raw.endswith(b"\n")  # no torn line: the log was flushed
         events = [parse_event(line) for line in raw.split(b"\n") if line]
