@@ -78,7 +78,8 @@ def test_a_kill_anywhere_in_the_startup_window_leaves_nothing_or_a_resumable_deb
         listed = cli("list", "--state-dir", str(sd))
         assert listed.returncode == 0 and TRACEBACK not in listed.stderr
         visible = _visible(sd)
-        assert [p.name for p in visible] == [line.split()[0] for line in listed.stdout.splitlines()]
+        rows = listed.stdout.splitlines()[1:]  # under the header
+        assert [p.name for p in visible] == [line.split()[0] for line in rows]
         for folder in visible:
             r = cli("resume", folder.name, "--headless", "--state-dir", str(sd))
             assert r.returncode == 0, r.stderr
@@ -125,7 +126,8 @@ def test_list_settles_temporary_folders_whose_process_is_gone(tmp_path: Path) ->
     try:
         r = cli("list", "--state-dir", str(sd))
         assert r.returncode == 0, r.stderr
-        assert [line.split()[:2] for line in r.stdout.splitlines()] == [["20990101-000000-aaaa", "running"]]
+        assert [line.split()[:2] for line in r.stdout.splitlines()] == [["ID", "STATUS"],
+                                                                         ["20990101-000000-aaaa", "running"]]
         assert sorted(p.name for p in sd.iterdir()) == [".20990101-000000-cccc.tmp", ".20990101-000000-dddd.tmp",
                                                        "20990101-000000-aaaa"]
         busy = cli("resume", "20990101-000000-dddd", "--headless", "--state-dir", str(sd))

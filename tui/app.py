@@ -71,7 +71,8 @@ class MootApp(App[int]):
         self.runtimes: list[Runtime] = [runtime] if runtime is not None else []
         self._moot_quitting = False
         self._interrupting: asyncio.Task[None] | None = None
-        self._signal_pending = False
+        self._signal_pending: str | None = None
+        """What interrupted the app before it was mounted ("" when unknown), to act on at mount."""
         self._moot_mounted = False
         self._requested_theme = theme
         for t in load_themes():
@@ -110,8 +111,8 @@ class MootApp(App[int]):
         else:
             self.push_screen(DebatesScreen(self.state_dir or StateDir()))
         self._moot_mounted = True
-        if self._signal_pending:  # SIGINT/SIGTERM came while the app was starting
-            self.interrupt_now()
+        if self._signal_pending is not None:  # SIGINT/SIGTERM came while the app was starting
+            self.interrupt_now(self._signal_pending)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "command_line":
@@ -225,25 +226,26 @@ class MootApp(App[int]):
 
     def action_interrupt(self) -> None:
         """Ctrl-C: stop the debate at once (interrupted, saved, resumable) and quit; no question."""
-        self.interrupt_now()
+        self.interrupt_now("ctrl+c")
 
-    def interrupt_now(self) -> None:
+    def interrupt_now(self, cause: str = "") -> None:
         """SIGINT / SIGTERM (or Ctrl-C): cancel whatever runs at once and exit; idempotent.
+        `cause` (a signal's name) is recorded as what interrupted the debate.
 
         Runs in its own task, not in the app's message queue, so a busy screen or an
         open dialog cannot delay it."""
         if not self._moot_mounted:
-            self._signal_pending = True
+            self._signal_pending = cause
             return
         if self._interrupting is None:
-            self._interrupting = asyncio.get_running_loop().create_task(self._interrupt_and_exit(),
+            self._interrupting = asyncio.get_running_loop().create_task(self._interrupt_and_exit(cause),
                                                                         name="moot-interrupt")
 
-    async def _interrupt_and_exit(self) -> None:
+    async def _interrupt_and_exit(self, cause: str) -> None:
         self._moot_quitting = True
         try:
             for runtime in self.runtimes:
-                await runtime.interrupt()
+                await runtime.interrupt(cause)
         finally:
             self.exit(self.exit_code())
 
@@ -315,12 +317,12 @@ def _run(app: MootApp) -> int | None:
         installed: list[signal.Signals] = []
         for sig in previous:
             try:
-                loop.add_signal_handler(sig, app.interrupt_now)
+                loop.add_signal_handler(sig, app.interrupt_now, sig.name)
                 installed.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not on this platform
                 pass
         if pending:
-            app.interrupt_now()
+            app.interrupt_now(signal.Signals(pending[0]).name)
         try:
             return await app.run_async()
         finally:

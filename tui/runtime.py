@@ -125,8 +125,8 @@ class Runtime:
     async def shutdown(self) -> None:
         """Stop whatever runs (the engine, a tail) and wait for it; idempotent."""
 
-    async def interrupt(self) -> None:
-        """Stop at once (Ctrl-C, SIGINT, SIGTERM): no grace; idempotent."""
+    async def interrupt(self, cause: str = "") -> None:
+        """Stop at once (Ctrl-C, SIGINT, SIGTERM — named by `cause`): no grace; idempotent."""
         await self.shutdown()
 
 
@@ -252,9 +252,12 @@ class LiveRuntime(Runtime):
             self.session.bus.unsubscribe(self._sub)
             self._sub = None
 
-    async def interrupt(self) -> None:
+    async def interrupt(self, cause: str = "") -> None:
         """Cancel the debate at once, as Ctrl-C does headless: calls in flight are
-        cancelled, `debate_interrupted` is recorded, the log flushed, the lock released."""
+        cancelled, `debate_interrupted` is recorded (with `cause` as its reason), the log
+        flushed, the lock released."""
+        if cause and not self.orchestrator.interrupted_by:
+            self.orchestrator.interrupted_by = cause
         self._stopping.set()
         task = self._task
         if task is None and not self._interrupted:

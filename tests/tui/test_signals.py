@@ -106,8 +106,10 @@ def test_signal_in_a_terminal_stops_at_once_and_resumes(tmp_path: Path, how: str
     assert "Traceback" not in out and "never awaited" not in out, out[-5000:]
     events = _events(events_path)
     assert events[-1]["type"] == "debate_interrupted" and events[-1]["status"] == "interrupted"
+    assert events[-1]["reason"] == how  # what cut it short, kept with the debate
     debate_id = events_path.parent.name
-    assert f"moot: debate interrupted; saved in {events_path.parent}; continue with `moot resume {debate_id}" in out
+    assert (f"moot: debate interrupted ({how}); saved in {events_path.parent}; "
+            f"continue with `moot resume {debate_id}") in out
     assert "\x1b[?1049l" in out  # the terminal left the alternate screen
     if how != "SIGTERM":
         return
@@ -128,8 +130,8 @@ def test_run_app_owns_the_stop_signals_and_gives_them_back(tmp_path: Path) -> No
         def __init__(self) -> None:
             self.stopped = None
 
-        def interrupt_now(self) -> None:
-            seen.append("app")
+        def interrupt_now(self, cause: str = "") -> None:
+            seen.append(f"app {cause}")
             if self.stopped is not None:
                 self.stopped.set()
 
@@ -152,7 +154,7 @@ def test_run_app_owns_the_stop_signals_and_gives_them_back(tmp_path: Path) -> No
         assert signal.getsignal(signal.SIGINT) is before_int
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert seen == ["app", "shutdown"]
+    assert seen == ["app SIGTERM", "shutdown"]
 
 
 async def test_ctrl_c_stops_the_debate_at_once_without_a_dialog(tmp_path: Path) -> None:
