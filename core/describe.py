@@ -108,7 +108,8 @@ def _describe(event: Event) -> Line | None:
         case DebateStarted():
             demo = " · DEMO provider (offline, scripted answers)" if "demo" in event.provider_label else ""
             names = ", ".join(_safe(a.id) for a in event.agents)
-            steps = f"{event.total_rounds} turns" if event.protocol == "conversation" else f"{event.total_rounds} rounds"
+            unit = "turn" if event.protocol == "conversation" else "round"
+            steps = f"{event.total_rounds} {unit}{'' if event.total_rounds == 1 else 's'}"
             shape = "" if event.protocol == "rounds" else f"{event.protocol}, "
             return Line("phase", f"▶ debate {event.debate_id} started: {shape}{steps}, "
                                  f"agents {names}; judge {_safe(event.judge.id)}{demo}")

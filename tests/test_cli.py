@@ -170,6 +170,7 @@ def test_headless_stdout_starts_with_the_solution(tmp_path: Path) -> None:
              "--state-dir", str(tmp_path / "D"), env=DEMO)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0].strip(), r.stdout[:200]
+    assert " started: 1 round, agents " in r.stderr.splitlines()[0]  # not "1 rounds"
 
 
 def test_a_solution_that_opens_with_escapes_still_starts_stdout(tmp_path: Path) -> None:
