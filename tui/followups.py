@@ -24,6 +24,7 @@ from moot.core.events import (
     SummaryRequested,
     Warning_,
 )
+from moot.core.protocols.conversation import NOTHING_TO_SUMMARIZE
 from moot.tui.format import k
 
 
@@ -118,9 +119,14 @@ def after_summarize(agent_ids: list[str], command_id: str | None) -> list[Follow
     made: list[str] = []
 
     def is_mine(e: Event) -> bool:
+        if isinstance(e, Warning_):  # asked, but there was nothing to summarize
+            return e.agent_id in left and e.message.startswith(NOTHING_TO_SUMMARIZE)
         return isinstance(e, SummaryAdded) and e.summary.trigger == "manual" and e.summary.agent_id in left
 
     def line(e: Event) -> str:
+        if isinstance(e, Warning_):
+            left.discard(e.agent_id or "")
+            return e.message
         assert isinstance(e, SummaryAdded)
         s = e.summary
         left.discard(s.agent_id)

@@ -42,6 +42,9 @@ TOKEN_HYSTERESIS = 0.75
 """A roll forced by tokens keeps the window at most this share of its cap, so the next
 turn does not have to roll again at once."""
 
+NOTHING_TO_SUMMARIZE = "nothing to summarize yet"
+"""How the warning that answers a `/summarize` with no summary starts (the TUI waits for it)."""
+
 
 class ConversationProtocol(DebateProtocol):
     name = "conversation"
@@ -188,7 +191,8 @@ class ConversationProtocol(DebateProtocol):
             window = ctx.index.messages_after(summary, t)
             fold = window[: max(0, len(window) - self.conv.recent_messages)]
             if not fold and summary is None:
-                ctx.emit(Warning_(message=f"nothing to summarize yet for {owner.id}: no message is older than "
+                whose = "the shared summary" if self.conv.summary_scope == "shared" else owner.id
+                ctx.emit(Warning_(message=f"{NOTHING_TO_SUMMARIZE} for {whose}: no message is older than "
                                           f"the last {self.conv.recent_messages}", agent_id=owner.id))
                 continue
             await self._roll(owner, step or t, fold, summary, "manual", focus)

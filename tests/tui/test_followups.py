@@ -28,3 +28,15 @@ def test_a_pause_in_this_process_says_paused_once_no_call_is_in_flight() -> None
     assert f.on_event(ControlChanged(action="pause", effective=True)) == (
         "paused: no call in flight — /resume (or p) continues")
     assert not f.waiting
+
+
+def test_a_summary_request_with_nothing_to_summarize_is_answered_by_its_warning() -> None:
+    from moot.core.protocols.conversation import NOTHING_TO_SUMMARIZE
+    from moot.tui.followups import after_summarize
+
+    f = Followups()
+    f.add(*after_summarize(["judge"], None))
+    assert f.on_event(Warning_(message="the summarize answer was cut", agent_id="judge")) is None
+    message = f"{NOTHING_TO_SUMMARIZE} for the shared summary: no message is older than the last 50"
+    assert f.on_event(Warning_(message=message, agent_id="judge")) == message
+    assert not f.waiting
