@@ -122,8 +122,13 @@ def test_conversation_120_turns_window_summary_and_exact_context(tmp_path: Path)
     assert everything[0]["messages"] == summaries[0]["messages"]
     text = moot("context", state.id, "--turn", "21", "--state-dir", str(sd)).stdout
     assert "judge summarize" in text and "turn ·" in text
-    r = moot("context", state.id, "--round", "1", "--agent", "kiss", "--state-dir", str(sd))
+    r = moot("context", state.id, "--round", "1", "--agent", messages[1].agent_id, "--state-dir", str(sd))
     assert r.returncode == 0  # --round works too (a turn is the conversation's step)
+    # An agent that did not speak at that turn: said, with whose calls are there (never another's view).
+    silent = next(a.id for a in state.agents if a.id != messages[57].agent_id)
+    r = moot("context", state.id, "--turn", "57", "--agent", silent, "--state-dir", str(sd))
+    assert r.returncode == 2 and r.stdout == ""
+    assert f"{silent} made no call at turn 57; calls at that turn: {messages[57].agent_id} (turn)" in r.stderr
     assert index.message_count == 120
 
 

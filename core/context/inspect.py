@@ -22,10 +22,19 @@ def records_for(state: DebateState, round_no: int, agent_id: str | None, phase: 
     word = "turns" if state.protocol == "conversation" else "rounds"
     if round_no < 1 or round_no > len(state.rounds):
         raise InspectError(f"debate {state.id} has {word} 1–{len(state.rounds)}, not {round_no}")
-    calls = [c for c in state.rounds[round_no - 1].calls if agent_id is None or c.agent_id == agent_id]
+    step = next((r for r in state.rounds if r.number == round_no), state.rounds[round_no - 1])
+    calls = [c for c in step.calls if agent_id is None or c.agent_id == agent_id]
     if phase:
         calls = [c for c in calls if c.phase == phase]
+    if agent_id is not None and not calls and state.protocol == "conversation":
+        raise InspectError(not_at_turn(agent_id, round_no, step.calls))
     return calls
+
+
+def not_at_turn(agent_id: str, turn: int, calls: list[ViewRecord]) -> str:
+    """A conversation's agent asked for at a turn it made no call in: say whose calls there are."""
+    there = ", ".join(f"{c.agent_id} ({c.phase})" for c in calls) or "none"
+    return f"{agent_id} made no call at turn {turn}; calls at that turn: {there}"
 
 
 def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
