@@ -604,7 +604,8 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
     providers = sorted({a.provider for a in people})
     return {
         "id": folder.id,
-        "status": state.status,
+        # "running" only while a process runs it; a debate killed mid-way is "unfinished" (resumable).
+        "status": "unfinished" if state.status == "running" and not writer_alive(folder) else state.status,
         "problem": one_line_safe(state.problem.strip().splitlines()[0], 80) if state.problem.strip() else "",
         "rounds": f"{len(state.rounds)}/{state.total_rounds}",
         "steps": "turns" if state.protocol == "conversation" else "rounds",

@@ -259,3 +259,26 @@ def test_the_solution_files_title_is_one_heading(tmp_path: Path) -> None:
     r = cli("run", "-p", "problem.md", "--provider", "demo", "--headless", "-r", "1", "-o", "solution.md")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "solution.md").read_text().splitlines()[0] == "# Design a cache"
+
+
+def test_list_says_running_only_while_a_process_runs_the_debate(tmp_path: Path) -> None:
+    """A debate whose log stops mid-way (its process was killed) is "unfinished", not "running"."""
+    from moot.core.store import DebateLock
+
+    _, folder = asyncio.run(run_debate(tmp_path, "Design a URL shortener", rounds=1))
+    lines = folder.events_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    folder.events_path.write_text("".join(lines[:5]), encoding="utf-8")  # killed after its first events
+    (folder.path / "state.json").unlink(missing_ok=True)
+
+    def status() -> str:
+        r = cli("list", "--state-dir", str(folder.path.parent))
+        assert r.returncode == 0, r.stderr
+        return r.stdout.splitlines()[1].split()[1]
+
+    assert status() == "unfinished"
+    lock = DebateLock(folder.path / ".lock")
+    lock.acquire()  # a process runs it (a resume, say)
+    try:
+        assert status() == "running"
+    finally:
+        lock.release()

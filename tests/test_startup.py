@@ -127,7 +127,7 @@ def test_list_settles_temporary_folders_whose_process_is_gone(tmp_path: Path) ->
         r = cli("list", "--state-dir", str(sd))
         assert r.returncode == 0, r.stderr
         assert [line.split()[:2] for line in r.stdout.splitlines()] == [["ID", "STATUS"],
-                                                                         ["20990101-000000-aaaa", "running"]]
+                                                                         ["20990101-000000-aaaa", "unfinished"]]
         assert sorted(p.name for p in sd.iterdir()) == [".20990101-000000-cccc.tmp", ".20990101-000000-dddd.tmp",
                                                        "20990101-000000-aaaa"]
         busy = cli("resume", "20990101-000000-dddd", "--headless", "--state-dir", str(sd))
