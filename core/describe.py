@@ -192,9 +192,9 @@ def _describe(event: Event) -> Line | None:
             return Line("control", text + (" (at the next call boundary)" if action != "resume" else "") + by)
         case DebateCompleted(status=status, totals=tot):
             cost = f", {usd(tot.cost_usd)}" if tot.cost_usd > 0 else ""
+            how = "✓ debate completed" if status == "completed" else "■ debate stopped at its budget"
             return Line("done" if status == "completed" else "warning",
-                        f"✓ debate {status.replace('_', ' ')}: {k(tot.prompt_tokens)} prompt + "
-                        f"{k(tot.completion_tokens)} completion tokens{cost}")
+                        f"{how}: {k(tot.prompt_tokens)} prompt + {k(tot.completion_tokens)} completion tokens{cost}")
         case DebateInterrupted(status="stopped"):
             return Line("warning", "■ debate stopped by the user")
         case DebateInterrupted():

@@ -606,7 +606,8 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
         "id": folder.id,
         # "running" only while a process runs it; a debate killed mid-way is "unfinished" (resumable).
         "status": "unfinished" if state.status == "running" and not writer_alive(folder) else state.status,
-        "problem": one_line_safe(state.problem.strip().splitlines()[0], 80) if state.problem.strip() else "",
+        # The first line, without a markdown heading's marks (as the TUI header shows it).
+        "problem": one_line_safe((state.problem.strip().splitlines() or [""])[0].lstrip("#").strip(), 80),
         "rounds": f"{len(state.rounds)}/{state.total_rounds}",
         "steps": "turns" if state.protocol == "conversation" else "rounds",
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at)),

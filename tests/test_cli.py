@@ -259,6 +259,8 @@ def test_the_solution_files_title_is_one_heading(tmp_path: Path) -> None:
     r = cli("run", "-p", "problem.md", "--provider", "demo", "--headless", "-r", "1", "-o", "solution.md")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "solution.md").read_text().splitlines()[0] == "# Design a cache"
+    listed = cli("list").stdout.splitlines()[1]
+    assert listed.endswith("  Design a cache") and "#" not in listed  # as the TUI header shows it
 
 
 def test_list_says_running_only_while_a_process_runs_the_debate(tmp_path: Path) -> None:

@@ -242,7 +242,7 @@ def test_event_log_lines_for_the_new_events() -> None:
     line = describe(BudgetReached(reason="cost $0.0500 reached the cap of $0.0500"))
     assert line is not None and line.kind == "warning" and "budget reached" in line.text
     done = describe(DebateCompleted(status="stopped_budget", totals=Usage(cost_usd=0.0123)))
-    assert done == Line("warning", "✓ debate stopped budget: 0 prompt + 0 completion tokens, $0.0123")
+    assert done == Line("warning", "■ debate stopped at its budget: 0 prompt + 0 completion tokens, $0.0123")
 
 
 def text_of(event: Event) -> str:
