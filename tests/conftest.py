@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -68,6 +71,19 @@ def moot(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cw
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "moot", *args], capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=cwd, input=input_text if input_text is not None else "")
+
+
+def cli(*argv: str) -> SimpleNamespace:
+    """`moot ARGV` in-process, like `moot()` without the interpreter start: exit code, stdout, stderr."""
+    from moot.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # argparse: --version, --help, bad arguments
+            code = exc.code
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -9,36 +9,23 @@ kind also runs as a real subprocess.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import shutil
 from collections.abc import Callable
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from moot.cli import main
 from moot.core.models import DebateState
 from moot.core.config import ConfigError, load_config
-from tests.conftest import moot
+from tests.conftest import cli, moot
 from tests.test_resume import TRACEBACK, check_complete, only_debate
 
 IS_ROOT = os.geteuid() == 0
 DEMO = {"MOOT_DEMO_DELAY": "0"}
 
 
-def cli(*argv: str) -> SimpleNamespace:
-    """`moot ARGV` in-process, like `moot()` but without the interpreter start."""
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:  # argparse errors
-            code = exc.code
-    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 @pytest.fixture(autouse=True)

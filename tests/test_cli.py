@@ -5,14 +5,12 @@ or the real command in a subprocess."""
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import re
 import signal
 import subprocess
 import sys
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,23 +18,13 @@ from typing import Any
 import pytest
 
 from moot import __version__
-from moot.cli import main
 from moot.core.sanitize import UNSAFE
-from tests.conftest import ROOT, make_server, moot, read_jsonl, run_debate
+from tests.conftest import ROOT, cli, make_server, moot, read_jsonl, run_debate
 
 TRACEBACK = "Traceback (most recent call last)"
 DEMO = {"MOOT_DEMO_DELAY": "0"}
 
 
-def cli(*argv: str) -> SimpleNamespace:
-    """`moot ARGV` in-process: its exit code, stdout and stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:  # argparse: --version, --help, bad arguments
-            code = exc.code
-    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def _one_error_line(r: SimpleNamespace, code: int) -> str:
