@@ -45,6 +45,13 @@ class StoreError(InputError):
 class InspectError(InputError):
     """A request for a view that does not exist (unknown agent, round or turn)."""
 
+    @classmethod
+    def not_at_turn(cls, agent_id: str, turn: int, calls: list[tuple[str, str]]) -> InspectError:
+        """A conversation's agent asked for at a turn it made no call in: say whose calls are
+        there, (agent, phase) each."""
+        there = ", ".join(f"{agent} ({phase})" for agent, phase in calls) or "none"
+        return cls(f"{agent_id} made no call at turn {turn}; calls at that turn: {there}")
+
 
 class ConfigError(MootError):
     """A configuration problem, phrased as one line that names the field and the value."""

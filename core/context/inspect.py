@@ -27,14 +27,8 @@ def records_for(state: DebateState, round_no: int, agent_id: str | None, phase: 
     if phase:
         calls = [c for c in calls if c.phase == phase]
     if agent_id is not None and not calls and state.protocol == "conversation":
-        raise InspectError(not_at_turn(agent_id, round_no, step.calls))
+        raise InspectError.not_at_turn(agent_id, round_no, [(c.agent_id, c.phase) for c in step.calls])
     return calls
-
-
-def not_at_turn(agent_id: str, turn: int, calls: list[ViewRecord]) -> str:
-    """A conversation's agent asked for at a turn it made no call in: say whose calls there are."""
-    there = ", ".join(f"{c.agent_id} ({c.phase})" for c in calls) or "none"
-    return f"{agent_id} made no call at turn {turn}; calls at that turn: {there}"
 
 
 def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:

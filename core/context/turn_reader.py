@@ -14,7 +14,6 @@ import re
 from pydantic import ValidationError
 
 from moot.core.agents import require_agent
-from moot.core.context.inspect import not_at_turn
 from moot.core.context.index import DebateIndex
 from moot.core.errors import InspectError
 from moot.core.events import CallStarted, ContributionAdded, DebateStarted, SummaryAdded, parse_event
@@ -71,7 +70,7 @@ class TurnReader:
         chosen = [r for r in records.values() if (agent_id is None or r.agent_id == agent_id)
                   and (phase is None or r.phase == phase)]
         if agent_id is not None and not chosen:
-            raise InspectError(not_at_turn(agent_id, turn, list(records.values())))
+            raise InspectError.not_at_turn(agent_id, turn, [(r.agent_id, r.phase) for r in records.values()])
         index = DebateIndex()
         index.on_event(started)
         turns: set[int] = set()
