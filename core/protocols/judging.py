@@ -33,6 +33,18 @@ SCORE_SCHEMA = JsonAnswer("convergence", {
 })
 
 
+async def converged_after_phase(ctx: DebateContext, step: int, material: SynthesisInput) -> bool:
+    """`converged`, run as the step's own `score` phase (rounds and simultaneous rounds)."""
+    hit = False
+
+    async def score() -> None:
+        nonlocal hit
+        hit = await converged(ctx, step, material)
+
+    await ctx.phase(step, "score", score)
+    return hit
+
+
 async def converged(ctx: DebateContext, step: int, material: SynthesisInput) -> bool:
     """The judge scores how converged the debate is after `step`; True at or above the threshold.
 

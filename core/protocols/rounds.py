@@ -25,7 +25,7 @@ from moot.core.errors import ProviderError
 from moot.core.events import ContributionAdded, RoundStarted, Warning_
 from moot.core.models import CallMetadata, Contribution, ContributionType, Phase, Summary, SummaryTrigger
 from moot.core.protocols.base import DebateAborted, DebateProtocol, SynthesisInput
-from moot.core.protocols.judging import converged
+from moot.core.protocols.judging import converged_after_phase
 from moot.core.state import find_contribution
 
 
@@ -44,14 +44,7 @@ class RoundsProtocol(DebateProtocol):
             await ctx.phase(r, "critique", partial(self._critique_phase, r))
             await ctx.phase(r, "refinement", partial(self._refinement_phase, r))
             if ctx.settings.termination == "convergence" and r < total:
-                hit = False
-
-                async def score(r: int = r) -> None:
-                    nonlocal hit
-                    hit = await converged(ctx, r, self.score_input(r))
-
-                await ctx.phase(r, "score", score)
-                if hit:
+                if await converged_after_phase(ctx, r, self.score_input(r)):
                     return
 
     # ------------------------------------------------------------------ phases

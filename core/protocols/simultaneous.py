@@ -18,7 +18,7 @@ from moot.core.errors import ProviderError
 from moot.core.events import RoundStarted, Warning_
 from moot.core.models import Contribution, ViewRecord
 from moot.core.protocols.base import DebateAborted, DebateProtocol, SynthesisInput
-from moot.core.protocols.judging import converged
+from moot.core.protocols.judging import converged_after_phase
 from moot.core.state import find_contribution
 
 
@@ -34,14 +34,7 @@ class SimultaneousProtocol(DebateProtocol):
                 ctx.emit(RoundStarted(round=r))
             await ctx.phase(r, "answer", partial(self._answers, r))
             if ctx.settings.termination == "convergence" and r < total:
-                hit = False
-
-                async def score(r: int = r) -> None:
-                    nonlocal hit
-                    hit = await converged(ctx, r, self.score_input(r))
-
-                await ctx.phase(r, "score", score)
-                if hit:
+                if await converged_after_phase(ctx, r, self.score_input(r)):
                     return
 
     async def _answers(self, r: int) -> None:
