@@ -11,7 +11,15 @@ import re
 import time
 from collections.abc import Iterable
 
-from moot.core.models import CallMetadata, Contribution, ConvergenceScore, DebateState, Summary, Usage
+from moot.core.models import (
+    CallMetadata,
+    Contribution,
+    ConvergenceScore,
+    DebateState,
+    ModeratorNote,
+    Summary,
+    Usage,
+)
 from moot.core.sanitize import terminal_safe
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
@@ -192,12 +200,7 @@ def _rounds(state: DebateState, verbose: bool) -> list[str]:
             out += _contribution(c, verbose)
         if not rnd.contributions:
             out += ["_No contributions recorded in this round._", ""]
-        if rnd.number in scores:
-            s = scores[rnd.number]
-            out += [f"**Judge's confidence after round {rnd.number}:** {_score_text(s)}", ""]
-        for n in notes:
-            if n.after_round == rnd.number:
-                out += [f"> **Moderator note:** {n.text}", ""]
+        out += _after_step(rnd.number, "round", scores, notes)
     return out
 
 
@@ -215,12 +218,18 @@ def _transcript(state: DebateState, verbose: bool) -> list[str]:
             out += _summary_texts(summaries, verbose)
         for c in rnd.contributions:
             out += _contribution(c, verbose, names)
-        if rnd.number in scores:
-            s = scores[rnd.number]
-            out += [f"**Judge's confidence after turn {rnd.number}:** {_score_text(s)}", ""]
-        for n in notes:
-            if n.after_round == rnd.number:
-                out += [f"> **Moderator note:** {n.text}", ""]
+        out += _after_step(rnd.number, "turn", scores, notes)
+    return out
+
+
+def _after_step(number: int, word: str, scores: dict[int, ConvergenceScore], notes: list[ModeratorNote]) -> list[str]:
+    """What closes a round or turn: the judge's convergence score, the moderator's notes."""
+    out: list[str] = []
+    if number in scores:
+        out += [f"**Judge's confidence after {word} {number}:** {_score_text(scores[number])}", ""]
+    for n in notes:
+        if n.after_round == number:
+            out += [f"> **Moderator note:** {n.text}", ""]
     return out
 
 
