@@ -314,7 +314,8 @@ class WatchRuntime(Runtime):
         return self._paused and self.can_steer
 
     def refresh(self) -> None:
-        self._writer = writer_alive(self.folder)
+        if not self.following:  # while following, `events` probes the lock at every poll
+            self._writer = writer_alive(self.folder)
 
     def _send(self, command: ControlCommand) -> str:
         if not self.can_steer:
