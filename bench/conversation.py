@@ -40,8 +40,8 @@ from moot.core.config import Overrides, build_config  # noqa: E402
 from moot.core.events import parse_event  # noqa: E402
 from moot.core.models import DebateState  # noqa: E402
 from moot.core.protocols.conversation import ConversationProtocol  # noqa: E402
-from moot.core.runner import SessionOptions, new_session  # noqa: E402
-from moot.core.state import apply, new_state  # noqa: E402
+from moot.core.session import SessionOptions, new_session  # noqa: E402
+from moot.core.storage.state import apply, new_state  # noqa: E402
 
 PROBLEM = "Design a collaborative document editor for 1M daily users"
 AGENTS = ["architect", "performance", "security", "kiss"]
@@ -154,7 +154,7 @@ async def tui_keys(folder: Path, seconds: float) -> tuple[list[float], int]:
     from textual import events
     from textual.widgets import Input
 
-    from moot.core.runner import resume_session
+    from moot.core.session import resume_session
     from moot.tui.app import create_app
     from moot.tui.runtime import LiveRuntime
     from moot.tui.screens.debate import DebateScreen

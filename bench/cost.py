@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from moot.core.config import Overrides, load_config  # noqa: E402
-from moot.core.runner import SessionOptions, new_session  # noqa: E402
+from moot.core.session import SessionOptions, new_session  # noqa: E402
 from moot.core.tokens import count_messages  # noqa: E402
 from tests.loopback import LoopbackServer  # noqa: E402
 

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from moot.core.config import Overrides, build_config  # noqa: E402
-from moot.core.runner import SessionOptions, new_session  # noqa: E402
+from moot.core.session import SessionOptions, new_session  # noqa: E402
 
 
 async def run(rounds: int, state_dir: Path, roles: list[str]) -> dict:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from moot.core.config import Overrides, build_config  # noqa: E402
 from moot.core.events import Event, RoundStarted  # noqa: E402
-from moot.core.runner import SessionOptions, new_session  # noqa: E402
+from moot.core.session import SessionOptions, new_session  # noqa: E402
 from tests.loopback import LoopbackServer  # noqa: E402
 
 

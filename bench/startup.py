@@ -77,7 +77,7 @@ def main() -> None:
             times = [first_request(provider, srv, Path(tmp) / f"{provider}-{i}") for i in range(args.runs)]
             print(f"{provider:>6}: first request after median {statistics.median(times):.3f} s "
                   f"(min {min(times):.3f}, max {max(times):.3f}; {args.runs} runs)")
-    for code in ("import moot.cli", "import moot.cli, moot.core.runner, moot.core.headless, openai"):
+    for code in ("import moot.cli", "import moot.cli, moot.core.session, moot.core.observe.headless, openai"):
         total = slowest_imports(code, 1)
         print(f"\n`{code}`: {total[0][0] / 1000:.0f} ms cumulative at the top; slowest:")
         for us, name in slowest_imports(code)[1:]:

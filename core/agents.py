@@ -7,7 +7,7 @@ import difflib
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
-from moot.core.errors import InspectError
+from .errors import InspectError
 
 JUDGE_WORD = "judge"
 

@@ -6,8 +6,8 @@ import asyncio
 import sys
 import threading
 
-from moot.core.models import Clarification
-from moot.core.sanitize import one_line_safe
+from .models import Clarification
+from .safety.sanitize import one_line_safe
 
 
 async def ask_on_stdin(questions: list[Clarification]) -> list[str]:

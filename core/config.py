@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from moot.core.agents import did_you_mean
-from moot.core.errors import ConfigError
-from moot.core.inputs import MAX_CONFIG_BYTES, read_text_file
-from moot.core.models import (
+from .agents import did_you_mean
+from .errors import ConfigError
+from .inputs import MAX_CONFIG_BYTES, read_text_file
+from .models import (
     ROLES,
     AgentConfig,
     ContextConfig,
@@ -26,7 +26,7 @@ from moot.core.models import (
     SummarizationConfig,
     merge,
 )
-from moot.core.secrets import strip_userinfo
+from .safety.secrets import strip_userinfo
 
 DEFAULT_ROLES = ("architect", "performance", "kiss")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"

@@ -23,17 +23,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from moot.core import prompts
-from moot.core.config import (DEFAULT_DEMO_MODEL, DEFAULT_OPENAI_MODEL, ResolvedAgent, describe_validation_error,
+from . import prompts
+from .config import (DEFAULT_DEMO_MODEL, DEFAULT_OPENAI_MODEL, ResolvedAgent, describe_validation_error,
                               read_config_file)
-from moot.core.errors import ConfigError, ProviderError
-from moot.core.judge import parse_json_object
-from moot.core.models import AgentConfig, ContextConfig, DebateState, Solution, SummarizationConfig
-from moot.core.providers.base import CallHint, ChatRequest, Message, Provider, complete
-from moot.core.providers.pool import ProviderPool, default_provider_name
-from moot.core.report import cell, table
-from moot.core.sanitize import json_safe, terminal_safe
-from moot.core.secrets import known_secrets, redact
+from .errors import ConfigError, ProviderError
+from .judge import parse_json_object
+from .models import AgentConfig, ContextConfig, DebateState, Solution, SummarizationConfig
+from .providers.base import CallHint, ChatRequest, Message, Provider, complete
+from .providers.pool import ProviderPool, default_provider_name
+from .report.markdown import cell, table
+from .safety.sanitize import json_safe, terminal_safe
+from .safety.secrets import known_secrets, redact
 
 CRITERIA: tuple[str, ...] = ("functional_completeness", "performance", "security", "maintainability",
                              "testability", "requirements_fulfilment", "overall")

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from moot.core.models import (
+from .models import (
     AgentInfo,
     CallMetadata,
     Clarification,
@@ -53,7 +53,7 @@ class DebateStarted(_Event):
     provider_label: str = ""
     trace_id: str = ""
     """The debate's OpenTelemetry trace id (32 hex digits), kept so a resumed run and `moot trace`
-    continue the same trace; empty in logs written before it existed (see `moot.core.tracing`)."""
+    continue the same trace; empty in logs written before it existed (see `moot.core.observe.tracing`)."""
 
 
 class DebateResumed(_Event):

@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from moot.core.errors import InputError, MootError
+from .errors import InputError, MootError
 
 MAX_PROBLEM_BYTES = 1 << 20
 MAX_PROMPT_BYTES = 256 << 10
@@ -85,7 +85,7 @@ def problem_text(text: str | None, path: str | None) -> str:
 def fit_problem(problem: str, budget: int, model: str | None, allow_truncate: bool) -> str:
     """A problem that eats most of the smallest budget leaves no room for the debate:
     refuse it (InputError naming the limit), or cut it when the user allows."""
-    from moot.core import tokens
+    from . import tokens
 
     limit = budget // 2
     n = tokens.count_text(problem, model)

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from moot.core.models import Solution
+from .models import Solution
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 

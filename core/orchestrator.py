@@ -2,7 +2,7 @@
 
 `Orchestrator.run()` records the start (or the resume), asks the clarifying questions
 when configured, runs the protocol's steps, lets the judge synthesize and records
-the end. Every change to the state is an event folded by `moot.core.state.apply`, so
+the end. Every change to the state is an event folded by `moot.core.storage.state.apply`, so
 a debate resumed from its log skips every call whose result was recorded and redoes
 the ones that were in flight.
 
@@ -15,18 +15,18 @@ from __future__ import annotations
 import asyncio
 from typing import assert_never
 
-from moot.core import prompts
-from moot.core.agents import find_agent
-from moot.core.clock import SYSTEM_CLOCK, Clock
-from moot.core.config import ResolvedAgent, public_config, resolve_agent
-from moot.core.context.index import DebateIndex
-from moot.core.control import ControlCommand
-from moot.core.context.view import ViewBuilder
-from moot.core.engine.calls import CallEngine, endpoint_of
-from moot.core.engine.gate import BudgetExhausted, Gate, StopRequested
-from moot.core.engine.summaries import Summaries
-from moot.core.errors import ContextOverflow
-from moot.core.events import (
+from . import prompts
+from .agents import find_agent
+from .clock import SYSTEM_CLOCK, Clock
+from .config import ResolvedAgent, public_config, resolve_agent
+from .context.index import DebateIndex
+from .control.commands import ControlCommand
+from .context.view import ViewBuilder
+from .engine.calls import CallEngine, endpoint_of
+from .engine.gate import BudgetExhausted, Gate, StopRequested
+from .engine.summaries import Summaries
+from .errors import ContextOverflow
+from .events import (
     BudgetReached,
     ControlChanged,
     DebateCompleted,
@@ -40,15 +40,15 @@ from moot.core.events import (
     SummaryRequested,
     Warning_,
 )
-from moot.core.models import MAX_FOCUS, AgentInfo, DebateState, ModeratorNote, MootConfig
-from moot.core.protocols import PROTOCOLS
-from moot.core.protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
-from moot.core.protocols.clarify import Clarifier, clarify
-from moot.core.protocols.judging import synthesize
-from moot.core.providers.pool import ProviderPool
-from moot.core.secrets import redact
-from moot.core.state import apply, new_state
-from moot.core.tracing import new_trace_id
+from .models import MAX_FOCUS, AgentInfo, DebateState, ModeratorNote, MootConfig
+from .protocols import PROTOCOLS
+from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
+from .protocols.clarify import Clarifier, clarify
+from .protocols.judging import synthesize
+from .providers.pool import ProviderPool
+from .safety.secrets import redact
+from .storage.state import apply, new_state
+from .trace_ids import new_trace_id
 
 __all__ = ["BudgetExhausted", "Clarifier", "DebateAborted", "Ids", "Orchestrator", "StopRequested"]
 

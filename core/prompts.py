@@ -13,9 +13,9 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from moot.core.errors import PromptError
-from moot.core.inputs import MAX_PROMPT_BYTES, read_text_file
-from moot.core.models import ROLES
+from .errors import PromptError
+from .inputs import MAX_PROMPT_BYTES, read_text_file
+from .models import ROLES
 
 PROMPT_KINDS = ("system", "propose", "critique", "refine", "summarize", "clarify")
 JUDGE_KINDS = ("system", "synthesize", "summarize", "score")

@@ -8,4 +8,6 @@ that sits above both: `moot.core` never imports `moot.tui`.
 
 from __future__ import annotations
 
-__version__ = "0.2.0"
+from moot.core.version import VERSION as __version__
+
+__all__ = ["__version__"]

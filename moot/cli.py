@@ -18,15 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, cast
 
-from moot import __version__
+from . import __version__
 from moot.core.errors import ExitCode, InputError, MootError
 from moot.core.models import ROLES, ProviderName
 
 if TYPE_CHECKING:  # the commands import what they need when they run (start-up time)
     from moot.core.config import Overrides
     from moot.core.models import DebateState
-    from moot.core.runner import DebateSession
-    from moot.core.store import DebateFolder
+    from moot.core.session import DebateSession
+    from moot.core.storage.store import DebateFolder
 
 PHASES = ["clarify", "summarize", "proposal", "critique", "refinement", "answer", "turn", "score", "synthesis"]
 
@@ -225,7 +225,7 @@ def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrid
 
 def _write(path: Path, text: str) -> None:
     """Write a file atomically; an unwritable path is a one-line error (exit 2)."""
-    from moot.core.store import write_atomic
+    from moot.core.storage.store import write_atomic
 
     try:
         write_atomic(path, text.encode("utf-8"))
@@ -244,7 +244,7 @@ def _deliver(text: str, output: str | None, what: str) -> None:
 
 
 def _open(args: argparse.Namespace) -> DebateFolder:
-    from moot.core.store import StateDir
+    from moot.core.storage.store import StateDir
 
     return StateDir(args.state_dir).open(args.id)
 
@@ -260,7 +260,7 @@ def _start(session: DebateSession, *, tui: bool, theme: str | None) -> int:
         return run_app(session, theme=theme)
     import asyncio
 
-    from moot.core.headless import finish_headless, run_headless
+    from moot.core.observe.headless import finish_headless, run_headless
 
     state = asyncio.run(run_headless(session))
     return finish_headless(session, state)
@@ -269,12 +269,12 @@ def _start(session: DebateSession, *, tui: bool, theme: str | None) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from moot.core.ask import ask_on_stdin
     from moot.core.config import load_config, resolve_agent
-    from moot.core.headless import wants_tui
+    from moot.core.observe.headless import wants_tui
     from moot.core.inputs import fit_problem, problem_text
-    from moot.core.otel import traced, wants_tracing
+    from moot.core.observe.otel import traced, wants_tracing
     from moot.core.providers.pool import default_provider_name
-    from moot.core.runner import SessionOptions, new_session
-    from moot.core.secrets import known_secrets, redact
+    from moot.core.session import SessionOptions, new_session
+    from moot.core.safety.secrets import known_secrets, redact
 
     problem = redact(problem_text(args.problem, args.problem_file), known_secrets())  # a pasted key is never saved
     config = load_config(args.config, _overrides(args))
@@ -296,7 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.output:
             _write_solution(Path(args.output), state)
         if args.report:
-            from moot.core.report import render_report
+            from moot.core.report.markdown import render_report
 
             _write(Path(args.report), render_report(state))
             print(f"report written to {args.report}", file=sys.stderr)
@@ -304,8 +304,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _write_solution(path: Path, state: DebateState) -> None:
-    from moot.core.printer import solution_document
-    from moot.core.sanitize import json_safe
+    from moot.core.observe.printer import solution_document
+    from moot.core.safety.sanitize import json_safe
 
     if path.suffix.lower() == ".json":
         data = json_safe(state.final_solution.model_dump_json(indent=2)) if state.final_solution else "null"
@@ -316,9 +316,9 @@ def _write_solution(path: Path, state: DebateState) -> None:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from moot.core.ask import ask_on_stdin
-    from moot.core.headless import wants_tui
-    from moot.core.otel import traced, wants_tracing
-    from moot.core.runner import SessionOptions, resume_session
+    from moot.core.observe.headless import wants_tui
+    from moot.core.observe.otel import traced, wants_tracing
+    from moot.core.session import SessionOptions, resume_session
 
     tui = wants_tui(args.headless)
     if args.trace:
@@ -333,8 +333,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     import shutil
 
-    from moot.core.sanitize import one_line_safe
-    from moot.core.store import StateDir, summarize_folder
+    from moot.core.safety.sanitize import one_line_safe
+    from moot.core.storage.store import StateDir, summarize_folder
 
     sd = StateDir(args.state_dir)
     sd.clean_pending()  # debates whose start was cut short: published if resumable, else removed
@@ -362,8 +362,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from moot.core.printer import solution_text
-    from moot.core.sanitize import json_safe, one_line_safe, terminal_safe
+    from moot.core.observe.printer import solution_text
+    from moot.core.safety.sanitize import json_safe, one_line_safe, terminal_safe
 
     state = _open(args).load()
     if args.json:
@@ -407,7 +407,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_context(args: argparse.Namespace) -> int:
     from moot.core.context.inspect import calls_at_turn_in_log, calls_for, format_calls
-    from moot.core.sanitize import json_safe, terminal_safe
+    from moot.core.safety.sanitize import json_safe, terminal_safe
 
     if args.turn is not None:
         calls = calls_at_turn_in_log(_open(args), args.turn, args.agent, args.phase)
@@ -423,9 +423,9 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from moot.core.otlp import export_trace
-    from moot.core.sanitize import json_safe
-    from moot.core.secrets import known_secrets
+    from moot.core.observe.otlp import export_trace
+    from moot.core.safety.sanitize import json_safe
+    from moot.core.safety.secrets import known_secrets
 
     text = export_trace(_open(args), content=True if args.content else None, secrets=known_secrets())
     _deliver(json_safe(text), args.output, "trace")
@@ -433,7 +433,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from moot.core.report import render_report
+    from moot.core.report.markdown import render_report
 
     state = _open(args).load()
     _deliver(render_report(state, verbose=bool(args.verbose)), args.output, "report")
@@ -444,7 +444,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from moot.core.errors import ProviderError
     from moot.core.evaluate import (FORMATS, default_evaluators, load_eval_config, render_csv, render_json,
                                     render_markdown, run_evaluators)
-    from moot.core.sanitize import one_line_safe
+    from moot.core.safety.sanitize import one_line_safe
 
     fmt = "md"
     if args.output:
@@ -471,7 +471,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     failed = [r for r in results if r.error]
     if len(failed) == len(results):
         raise ProviderError(f"all {len(results)} evaluators failed; {failed[0].id}: {failed[0].error}")
-    from moot.core.sanitize import one_line_safe
+    from moot.core.safety.sanitize import one_line_safe
 
     for r in failed:
         print(f"moot: evaluator {r.id} failed: {one_line_safe(r.error or '', 400)}", file=sys.stderr)
@@ -482,8 +482,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from moot.core.headless import tail_events, wants_tui
-    from moot.core.store import StateDir
+    from moot.core.observe.headless import tail_events, wants_tui
+    from moot.core.storage.store import StateDir
 
     sd = StateDir(args.state_dir)
     if not wants_tui(args.headless):
@@ -500,7 +500,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from moot.core.store import StateDir
+    from moot.core.storage.store import StateDir
 
     sd = StateDir(args.state_dir)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
@@ -519,12 +519,12 @@ def cmd_ctl(args: argparse.Namespace) -> int:
     import time
 
     from moot.core.agents import require_agent
-    from moot.core.control import MAX_TEXT, ControlCommand, effect_of, send, withdraw
-    from moot.core.describe import describe
+    from moot.core.control.commands import MAX_TEXT, ControlCommand, effect_of, send, withdraw
+    from moot.core.observe.describe import describe
     from moot.core.events import ControlChanged, DebateStarted, Event, is_terminal, parse_event
-    from moot.core.sanitize import one_line_safe
+    from moot.core.safety.sanitize import one_line_safe
     from moot.core.errors import StoreError
-    from moot.core.store import open_regular, writer_alive
+    from moot.core.storage.store import open_regular, writer_alive
 
     folder = _open(args)
     words = list(args.words)
@@ -630,7 +630,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from moot.core.secrets import known_secrets, one_line
+    from moot.core.safety.secrets import known_secrets, one_line
 
     def fail(message: object, code: int) -> int:
         """The one error line on stderr: masked, terminal-safe (servers echo keys and escapes in errors)."""

@@ -169,3 +169,45 @@ def test_every_package_folder_is_in_the_distribution() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     wanted = {name for name, path in MODULES.items() if path.name == "__init__.py"}
     assert wanted <= listed, sorted(wanted - listed)
+
+
+def _absolute_imports_of(path: Path, prefixes: tuple[str, ...]) -> list[str]:
+    tree = ast.parse(path.read_text("utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.startswith(prefixes) or node.module in {p.rstrip(".") for p in prefixes}:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module}")
+        elif isinstance(node, ast.Import):
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: import {a.name}" for a in node.names
+                      if a.name.startswith(prefixes)]
+    return found
+
+
+def test_packages_import_themselves_relatively() -> None:
+    """Inside `core/` and `tui/` every import of the package is relative (`from ..events import …`),
+    so a reader, an editor without the package installed or a drawing of the imports resolves
+    it by path; `moot.core.x` names a file `core/x.py` only after installation. The composition
+    root `moot/` may name `moot.core` and `moot.tui` absolutely, but imports itself relatively."""
+    bad = []
+    for folder in ("core", "tui", "themes"):
+        for path in (ROOT / folder).rglob("*.py"):
+            bad += _absolute_imports_of(path, ("moot.", "moot"))
+    for path in (ROOT / "moot").rglob("*.py"):
+        bad += [b for b in _absolute_imports_of(path, ("moot.",))
+                if not any(f"moot.{p}" in b for p in ("core", "tui", "themes"))]
+        bad += [b for b in _absolute_imports_of(path, ("moot",)) if b.endswith("from moot")]
+    assert bad == []
+
+
+
+
+def test_leaves_do_not_reach_up() -> None:
+    """Text safety sits below everything: it imports nothing else of moot but the clock and errors;
+    nothing in `moot.core` imports the composition root `moot` (its version lives in `core/version.py`)."""
+    for name, deps in GRAPH.items():
+        if name.startswith("moot.core.safety"):
+            assert {d for d in deps if not d.startswith(("moot.core.safety", "moot.core.errors",
+                                                          "moot.core.clock"))} == set(), name
+        if name.startswith("moot.core"):
+            assert not {d for d in deps if d in ("moot", "moot.cli")}, name

@@ -1,5 +1,5 @@
 """Steering a debate that another process runs: `moot ctl` against a headless `moot run`, and the
-control folder under hostile contents (the writer's side, `moot.core.control.Inbox`)."""
+control folder under hostile contents (the writer's side, `moot.core.control.commands.Inbox`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from moot.core.control import (
+from moot.core.control.commands import (
     MAX_FILE_BYTES,
     ControlCommand,
     Inbox,
@@ -26,7 +26,7 @@ from moot.core.control import (
     writer_alive,
 )
 from moot.core.errors import InputError
-from moot.core.store import DebateFolder, StateDir
+from moot.core.storage.store import DebateFolder, StateDir
 from tests.conftest import moot, read_jsonl, run_debate
 from tests.loopback import LoopbackServer, default_reply
 
@@ -403,7 +403,7 @@ def test_commands_wait_until_the_debate_takes_them_and_leftover_claims_are_swept
 
 async def test_the_orchestrator_refuses_commands_that_would_change_nothing(tmp_path: Path) -> None:
     from moot.core.config import Overrides, build_config
-    from moot.core.runner import SessionOptions, new_session
+    from moot.core.session import SessionOptions, new_session
 
     cfg = build_config({}, Overrides(rounds=1, roles=["architect", "kiss"], provider="demo"))
     session = new_session("Design a cache", cfg, SessionOptions(state_dir=tmp_path / "d", demo_delay=0))

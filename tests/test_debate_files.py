@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.store import StoreError, write_atomic
+from moot.core.storage.store import StoreError, write_atomic
 from tests.conftest import moot
 from tests.test_bad_input import DEMO, TRACEBACK, _one_line, cli
 
@@ -102,7 +102,7 @@ def test_the_writer_refuses_a_linked_event_log(tmp_path: Path) -> None:
     import asyncio
 
     from moot.core.config import Overrides, build_config
-    from moot.core.runner import SessionOptions, new_session
+    from moot.core.session import SessionOptions, new_session
 
     session = new_session("x", build_config({}, Overrides(rounds=1, provider="demo")),
                           SessionOptions(state_dir=tmp_path / "D", demo_delay=0))

@@ -228,7 +228,7 @@ async def test_pause_resume_stop_at_call_boundaries(tmp_path: Path) -> None:
     import asyncio
 
     from moot.core.config import Overrides, build_config
-    from moot.core.runner import SessionOptions, new_session
+    from moot.core.session import SessionOptions, new_session
 
     cfg = build_config({}, Overrides(rounds=3, provider="demo"))
     session = new_session("Design a cache", cfg, SessionOptions(state_dir=tmp_path / "d", demo_delay=0.002))
@@ -255,7 +255,7 @@ def test_slow_subscriber_never_stalls_or_loses_events(tmp_path: Path) -> None:
     import asyncio
 
     from moot.core.config import Overrides, build_config
-    from moot.core.runner import SessionOptions, new_session
+    from moot.core.session import SessionOptions, new_session
 
     async def main() -> tuple[int, int, int]:
         cfg = build_config({}, Overrides(rounds=1, provider="demo"))

@@ -20,7 +20,7 @@ from tests.streams import RESTART, complete
 from moot.core.errors import ConfigError
 from moot.core.providers.keys import is_local_url, require_api_key, resolve_api_key
 from moot.core.providers.openai import OpenAIProvider
-from moot.core.secrets import redact
+from moot.core.safety.secrets import redact
 from moot.core.tokens import count_messages, count_text
 from tests.loopback import Faults, LoopbackServer, default_reply
 

@@ -14,9 +14,9 @@ from moot.core.config import Overrides, load_config
 from moot.core.context.index import DebateIndex
 from moot.core.context.outlook import outlook, summary_owner
 from moot.core.events import CallStarted, Event, PhaseStarted, SummaryAdded
-from moot.core.runner import SessionOptions, new_session
-from moot.core.state import apply, new_state
-from moot.core.store import read_events
+from moot.core.session import SessionOptions, new_session
+from moot.core.storage.state import apply, new_state
+from moot.core.storage.store import read_events
 
 FOUR = ["architect", "performance", "kiss", "security"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from moot.core.config import Overrides, build_config, resolve_agent
 from moot.core.context.inspect import calls_for
 from moot.core.pricing import price_for
-from moot.core.store import DebateFolder
+from moot.core.storage.store import DebateFolder
 from tests.conftest import read_jsonl, run_debate
 
 
@@ -52,7 +52,7 @@ def test_judge_with_its_own_id(tmp_path: Path) -> None:
 
 
 def test_resume_after_last_refinement_makes_no_new_summary(tmp_path: Path) -> None:
-    from moot.core.runner import SessionOptions, resume_session
+    from moot.core.session import SessionOptions, resume_session
 
     state, folder = asyncio.run(run_debate(tmp_path, config={"debate": {"summarization": {"threshold": 1500}}},
                                            rounds=1))

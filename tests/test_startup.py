@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.events import parse_event
-from moot.core.store import DebateFolder, DebateLock, StateDir
+from moot.core.storage.store import DebateFolder, DebateLock, StateDir
 from tests.test_bad_input import cli
 from tests.test_resume import TRACEBACK, check_complete, cli_env
 
@@ -154,7 +154,7 @@ def test_a_session_that_never_starts_leaves_nothing(tmp_path: Path) -> None:
     import asyncio
 
     from moot.core.config import Overrides, build_config
-    from moot.core.runner import SessionOptions, new_session
+    from moot.core.session import SessionOptions, new_session
 
     session = new_session("x", build_config({}, Overrides(rounds=1, provider="demo")),
                           SessionOptions(state_dir=tmp_path / "D", demo_delay=0))

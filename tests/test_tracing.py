@@ -32,11 +32,11 @@ from opentelemetry.trace import SpanKind, StatusCode
 from moot import __version__
 from moot.cli import main
 from moot.core.events import ContributionAdded, DebateStarted, parse_event
-from moot.core.otel import INSTALL_HINT, LiveTracer, start_tracing, to_readable
-from moot.core.otlp import otlp_request
-from moot.core.runner import DebateSession, SessionOptions, resume_session
-from moot.core.store import DebateFolder, read_events
-from moot.core.tracing import RESUME_GAP, SpanRecord, TraceBuilder, build_spans
+from moot.core.observe.otel import INSTALL_HINT, LiveTracer, start_tracing, to_readable
+from moot.core.observe.otlp import otlp_request
+from moot.core.session import DebateSession, SessionOptions, resume_session
+from moot.core.storage.store import DebateFolder, read_events
+from moot.core.observe.tracing import RESUME_GAP, SpanRecord, TraceBuilder, build_spans
 from tests.conftest import ROOT, Faults, make_server, moot, run_debate
 
 KEY = "sk-live-0123456789abcdefXYZ"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.store import DebateFolder, StateDir
+from moot.core.storage.store import DebateFolder, StateDir
 from moot.tui.app import create_app
 from moot.tui.runtime import WatchRuntime
 from moot.tui.screens.debate import DebateScreen

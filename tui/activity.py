@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from moot.core.events import (
+from ..core.events import (
     CallFailed,
     CallStarted,
     ClarificationsAsked,

@@ -21,18 +21,18 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme as TextualTheme
 
-from moot.core.store import DebateFolder, StateDir
-from moot.tui.commands import MootCommandProvider
-from moot.tui.screens.debates import DebatesScreen
-from moot.core.clock import Clock
-from moot.core.errors import ExitCode
-from moot.tui.runtime import LiveRuntime, ReplayRuntime, Runtime, WatchRuntime
-from moot.tui.settings import SettingsStore
-from moot.tui.theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
+from ..core.storage.store import DebateFolder, StateDir
+from .commands import MootCommandProvider
+from .screens.debates import DebatesScreen
+from ..core.clock import Clock
+from ..core.errors import ExitCode
+from .runtime import LiveRuntime, ReplayRuntime, Runtime, WatchRuntime
+from .settings import SettingsStore
+from .theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 
 if TYPE_CHECKING:
-    from moot.core.models import Clarification
-    from moot.core.runner import DebateSession
+    from ..core.models import Clarification
+    from ..core.session import DebateSession
 
 
 class MootApp(App[int]):
@@ -98,7 +98,7 @@ class MootApp(App[int]):
         return DEFAULT_THEME
 
     def on_mount(self) -> None:
-        from moot.tui.screens.debate import DebateScreen
+        from .screens.debate import DebateScreen
 
         self._apply_markdown_theme()
         self.theme_changed_signal.subscribe(self, self._theme_changed)
@@ -116,13 +116,13 @@ class MootApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "command_line":
-            from moot.tui.screens.debate import DebateScreen
+            from .screens.debate import DebateScreen
 
             return isinstance(self.screen, DebateScreen)
         return True
 
     def action_command_line(self) -> None:
-        from moot.tui.screens.debate import DebateScreen
+        from .screens.debate import DebateScreen
 
         if isinstance(self.screen, DebateScreen):
             self.screen.action_command_line()
@@ -156,7 +156,7 @@ class MootApp(App[int]):
 
         Called from the engine's task: the dialog is pushed from the app's own message
         queue, and the answers come back through a future the dialog resolves."""
-        from moot.tui.screens.clarify import ClarifyScreen
+        from .screens.clarify import ClarifyScreen
 
         names: dict[str, str] = {}
         if isinstance(self.runtime, LiveRuntime):
@@ -190,7 +190,7 @@ class MootApp(App[int]):
 
     def open_debate(self, folder: DebateFolder, replay: bool = False) -> None:
         """From the list: watch (read-only, follows the log) or replay a saved debate."""
-        from moot.tui.screens.debate import DebateScreen
+        from .screens.debate import DebateScreen
 
         runtime: Runtime = (ReplayRuntime(folder, self.speed, clock=self.clock) if replay
                             else WatchRuntime(folder, clock=self.clock))
@@ -203,7 +203,7 @@ class MootApp(App[int]):
 
     async def action_quit(self) -> None:
         """Quit; while a debate runs here, ask once, then stop it cleanly (saved, resumable)."""
-        from moot.tui.screens.confirm import ConfirmScreen
+        from .screens.confirm import ConfirmScreen
 
         if self._moot_quitting:
             return
@@ -342,7 +342,7 @@ def _run(app: MootApp) -> int | None:
 
 def run_app(session: DebateSession, theme: str | None = None) -> int:
     """`moot run` / `moot resume` in a terminal: the live debate; returns the exit code."""
-    from moot.core.headless import ending_line
+    from ..core.observe.headless import ending_line
 
     runtime = LiveRuntime(session)
     app = create_app(runtime, theme=theme)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from moot.core.events import Event, Token
-from moot.core.sanitize import safe_copy
-from moot.tui.runtime import Runtime, Snapshot
+from ..core.events import Event, Token
+from ..core.safety.sanitize import safe_copy
+from .runtime import Runtime, Snapshot
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from moot.core.events import (
+from ..core.events import (
     ControlChanged,
     DebateCompleted,
     DebateFailed,
@@ -24,8 +24,8 @@ from moot.core.events import (
     SummaryRequested,
     Warning_,
 )
-from moot.core.protocols.conversation import NOTHING_TO_SUMMARIZE
-from moot.tui.format import k
+from ..core.protocols.conversation import NOTHING_TO_SUMMARIZE
+from .format import k
 
 
 @dataclass

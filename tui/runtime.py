@@ -5,7 +5,7 @@ line calls the command methods. Four kinds:
 
 - `LiveRuntime`: a `DebateSession` run in this process (`moot run`, `moot resume`).
 - `WatchRuntime`: tails the events.jsonl of a debate (`moot watch`); while another
-  process runs it, commands go to that process through `moot.core.control` (attach).
+  process runs it, commands go to that process through `moot.core.control.commands` (attach).
 - `ReplayRuntime`: plays a recorded debate with its original timing (`moot replay`);
   pause/resume control the playback, the rest is read-only.
 
@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, ClassVar
 import aiofiles
 from pydantic import ValidationError
 
-from moot.core.clock import SYSTEM_CLOCK, Clock
-from moot.core.control import ControlCommand, send
-from moot.core.errors import InputError
-from moot.core.events import (
+from ..core.clock import SYSTEM_CLOCK, Clock
+from ..core.control.commands import ControlCommand, send
+from ..core.errors import InputError
+from ..core.events import (
     CallStarted,
     ContributionAdded,
     ControlChanged,
@@ -39,13 +39,13 @@ from moot.core.events import (
     is_terminal,
     parse_event,
 )
-from moot.core.models import Clarification, DebateState
-from moot.core.state import apply, new_state
-from moot.core.store import DebateFolder, open_regular, read_events, writer_alive
+from ..core.models import Clarification, DebateState
+from ..core.storage.state import apply, new_state
+from ..core.storage.store import DebateFolder, open_regular, read_events, writer_alive
 
 if TYPE_CHECKING:
-    from moot.core.orchestrator import Clarifier
-    from moot.core.runner import DebateSession
+    from ..core.orchestrator import Clarifier
+    from ..core.session import DebateSession
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class LiveRuntime(Runtime):
         questions are asked again on resume."""
 
         async def clarifier(questions: list[Clarification]) -> list[str]:
-            from moot.core.orchestrator import StopRequested
+            from ..core.orchestrator import StopRequested
 
             if self._stopping.is_set():
                 raise StopRequested
@@ -289,7 +289,7 @@ class WatchRuntime(Runtime):
     `gone` holds that line (the app exits non-zero).
 
     Attached: while another process holds the debate's lock, commands are sent to it
-    (`moot.core.control`) and it records each as an event carrying the command's id."""
+    (`moot.core.control.commands`) and it records each as an event carrying the command's id."""
 
     mode = "watch"
 

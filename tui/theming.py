@@ -10,7 +10,7 @@ from pathlib import Path
 
 from textual.theme import Theme
 
-from moot.themes import theme_files
+from ..themes import theme_files
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import assert_never
 
-from moot.core.events import (
+from ..events import (
     BudgetReached,
     CallFailed,
     CallStarted,
@@ -45,7 +45,7 @@ from moot.core.events import (
     Warning_,
     WindowLearned,
 )
-from moot.core.models import AgentInfo, Contribution, DebateState, Summary
+from ..models import AgentInfo, Contribution, DebateState, Summary
 
 PHASE_RANK: dict[str, int] = {
     "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "refinement": 3,

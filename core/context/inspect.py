@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from moot.core.context.index import DebateIndex
-from moot.core.errors import InspectError
-from moot.core.context.view import history_ids, render_messages
-from moot.core.agents import require_agent
-from moot.core.models import DebateState, ViewRecord
-from moot.core.store import DebateFolder
+from .index import DebateIndex
+from ..errors import InspectError
+from .view import history_ids, render_messages
+from ..agents import require_agent
+from ..models import DebateState, ViewRecord
+from ..storage.store import DebateFolder
 
 
 def resolve_agent_id(state: DebateState, name: str) -> str:
@@ -60,7 +60,7 @@ def calls_at_turn_in_log(folder: DebateFolder, turn: int, agent: str | None = No
                          phase: str | None = None) -> list[dict[str, Any]]:
     """`calls_at_turn`, reading only what the turn's views need from the event log (fast on a
     10,000-turn debate); the whole state is folded only when the log cannot answer alone."""
-    from moot.core.context.turn_reader import TurnReader
+    from .turn_reader import TurnReader
 
     found = TurnReader(folder).read(turn, agent, phase)
     if found is None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from moot.core.context.index import DebateIndex
-from moot.core.models import AgentConfig, DebateState, MootConfig, SummarizationConfig, ViewRecord, merge
+from .index import DebateIndex
+from ..models import AgentConfig, DebateState, MootConfig, SummarizationConfig, ViewRecord, merge
 
 
 @dataclass(frozen=True)

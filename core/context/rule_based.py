@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from moot.core.tokens import count_text, truncate_to_tokens
+from ..tokens import count_text, truncate_to_tokens
 
 FACT_CHARS = 200  # one fact, trimmed at a word boundary
 MAX_PER_KIND = 6  # per item and kind: a summary, not a copy

@@ -21,13 +21,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from moot.core import tokens
-from moot.core.context.index import DebateIndex
-from moot.core.context.rule_based import SourceItem, summarize_rule_based
-from moot.core.clock import SYSTEM_CLOCK, Clock
-from moot.core.context.view import ViewBuilder, format_item, item_label, render_messages
-from moot.core.errors import ContextOverflow, ProviderError
-from moot.core.models import (
+from .. import tokens
+from .index import DebateIndex
+from .rule_based import SourceItem, summarize_rule_based
+from ..clock import SYSTEM_CLOCK, Clock
+from .view import ViewBuilder, format_item, item_label, render_messages
+from ..errors import ContextOverflow, ProviderError
+from ..models import (
     Contribution,
     Summary,
     SummaryMetadata,
@@ -36,7 +36,7 @@ from moot.core.models import (
     SummaryTrigger,
     ViewRecord,
 )
-from moot.core.providers.base import Completion, Message
+from ..providers.base import Completion, Message
 
 CallFn = Callable[[ViewRecord, int, int], Awaitable[Completion]]
 """Makes one LLM call for a summarize record: (record, input budget, max_tokens) → completion.

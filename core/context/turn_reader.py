@@ -13,12 +13,12 @@ import re
 
 from pydantic import ValidationError
 
-from moot.core.agents import require_agent
-from moot.core.context.index import DebateIndex
-from moot.core.errors import InspectError
-from moot.core.events import CallStarted, ContributionAdded, DebateStarted, SummaryAdded, parse_event
-from moot.core.models import ViewRecord
-from moot.core.store import DebateFolder
+from ..agents import require_agent
+from .index import DebateIndex
+from ..errors import InspectError
+from ..events import CallStarted, ContributionAdded, DebateStarted, SummaryAdded, parse_event
+from ..models import ViewRecord
+from ..storage.store import DebateFolder
 
 _MESSAGE = re.compile(rb'"type":"message","round":(\d+),')
 

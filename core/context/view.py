@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from moot.core import tokens
-from moot.core.context.index import DebateIndex
-from moot.core.errors import ContextOverflow
-from moot.core.models import Contribution, Summary, TierTokens, ViewRecord
-from moot.core.prompts import render
-from moot.core.providers.base import Message
+from .. import tokens
+from .index import DebateIndex
+from ..errors import ContextOverflow
+from ..models import Contribution, Summary, TierTokens, ViewRecord
+from ..prompts import render
+from ..providers.base import Message
 
 HISTORY_PHASES = frozenset({"proposal", "critique", "refinement", "turn"})
 """Phases whose views carry a summary and verbatim history (the others carry material in the task)."""

@@ -21,16 +21,16 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from moot.core.clock import Clock
-from moot.core.config import ResolvedAgent
-from moot.core.context.view import ViewBuilder
-from moot.core.engine.gate import Gate
-from moot.core.engine.windows import Fit, Windows
-from moot.core.errors import ContextTooLong, ProviderError
-from moot.core.events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
-from moot.core.models import CallMetadata, Contribution, ViewRecord
-from moot.core.pricing import call_cost
-from moot.core.providers.base import (
+from ..clock import Clock
+from ..config import ResolvedAgent
+from ..context.view import ViewBuilder
+from .gate import Gate
+from .windows import Fit, Windows
+from ..errors import ContextTooLong, ProviderError
+from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
+from ..models import CallMetadata, Contribution, ViewRecord
+from ..pricing import call_cost
+from ..providers.base import (
     CallHint,
     ChatRequest,
     Completion,
@@ -42,8 +42,8 @@ from moot.core.providers.base import (
     StreamItem,
     TextDelta,
 )
-from moot.core.providers.pool import ProviderPool
-from moot.core.secrets import redact, strip_userinfo
+from ..providers.pool import ProviderPool
+from ..safety.secrets import redact, strip_userinfo
 
 
 class _NoLimit:

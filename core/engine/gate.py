@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from moot.core.models import DebateSettings, Usage
+from ..models import DebateSettings, Usage
 
 
 class StopRequested(Exception):

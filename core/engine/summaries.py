@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from moot.core.clock import Clock
-from moot.core.config import ResolvedAgent
-from moot.core.context.index import DebateIndex
-from moot.core.context.summarize import SummaryJob, Summarizer
-from moot.core.context.view import ViewBuilder
-from moot.core.engine.calls import CallEngine, CallSpec
-from moot.core.events import Event, SummaryAdded, Warning_
-from moot.core.models import Contribution, Summary, SummaryStrategy, SummaryTrigger, ViewRecord
-from moot.core.providers.base import CallHint, Completion
+from ..clock import Clock
+from ..config import ResolvedAgent
+from ..context.index import DebateIndex
+from ..context.summarize import SummaryJob, Summarizer
+from ..context.view import ViewBuilder
+from .calls import CallEngine, CallSpec
+from ..events import Event, SummaryAdded, Warning_
+from ..models import Contribution, Summary, SummaryStrategy, SummaryTrigger, ViewRecord
+from ..providers.base import CallHint, Completion
 
 
 class Summaries:

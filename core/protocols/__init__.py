@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from moot.core.models import ProtocolName
-from moot.core.protocols.base import DebateProtocol
-from moot.core.protocols.conversation import ConversationProtocol
-from moot.core.protocols.rounds import RoundsProtocol
-from moot.core.protocols.simultaneous import SimultaneousProtocol
+from ..models import ProtocolName
+from .base import DebateProtocol
+from .conversation import ConversationProtocol
+from .rounds import RoundsProtocol
+from .simultaneous import SimultaneousProtocol
 
 PROTOCOLS: dict[ProtocolName, type[DebateProtocol]] = {
     "rounds": RoundsProtocol,

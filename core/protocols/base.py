@@ -21,13 +21,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from moot.core.config import ResolvedAgent
-from moot.core.context.index import DebateIndex
-from moot.core.engine.calls import CallEngine, CallResult, CallSpec
-from moot.core.engine.gate import BudgetExhausted, Gate, StopRequested
-from moot.core.engine.summaries import Summaries
-from moot.core.events import ContributionAdded, Event, PhaseCompleted, PhaseStarted
-from moot.core.models import (
+from ..config import ResolvedAgent
+from ..context.index import DebateIndex
+from ..engine.calls import CallEngine, CallResult, CallSpec
+from ..engine.gate import BudgetExhausted, Gate, StopRequested
+from ..engine.summaries import Summaries
+from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted
+from ..models import (
     Contribution,
     ContributionType,
     DebateSettings,
@@ -37,7 +37,7 @@ from moot.core.models import (
     ProtocolName,
     ViewRecord,
 )
-from moot.core.providers.base import CallHint, JsonAnswer
+from ..providers.base import CallHint, JsonAnswer
 
 
 class DebateAborted(Exception):

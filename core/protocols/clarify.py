@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from moot.core.config import ResolvedAgent
-from moot.core.errors import ProviderError
-from moot.core.events import ClarificationsAnswered, ClarificationsAsked, Warning_
-from moot.core.judge import parse_json_object
-from moot.core.models import CallMetadata, Clarification
-from moot.core.protocols.base import DebateContext
-from moot.core.providers.base import JsonAnswer
-from moot.core.secrets import redact
+from ..config import ResolvedAgent
+from ..errors import ProviderError
+from ..events import ClarificationsAnswered, ClarificationsAsked, Warning_
+from ..judge import parse_json_object
+from ..models import CallMetadata, Clarification
+from .base import DebateContext
+from ..providers.base import JsonAnswer
+from ..safety.secrets import redact
 
 Clarifier = Callable[[list[Clarification]], Awaitable[list[str]]]
 """Asks the user: gets the questions, returns one answer per question ("" = no answer)."""

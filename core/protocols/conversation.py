@@ -23,16 +23,16 @@ from its summary and the recent window.
 
 from __future__ import annotations
 
-from moot.core import tokens
-from moot.core.config import ResolvedAgent
-from moot.core.engine.windows import Fit
-from moot.core.context.view import render_messages
-from moot.core.events import RoundStarted, Warning_
-from moot.core.models import Contribution, ConversationConfig, Summary, SummaryTrigger, ViewRecord
-from moot.core.protocols.base import DebateAborted, DebateProtocol, SynthesisInput
-from moot.core.protocols.judging import converged
-from moot.core.state import find_contribution
-from moot.core.errors import ProviderError
+from .. import tokens
+from ..config import ResolvedAgent
+from ..engine.windows import Fit
+from ..context.view import render_messages
+from ..events import RoundStarted, Warning_
+from ..models import Contribution, ConversationConfig, Summary, SummaryTrigger, ViewRecord
+from .base import DebateAborted, DebateProtocol, SynthesisInput
+from .judging import converged
+from ..storage.state import find_contribution
+from ..errors import ProviderError
 
 ESTIMATE_MARGIN = 64
 """Tokens of slack between the sum of the parts and the view as counted whole (joints, framing)."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from moot.core.errors import ProviderError
-from moot.core.events import Converged, ConvergenceScored, SynthesisCompleted, Warning_
-from moot.core.judge import parse_confidence, parse_json_object, parse_solution
-from moot.core.models import ConvergenceScore
-from moot.core.protocols.base import DebateAborted, DebateContext, SynthesisInput
-from moot.core.providers.base import JsonAnswer
+from ..errors import ProviderError
+from ..events import Converged, ConvergenceScored, SynthesisCompleted, Warning_
+from ..judge import parse_confidence, parse_json_object, parse_solution
+from ..models import ConvergenceScore
+from .base import DebateAborted, DebateContext, SynthesisInput
+from ..providers.base import JsonAnswer
 
 # Bounded lists and list items: a small model constrained by a grammar (llama.cpp turns the
 # schema into one) otherwise repeats one item until its output limit and never closes the JSON.

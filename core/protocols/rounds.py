@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from functools import partial
 
-from moot.core import tokens
-from moot.core.config import ResolvedAgent
-from moot.core.context.index import barrier
-from moot.core.context.view import render_messages
-from moot.core.errors import ProviderError
-from moot.core.events import ContributionAdded, RoundStarted, Warning_
-from moot.core.models import CallMetadata, Contribution, ContributionType, Phase, Summary, SummaryTrigger
-from moot.core.protocols.base import DebateAborted, DebateProtocol, SynthesisInput
-from moot.core.protocols.judging import converged_after_phase
-from moot.core.state import find_contribution
+from .. import tokens
+from ..config import ResolvedAgent
+from ..context.index import barrier
+from ..context.view import render_messages
+from ..errors import ProviderError
+from ..events import ContributionAdded, RoundStarted, Warning_
+from ..models import CallMetadata, Contribution, ContributionType, Phase, Summary, SummaryTrigger
+from .base import DebateAborted, DebateProtocol, SynthesisInput
+from .judging import converged_after_phase
+from ..storage.state import find_contribution
 
 
 class RoundsProtocol(DebateProtocol):

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from functools import partial
 
-from moot.core.config import ResolvedAgent
-from moot.core.context.rule_based import SourceItem, summarize_rule_based
-from moot.core.errors import ProviderError
-from moot.core.events import RoundStarted, Warning_
-from moot.core.models import Contribution, ViewRecord
-from moot.core.protocols.base import DebateAborted, DebateProtocol, SynthesisInput
-from moot.core.protocols.judging import converged_after_phase
-from moot.core.state import find_contribution
+from ..config import ResolvedAgent
+from ..context.rule_based import SourceItem, summarize_rule_based
+from ..errors import ProviderError
+from ..events import RoundStarted, Warning_
+from ..models import Contribution, ViewRecord
+from .base import DebateAborted, DebateProtocol, SynthesisInput
+from .judging import converged_after_phase
+from ..storage.state import find_contribution
 
 
 class SimultaneousProtocol(DebateProtocol):

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypedDict
 
-from moot.core.errors import ProviderError
+from ..errors import ProviderError
 
 
 class Message(TypedDict):

@@ -19,9 +19,9 @@ import zlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from moot.core.errors import ProviderError
-from moot.core.providers.base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
-from moot.core.tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
+from ..errors import ProviderError
+from .base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
+from ..tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
 
 DEFAULT_DELAY_S = 0.02
 DELAY_ENV = "MOOT_DEMO_DELAY"

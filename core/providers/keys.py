@@ -2,7 +2,7 @@
 
 Keys come from the environment or a `.env` file (read, never loaded into
 `os.environ`) and are never written anywhere: the saved configuration has none, and
-everything written is masked with `moot.core.secrets.redact`.
+everything written is masked with `moot.core.safety.secrets.redact`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from moot.core.errors import ConfigError
+from ..errors import ConfigError
+from ..safety.secrets import KEY_NAMES
 
-KEY_NAMES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 """Sent to local servers (Ollama, vLLM, LM Studio, llama.cpp) that ignore the key but the SDK wants one."""
 

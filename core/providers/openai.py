@@ -31,8 +31,8 @@ try:  # openai 3.x runs on httpx2; older releases on httpx
 except ImportError:  # pragma: no cover
     import httpx as _httpx  # type: ignore[no-redef, import-not-found, unused-ignore]  # older SDKs
 
-from moot.core.errors import ContextTooLong, ProviderError
-from moot.core.providers.base import (
+from ..errors import ContextTooLong, ProviderError
+from .base import (
     ChatRequest,
     Completion,
     Finished,
@@ -42,8 +42,8 @@ from moot.core.providers.base import (
     StreamItem,
     TextDelta,
 )
-from moot.core.secrets import one_line, redact
-from moot.core.tokens import count_messages, count_text
+from ..safety.secrets import one_line, redact
+from ..tokens import count_messages, count_text
 
 RETRY_AFTER_CAP_S = 60.0
 DISCOVERY_TIMEOUT_S = 3.0

@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 from urllib.parse import unquote, urlsplit
 
-from moot.core.config import ResolvedAgent
-from moot.core.errors import ConfigError
-from moot.core.providers.base import Provider
-from moot.core.providers.keys import has_api_key, require_api_key
+from ..config import ResolvedAgent
+from ..errors import ConfigError
+from .base import Provider
+from .keys import has_api_key, require_api_key
 
 
 def default_provider_name(base_url: str | None = None) -> str:
@@ -53,12 +53,12 @@ class ProviderPool:
 
     def _make(self, name: str, base_url: str | None) -> Provider:
         if name == "demo":
-            from moot.core.providers.demo import DemoProvider
+            from .demo import DemoProvider
 
             return DemoProvider(delay_s=self.demo_delay)
         if name == "openai":
             # The SDK is imported only when an openai agent exists (start-up time).
-            from moot.core.providers.openai import OpenAIProvider
+            from .openai import OpenAIProvider
 
             api_key, secret = require_api_key(base_url)
             extra = url_secrets(base_url)

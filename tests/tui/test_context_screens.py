@@ -7,7 +7,7 @@ from textual.widgets import Input, Label, ListView
 from moot.core.context.index import DebateIndex
 from moot.core.context.outlook import outlook
 from moot.core.events import Event
-from moot.core.state import apply, new_state
+from moot.core.storage.state import apply, new_state
 from moot.tui.app import create_app
 from moot.tui.screens.context import ContextScreen, MessageText, find_all
 from moot.tui.screens.context_overview import AgentOutlook, ContextOverviewScreen

@@ -17,8 +17,8 @@ from typing import Any
 from textual.app import App
 
 from moot.core.config import Overrides, load_config
-from moot.core.runner import SessionOptions, new_session
-from moot.core.sanitize import UNSAFE
+from moot.core.session import SessionOptions, new_session
+from moot.core.safety.sanitize import UNSAFE
 from moot.tui.app import create_app
 from moot.tui.runtime import LiveRuntime
 from moot.tui.screens.clarify import ClarifyScreen
@@ -97,7 +97,7 @@ async def test_hostile_text_is_drawn_clean_and_literal(tmp_path: Path) -> None:
 
 
 async def test_saved_debates_list_shows_problems_literally(tmp_path: Path) -> None:
-    from moot.core.store import StateDir
+    from moot.core.storage.store import StateDir
 
     config = load_config(None, Overrides(rounds=1, provider="demo", roles=["kiss"]))
     session = new_session("Design [bold]this[/bold] \x1b]0;title\x07 now", config,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from textual.widgets import Input, Label
 
-from moot.core.runner import SessionOptions, resume_session
+from moot.core.session import SessionOptions, resume_session
 from moot.tui.app import create_app
 from moot.tui.runtime import LiveRuntime
 from moot.tui.screens.confirm import ConfirmScreen

@@ -23,7 +23,7 @@ from moot.tui.screens.clarify import ClarifyScreen
 from moot.tui.screens.debate import DebateScreen
 from moot.tui.widgets.command_input import CommandInput
 from moot.tui.widgets.debate_header import DebateHeader
-from moot.core.describe import Line, describe
+from moot.core.observe.describe import Line, describe
 from moot.tui.widgets.event_log import EventLog
 
 from tests.tui.scripted import ScriptedRuntime

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.runner import SessionOptions, resume_session
+from moot.core.session import SessionOptions, resume_session
 from tests.conftest import moot
 from moot.tui import app as app_module
 from moot.tui.app import create_app

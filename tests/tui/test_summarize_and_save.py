@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from moot.core.events import ControlChanged, DebateInterrupted, Event, SummaryAdded, SummaryRequested
-from moot.core.printer import solution_document
-from moot.core.state import apply, new_state
+from moot.core.observe.printer import solution_document
+from moot.core.storage.state import apply, new_state
 from moot.tui.app import create_app
 from moot.tui.screens.confirm import ConfirmScreen
 from moot.tui.screens.debate import DebateScreen

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Label
 
 from moot.core.config import Overrides, load_config
-from moot.core.runner import SessionOptions, new_session
+from moot.core.session import SessionOptions, new_session
 from tests.conftest import make_server
 from moot.tui.app import create_app
 from moot.tui.runtime import LiveRuntime
@@ -54,7 +54,7 @@ def _k(n: int) -> str:
 
 def test_agent_usage_is_the_states_totals(recorded) -> None:  # type: ignore[no-untyped-def]
     """One source: what a pane shows is the state's per-agent totals, summaries and the judge included."""
-    from moot.core.state import apply, new_state
+    from moot.core.storage.state import apply, new_state
 
     state = new_state("recorded")
     for e in recorded:

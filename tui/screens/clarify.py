@@ -10,8 +10,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
-from moot.core.models import Clarification
-from moot.core.sanitize import one_line_safe, terminal_safe
+from ...core.models import Clarification
+from ...core.safety.sanitize import one_line_safe, terminal_safe
 
 MAX_ANSWER_CHARS = 2000
 

@@ -20,11 +20,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, TextArea
 from textual.widgets.text_area import Selection
 
-from moot.core.context.index import DebateIndex
-from moot.core.context.inspect import call_view, message_tiers
-from moot.core.models import DebateState, ViewRecord
-from moot.core.sanitize import one_line_safe, terminal_safe
-from moot.tui.format import k
+from ...core.context.index import DebateIndex
+from ...core.context.inspect import call_view, message_tiers
+from ...core.models import DebateState, ViewRecord
+from ...core.safety.sanitize import one_line_safe, terminal_safe
+from ..format import k
 
 CallRef = tuple[int, int]
 """(index of the round or turn, index of the call in it)."""

@@ -16,12 +16,12 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Label, ListItem, ListView
 
-from moot.core.context.index import DebateIndex
-from moot.core.context.outlook import Outlook, Trigger, outlook
-from moot.core.models import AgentInfo, DebateState
-from moot.core.sanitize import one_line_safe
-from moot.tui.format import k
-from moot.tui.widgets.token_gauge import tier_bar
+from ...core.context.index import DebateIndex
+from ...core.context.outlook import Outlook, Trigger, outlook
+from ...core.models import AgentInfo, DebateState
+from ...core.safety.sanitize import one_line_safe
+from ..format import k
+from ..widgets.token_gauge import tier_bar
 
 TIERS = ("system", "summary", "history", "task")
 UNITS = {"characters": "chars", "messages": "msgs"}
@@ -177,7 +177,7 @@ class ContextOverviewScreen(Screen[None]):
             widget.show(outlook(self.state, self.index, widget.info.id))
 
     def action_inspect(self) -> None:
-        from moot.tui.screens.context import ContextScreen
+        from .context import ContextScreen
 
         view = self.query_one(ListView)
         ids = self._ids()

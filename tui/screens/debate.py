@@ -21,10 +21,10 @@ from textual.events import DescendantFocus, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Label
 
-from moot.core.agents import find_agent
-from moot.core.context.index import DebateIndex
-from moot.core.context.outlook import summary_owner
-from moot.core.events import (
+from ...core.agents import find_agent
+from ...core.context.index import DebateIndex
+from ...core.context.outlook import summary_owner
+from ...core.events import (
     BudgetReached,
     CallFailed,
     CallStarted,
@@ -51,13 +51,13 @@ from moot.core.events import (
     Warning_,
     WindowLearned,
 )
-from moot.core.models import JUDGE_ID, MAX_FOCUS, AgentInfo, DebateState
-from moot.core.printer import solution_document
-from moot.core.store import write_atomic
-from moot.core.state import apply, new_state
-from moot.tui.activity import calls_in_flight
-from moot.tui.bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
-from moot.tui.commands import (
+from ...core.models import JUDGE_ID, MAX_FOCUS, AgentInfo, DebateState
+from ...core.observe.printer import solution_document
+from ...core.storage.store import write_atomic
+from ...core.storage.state import apply, new_state
+from ..activity import calls_in_flight
+from ..bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
+from ..commands import (
     COMMANDS,
     MootCommandProvider,
     CommandError,
@@ -66,7 +66,7 @@ from moot.tui.commands import (
     parse,
     parse_round,
 )
-from moot.tui.followups import (
+from ..followups import (
     Followups,
     after_inject,
     after_pause,
@@ -74,16 +74,16 @@ from moot.tui.followups import (
     after_stop,
     after_summarize,
 )
-from moot.tui.runtime import READ_ONLY, ReadOnlyError, Runtime
-from moot.tui.screens.context import ContextScreen
-from moot.tui.screens.context_overview import ContextOverviewScreen
-from moot.tui.theming import BUNDLED, theme_names
-from moot.tui.widgets.agent_pane import AgentPane
-from moot.tui.widgets.agent_roster import AgentRoster, AgentRow
-from moot.tui.widgets.conversation_view import ConversationView
-from moot.tui.widgets.command_input import CommandInput
-from moot.tui.widgets.debate_header import DebateHeader
-from moot.tui.widgets.event_log import EventLog
+from ..runtime import READ_ONLY, ReadOnlyError, Runtime
+from .context import ContextScreen
+from .context_overview import ContextOverviewScreen
+from ..theming import BUNDLED, theme_names
+from ..widgets.agent_pane import AgentPane
+from ..widgets.agent_roster import AgentRoster, AgentRow
+from ..widgets.conversation_view import ConversationView
+from ..widgets.command_input import CommandInput
+from ..widgets.debate_header import DebateHeader
+from ..widgets.event_log import EventLog
 
 MIN_PANE_WIDTH = 38
 MIN_PANE_HEIGHT = 8
@@ -709,7 +709,7 @@ class DebateScreen(Screen):
         self.feedback(f"theme {name} (remembered)")
 
     def cmd_help(self) -> None:
-        from moot.tui.screens.help import HelpScreen
+        from .help import HelpScreen
 
         self.feedback("")
         self.app.push_screen(HelpScreen())
@@ -756,7 +756,7 @@ class DebateScreen(Screen):
 
     def action_summarize(self) -> None:
         """The focused agent's summary; with none focused, every agent's — after asking (N paid calls)."""
-        from moot.tui.screens.confirm import ConfirmScreen
+        from .confirm import ConfirmScreen
 
         pane = self._focused_pane()
         if pane is not None and not pane.judge:
@@ -784,7 +784,7 @@ class DebateScreen(Screen):
         self.run_command_line("/resume" if self.runtime.paused else "/pause")
 
     def action_stop(self) -> None:
-        from moot.tui.screens.confirm import ConfirmScreen
+        from .confirm import ConfirmScreen
 
         if not (self.runtime.can_steer and self.state.status == "running"):
             self.run_command_line("/stop")  # says why it cannot

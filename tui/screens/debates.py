@@ -10,8 +10,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
-from moot.core.sanitize import one_line_safe
-from moot.core.store import DebateFolder, StateDir, summarize_folder
+from ...core.safety.sanitize import one_line_safe
+from ...core.storage.store import DebateFolder, StateDir, summarize_folder
 
 
 class DebatesScreen(Screen):

@@ -12,12 +12,12 @@ from textual.markup import escape
 from textual.reactive import reactive
 from textual.widgets import Label
 
-from moot.core.models import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
-from moot.core.sanitize import one_line_safe
-from moot.tui.bridge import TokenChunk
-from moot.tui.format import contribution_title, k, solution_markdown, solution_title, usd
-from moot.tui.widgets.token_gauge import TokenGauge
-from moot.tui.widgets.transcript import Entry, Transcript
+from ...core.models import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
+from ...core.safety.sanitize import one_line_safe
+from ..bridge import TokenChunk
+from ..format import contribution_title, k, solution_markdown, solution_title, usd
+from .token_gauge import TokenGauge
+from .transcript import Entry, Transcript
 
 STATUSES = ("waiting", "thinking", "streaming", "summarizing", "done", "error")
 STATUS_ICONS = {"waiting": "○", "thinking": "◔", "streaming": "●", "summarizing": "◑", "done": "✓", "error": "✗"}

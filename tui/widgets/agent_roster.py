@@ -14,10 +14,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Label
 
-from moot.core.models import AgentInfo, TierTokens
-from moot.core.sanitize import one_line_safe
-from moot.tui.activity import STATUS_ICONS, Activity
-from moot.tui.widgets.token_gauge import TokenGauge
+from ...core.models import AgentInfo, TierTokens
+from ...core.safety.sanitize import one_line_safe
+from ..activity import STATUS_ICONS, Activity
+from .token_gauge import TokenGauge
 
 
 class AgentRow(Vertical):

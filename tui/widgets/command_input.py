@@ -7,7 +7,7 @@ from typing import Any
 from textual.binding import Binding
 from textual.widgets import Input
 
-from moot.tui.commands import CommandSuggester, Vocabulary
+from ..commands import CommandSuggester, Vocabulary
 
 
 class CommandInput(Input):

@@ -12,11 +12,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Collapsible, Static
 
-from moot.core.models import Contribution, Solution, Summary, ViewRecord
-from moot.core.sanitize import terminal_safe
-from moot.tui.bridge import TokenChunk
-from moot.tui.format import k, solution_markdown, solution_title
-from moot.tui.widgets.transcript import Entry, Transcript
+from ...core.models import Contribution, Solution, Summary, ViewRecord
+from ...core.safety.sanitize import terminal_safe
+from ..bridge import TokenChunk
+from ..format import k, solution_markdown, solution_title
+from .transcript import Entry, Transcript
 
 MORE_KEY = "~more"
 EMPTY_KEY = "~empty"

@@ -7,8 +7,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label
 
-from moot.core.models import DebateState
-from moot.tui.format import PHASE_LABELS, clock_time, first_line, k, usd
+from ...core.models import DebateState
+from ..format import PHASE_LABELS, clock_time, first_line, k, usd
 
 
 class DebateHeader(Horizontal):

@@ -7,10 +7,10 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import RichLog
 
-from moot.core.describe import LineKind, describe
-from moot.core.events import DebateStarted, Event
-from moot.core.sanitize import terminal_safe
-from moot.tui.format import clock_time
+from ...core.observe.describe import LineKind, describe
+from ...core.events import DebateStarted, Event
+from ...core.safety.sanitize import terminal_safe
+from ..format import clock_time
 
 STYLES: dict[LineKind | str, tuple[str, str]] = {
     "phase": ("", "bold"),

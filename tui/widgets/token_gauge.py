@@ -7,8 +7,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from moot.core.models import TierTokens
-from moot.tui.format import k
+from ...core.models import TierTokens
+from ..format import k
 
 TIERS = ("system", "summary", "history", "task")
 WARN_RATIO = 0.8

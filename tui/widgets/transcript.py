@@ -30,8 +30,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from moot.core.sanitize import terminal_safe
-from moot.tui.format import first_line
+from ...core.safety.sanitize import terminal_safe
+from ..format import first_line
 
 SEGMENT_CHARS = 300
 """Streamed text past this many characters is frozen at its last paragraph break."""

@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import Iterable
 
-from moot.core.models import (
+from ..models import (
     CallMetadata,
     Contribution,
     ConvergenceScore,
@@ -20,7 +20,7 @@ from moot.core.models import (
     Summary,
     Usage,
 )
-from moot.core.sanitize import terminal_safe
+from ..safety.sanitize import terminal_safe
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")

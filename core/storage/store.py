@@ -36,11 +36,11 @@ from pathlib import Path
 import aiofiles
 from pydantic import ValidationError
 
-from moot.core.errors import StoreError
-from moot.core.events import DebateStarted, Event, Subscription, Token, dump_event, is_terminal, parse_event
-from moot.core.models import DebateState
-from moot.core.sanitize import one_line_safe
-from moot.core.state import StateError, apply, new_state
+from ..errors import StoreError
+from ..events import DebateStarted, Event, Subscription, Token, dump_event, is_terminal, parse_event
+from ..models import DebateState
+from ..safety.sanitize import one_line_safe
+from .state import StateError, apply, new_state
 
 EVENTS_FILE = "events.jsonl"
 STATE_FILE = "state.json"

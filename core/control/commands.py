@@ -36,10 +36,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from moot.core.errors import InputError
-from moot.core.events import ControlChanged, DebateCompleted, Event, Warning_, is_terminal, parse_event
-from moot.core.sanitize import one_line_safe
-from moot.core.store import DebateFolder, default_state_dir, writer_alive
+from ..errors import InputError
+from ..events import ControlChanged, DebateCompleted, Event, Warning_, is_terminal, parse_event
+from ..safety.sanitize import one_line_safe
+from ..storage.store import DebateFolder, default_state_dir, writer_alive
 
 CONTROL_DIR = "control"
 Action = Literal["pause", "resume", "stop", "summarize", "inject"]

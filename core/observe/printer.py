@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from moot.core.describe import describe
-from moot.core.events import Subscription
-from moot.core.models import DebateState, Solution
-from moot.core.sanitize import terminal_safe
+from .describe import describe
+from ..events import Subscription
+from ..models import DebateState, Solution
+from ..safety.sanitize import terminal_safe
 
 
 async def print_events(sub: Subscription, out: TextIO | None = None, *,

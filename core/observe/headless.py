@@ -1,6 +1,6 @@
 """The headless view: run a debate printing a line per event, or follow one on disk.
 
-Lines go to stderr (through `moot.core.describe`), the final solution to stdout, so
+Lines go to stderr (through `moot.core.observe.describe`), the final solution to stdout, so
 `moot run … --headless > solution.md` works. Ctrl-C and SIGTERM stop the debate at
 once; it is saved and the resume command is printed.
 """
@@ -13,14 +13,14 @@ import signal
 import sys
 from pathlib import Path
 
-from moot.core.describe import describe
-from moot.core.errors import ExitCode, StoreError
-from moot.core.events import DebateInterrupted, DebateResumed, is_terminal, parse_event
-from moot.core.models import DebateState
-from moot.core.printer import print_events, solution_text
-from moot.core.runner import DebateSession
-from moot.core.sanitize import one_line_safe
-from moot.core.store import DebateFolder, default_state_dir, open_regular, writer_alive
+from .describe import describe
+from ..errors import ExitCode, StoreError
+from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
+from ..models import DebateState
+from .printer import print_events, solution_text
+from ..session import DebateSession
+from ..safety.sanitize import one_line_safe
+from ..storage.store import DebateFolder, default_state_dir, open_regular, writer_alive
 
 
 def resume_hint(folder: Path, debate_id: str) -> str:

@@ -12,9 +12,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from moot import __version__
-from moot.core.store import DebateFolder, read_events
-from moot.core.tracing import AttrValue, SpanRecord, build_spans
+from ..version import VERSION as __version__
+from ..storage.store import DebateFolder, read_events
+from .tracing import AttrValue, SpanRecord, build_spans
 
 SCOPE = "moot"
 SERVICE = "moot"

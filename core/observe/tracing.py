@@ -1,8 +1,8 @@
 """A debate as one OpenTelemetry trace: the span tree, folded from the event stream.
 
-`TraceBuilder.on_event` folds events exactly as `moot.core.state.apply` does, so the
-live subscriber (`moot.core.otel`) and the after-the-fact export (`moot trace`,
-`moot.core.otlp`) build the same spans from the same events: every time comes from an
+`TraceBuilder.on_event` folds events exactly as `moot.core.storage.state.apply` does, so the
+live subscriber (`moot.core.observe.otel`) and the after-the-fact export (`moot trace`,
+`moot.core.observe.otlp`) build the same spans from the same events: every time comes from an
 event's `ts` (a call ends at its start plus its recorded latency), and every span id is
 derived from the trace id and something the log records (an event's `seq`, a call id).
 This module imports no OpenTelemetry package; spans are plain records.
@@ -24,18 +24,16 @@ summary span. So the `gen_ai.usage.*` of all spans add up to the debate's totals
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, assert_never
 from urllib.parse import urlsplit
 
-from moot.core.context.index import DebateIndex
-from moot.core.context.view import render_messages
-from moot.core.events import (
+from ..context.index import DebateIndex
+from ..context.view import render_messages
+from ..events import (
     BudgetReached,
     CallFailed,
     CallStarted,
@@ -62,8 +60,9 @@ from moot.core.events import (
     Warning_,
     WindowLearned,
 )
-from moot.core.models import AgentInfo, CallMetadata, Summary, Usage, ViewRecord
-from moot.core.secrets import redact, strip_userinfo
+from ..models import AgentInfo, CallMetadata, Summary, Usage, ViewRecord
+from ..safety.secrets import redact, strip_userinfo
+from ..trace_ids import derived_trace_id, digest_id
 
 AttrValue = str | bool | int | float | list[str]
 SpanKind = Literal["internal", "client"]
@@ -99,23 +98,6 @@ _MASKED_JSON = frozenset({INPUT_MESSAGES, OUTPUT_MESSAGES})
 """JSON built from texts masked one by one: masking the JSON text again could cut an escape in half."""
 
 RESUME_GAP = "the run ended without recording its end (the process was killed)"
-
-
-def new_trace_id(debate_id: str | None = None) -> str:
-    """A random trace id (32 hex digits), or one derived from `debate_id` (reproducible runs)."""
-    if debate_id is None:
-        return secrets.token_hex(16)
-    return _digest(f"moot-trace/{debate_id}", 16)
-
-
-def derived_trace_id(debate_id: str, started_ts: float) -> str:
-    """The trace id of a debate recorded before trace ids were stored: derived from its id and start."""
-    return _digest(f"moot-trace/{debate_id}/{started_ts!r}", 16)
-
-
-def _digest(text: str, size: int) -> str:
-    out = hashlib.sha256(text.encode("utf-8")).hexdigest()[: size * 2]
-    return out if out.strip("0") else "1".rjust(size * 2, "0")  # all zeros is the invalid id
 
 
 def ns(ts: float) -> int:
@@ -513,7 +495,7 @@ class TraceBuilder:
 
     def _span(self, key: str, name: str, parent: SpanRecord | None, t: int, attrs: dict[str, AttrValue], *,
               kind: SpanKind = "internal") -> SpanRecord:
-        return SpanRecord(trace_id=self.trace_id, span_id=_digest(f"{self.trace_id}/{key}", 8),
+        return SpanRecord(trace_id=self.trace_id, span_id=digest_id(f"{self.trace_id}/{key}", 8),
                           parent_id=parent.span_id if parent else None, name=name, kind=kind, start_ns=t,
                           attributes=attrs)
 
@@ -558,4 +540,4 @@ def build_spans(events: Iterable[Event], *, content: bool = False, secrets: Sequ
     return spans
 
 
-__all__ = ["SpanEvent", "SpanRecord", "TraceBuilder", "build_spans", "derived_trace_id", "new_trace_id"]
+__all__ = ["SpanEvent", "SpanRecord", "TraceBuilder", "build_spans"]

@@ -17,10 +17,12 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from moot.core.providers.keys import KEY_NAMES
-from moot.core.sanitize import one_line_safe
+from .sanitize import one_line_safe
 
 MASK = "sk-***"
+
+KEY_NAMES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
+"""The environment variables that hold API keys; the providers read keys from them (`providers/keys.py`)."""
 
 # OpenAI ("sk-", "sk-proj-"), OpenRouter ("sk-or-v1-"), Anthropic ("sk-ant-") and
 # the partly starred forms servers echo back ("sk-abc1****wxyz").

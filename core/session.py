@@ -11,14 +11,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from moot.core.clock import SYSTEM_CLOCK, Clock
-from moot.core.config import Overrides, build_config
-from moot.core.control import Inbox
-from moot.core.events import EventBus, Subscription, Warning_
-from moot.core.models import DebateState, MootConfig
-from moot.core.orchestrator import Clarifier, Ids, Orchestrator
-from moot.core.providers.pool import ProviderPool, default_provider_name
-from moot.core.store import (
+from .clock import SYSTEM_CLOCK, Clock
+from .config import Overrides, build_config
+from .control.commands import Inbox
+from .events import EventBus, Subscription, Warning_
+from .models import DebateState, MootConfig
+from .orchestrator import Clarifier, Ids, Orchestrator
+from .providers.pool import ProviderPool, default_provider_name
+from .storage.store import (
     DebateFolder,
     DebateLock,
     EventLogWriter,
@@ -169,7 +169,7 @@ def new_session(
     # Fail on a missing key before anything runs, and before an empty folder is left behind.
     for agent in [*orch.agents, orch.judge]:
         providers.get(agent)
-    # Under a temporary name until its first event is on disk (see `moot.core.store`).
+    # Under a temporary name until its first event is on disk (see `moot.core.storage.store`).
     folder = state_dir.create(debate_id)
     lock = folder.lock()
     try:

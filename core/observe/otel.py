@@ -2,7 +2,7 @@
 
 Only this module touches the OpenTelemetry SDK, and only inside the functions that send
 spans, so that moot without the `otel` extra (or with tracing off) never imports it. The
-spans themselves come from `moot.core.tracing.TraceBuilder`, listening on the event bus;
+spans themselves come from `moot.core.observe.tracing.TraceBuilder`, listening on the event bus;
 each finished span becomes an SDK `ReadableSpan` handed to a span processor (a batch
 processor with the OTLP/HTTP exporter, configured by the standard `OTEL_EXPORTER_OTLP_*`
 environment; tests pass the SDK's in-memory exporter).
@@ -18,18 +18,18 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from moot import __version__
-from moot.core.errors import ConfigError
-from moot.core.events import Event
-from moot.core.secrets import known_secrets, one_line, redact
-from moot.core.store import read_events
-from moot.core.tracing import SpanRecord, TraceBuilder
+from ..version import VERSION as __version__
+from ..errors import ConfigError
+from ..events import Event
+from ..safety.secrets import known_secrets, one_line, redact
+from ..storage.store import read_events
+from .tracing import SpanRecord, TraceBuilder
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.sdk.trace.export import SpanExporter, SpanProcessor
 
-    from moot.core.runner import DebateSession
+    from ..session import DebateSession
 
 INSTALL_HINT = "tracing needs the otel extra: pip install 'moot[otel]'"
 ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -97,7 +97,7 @@ def traced(session: DebateSession, on: bool) -> Iterator[None]:
     if not on:
         yield
         return
-    from moot.core.store import default_state_dir
+    from ..storage.store import default_state_dir
 
     root = session.folder.path.parent
     flag = "" if root.resolve() == default_state_dir().resolve() else f" --state-dir {root}"

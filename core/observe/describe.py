@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
-from moot.core.events import (
+from ..events import (
     BudgetReached,
     CallFailed,
     CallStarted,
@@ -37,8 +37,8 @@ from moot.core.events import (
     Warning_,
     WindowLearned,
 )
-from moot.core.models import Contribution
-from moot.core.sanitize import one_line_safe, terminal_safe
+from ..models import Contribution
+from ..safety.sanitize import one_line_safe, terminal_safe
 
 LineKind = Literal["phase", "contribution", "summary", "manual", "warning", "error", "done", "control"]
 

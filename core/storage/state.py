@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from moot.core.errors import ExitCode
-from moot.core.events import (
+from ..errors import ExitCode
+from ..events import (
     BudgetReached,
     CallFailed,
     CallStarted,
@@ -37,7 +37,7 @@ from moot.core.events import (
     Warning_,
     WindowLearned,
 )
-from moot.core.models import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
+from ..models import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
 
 MAX_ROUND = 100_000
 """No debate has more steps (rounds ≤ 1000, turns ≤ 100,000); a larger number in an event is corruption."""
