@@ -7,7 +7,7 @@ from typing import Any
 from textual.binding import Binding
 from textual.widgets import Input
 
-from ..commands import CommandSuggester, Vocabulary
+from ..commands.completion import CommandSuggester, Vocabulary
 
 
 class CommandInput(Input):
