@@ -7,6 +7,9 @@ command-palette provider.
 - the handlers, by family: `steering.py` (/summarize /pause /resume /stop /inject),
   `inspection.py` (/context), `solution.py` (/save /copy), `app_commands.py` (/theme /help /quit).
 - `completion.py` (tab on the command line) and `palette.py` (ctrl+p).
+
+Inside moot, importers name the module; the names below are re-exported for the tests, which
+import `moot.tui.commands` as they did when it was one module.
 """
 
 from .base import CommandContext, CommandError, UsageError, parse_round

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..runtime import READ_ONLY, ReadOnlyError, Runtime
+from ..runtime.base import READ_ONLY, ReadOnlyError, Runtime
 
 if TYPE_CHECKING:
     from textual.app import App

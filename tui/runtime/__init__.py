@@ -7,7 +7,9 @@
 - `replay.ReplayRuntime`: plays a recorded debate with its original timing (`moot replay`);
   pause/resume control the playback, the rest is read-only.
 
-(Tests and benchmarks push events through `tests/tui/scripted.py`.)
+(Tests and benchmarks push events through `tests/tui/scripted.py`.) Inside moot, importers name
+the module; the names below are re-exported for the tests and benchmarks, which import
+`moot.tui.runtime` as they did when it was one module.
 """
 
 from .base import BACKLOG, READ_ONLY, ReadOnlyError, Runtime, Snapshot

@@ -45,7 +45,7 @@ from ...core.storage.state import apply
 from ..activity import calls_in_flight
 from ..bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
 from ..followups import Followups
-from ..runtime import Runtime
+from ..runtime.base import Runtime
 from ..widgets.agent_pane import AgentPane
 from ..widgets.agent_roster import AgentRoster, AgentRow
 from ..widgets.conversation_view import ConversationView
