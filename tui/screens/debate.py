@@ -12,10 +12,13 @@ from collections.abc import Callable
 from functools import partial
 
 from textual import on
+from textual.actions import SkipAction
 from textual.binding import Binding
 
-from ..commands import COMMANDS, CommandError, MootCommandProvider, palette_entries, parse, run_command
-from ..runtime import ReadOnlyError, Runtime
+from ..commands.base import CommandError
+from ..commands.palette import MootCommandProvider, palette_entries
+from ..commands.registry import COMMANDS, parse, run_command
+from ..runtime.base import ReadOnlyError, Runtime
 from ..theming import BUNDLED
 from ..widgets.command_input import CommandInput
 from .context import ContextScreen
@@ -69,11 +72,11 @@ class DebateScreen(DebateEvents):
     def _command_submitted(self, event: CommandInput.Submitted) -> None:
         line = event.value.strip()
         command = self.query_one(CommandInput)
-        command.remember(line)
-        command.value = ""
-        # Leave the command line (as vim's ':' does), so the single-key bindings work
-        # again at once; '/' comes back to it.
-        self.set_focus(None)
+        if self.focused is command and not command.value:
+            # Leave the command line (as vim's ':' does), so the single-key bindings work
+            # again at once; '/' comes back to it. (It already holds text when keys came in
+            # a burst: the next command is being typed, keep it.)
+            self.set_focus(None)
         if line:
             self.run_command_line(line)
 
@@ -89,10 +92,15 @@ class DebateScreen(DebateEvents):
             self.feedback(str(exc), error=True)
 
     def action_command_line(self) -> None:
+        """`/` (the app's priority binding): open the command line with a slash on it.
+
+        On the command line a slash is text: the key goes on to the input, in order with the
+        keys before it, which a burst (tmux send-keys, a paste typed as keys) may still have
+        queued there. Deciding that from the input's own focus state (`has_focus`, set only
+        once the input has read its Focus event) lost those slashes."""
         command = self.query_one(CommandInput)
-        if command.has_focus:
-            command.insert_text_at_cursor("/")
-            return
+        if self.focused is command:
+            raise SkipAction()
         # Focus now, not later (Widget.focus defers): keys typed or pasted right after
         # the slash must reach the input, not the screen's bindings.
         self.set_focus(command)
