@@ -25,7 +25,9 @@ class LiveRuntime(Runtime):
 
     mode = "live"
     STOP_GRACE_S = 3.0
-    """How long quitting waits for the debate to reach a call boundary before cancelling."""
+    """How long quitting waits for the calls in flight to finish before cancelling them. Either
+    way the debate ends `stopped` (exit 0): the orchestrator records a stop whose calls were
+    cancelled as a stop, so the outcome never depends on how long the calls had left."""
 
     def __init__(self, session: DebateSession, clock: Clock | None = None) -> None:
         super().__init__(clock)
@@ -130,7 +132,7 @@ class LiveRuntime(Runtime):
         if task is not None and not task.done():
             self.stop()
             # stop() acts at the next call boundary; a slow provider call is cancelled
-            # instead (the debate is still saved and resumable).
+            # instead (still a stop: saved, resumable, the call redone on resume).
             done, _ = await asyncio.wait({task}, timeout=self.STOP_GRACE_S)
             if not done:
                 task.cancel()
