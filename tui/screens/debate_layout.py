@@ -21,7 +21,7 @@ from textual.widgets import Footer, Label
 from ...core.models import JUDGE_ID, AgentInfo, DebateState
 from ...core.storage.state import new_state
 from ..commands.completion import Vocabulary
-from ..runtime import Runtime
+from ..runtime.base import Runtime
 from ..theming import theme_names
 from ..widgets.agent_pane import AgentPane
 from ..widgets.agent_roster import AgentRoster
@@ -122,7 +122,12 @@ class DebateLayout(Screen[None]):
         self.set_class(width < NARROW_WIDTH, "-narrow")
         self.set_class(width < TINY_WIDTH, "-tiny")
         self.set_class(height < SHORT_HEIGHT, "-short")
-        self.query_one(Footer).compact = width < TINY_WIDTH
+        footer = self.query_one(Footer)
+        footer.compact = width < TINY_WIDTH
+        if footer.show_command_palette != (width >= TINY_WIDTH):
+            # Below 100 columns the keys need the room: ctrl+p still opens the palette (/help says so).
+            footer.show_command_palette = width >= TINY_WIDTH
+            footer.refresh(recompose=True)
         compact = bool(self.panes) and needs_focus_layout(len(self.panes), width, max(1, height - GRID_CHROME))
         if compact != self.compact:
             self.compact = compact
