@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.storage.store import StoreError, write_atomic
+from moot.core.errors import StoreError
+from moot.core.storage.files import write_atomic
 from tests.conftest import moot
 from tests.test_bad_input import DEMO, TRACEBACK, _one_line, cli
 

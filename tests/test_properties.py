@@ -18,7 +18,8 @@ from moot.core.models import ROLES, DebateState, MootConfig
 from moot.core.session import SessionOptions, resume_session
 from moot.core.events import parse_event
 from moot.core.storage.state import MAX_ROUND, apply, new_state
-from moot.core.storage.store import STATE_FILE, DebateFolder, StoreError
+from moot.core.errors import StoreError
+from moot.core.storage.folder import STATE_FILE, DebateFolder
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 

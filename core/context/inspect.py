@@ -9,7 +9,7 @@ from ..errors import InspectError
 from .view import history_ids, render_messages
 from ..agents import require_agent
 from ..models import DebateState, ViewRecord
-from ..storage.store import DebateFolder
+from ..storage.folder import DebateFolder
 
 
 def resolve_agent_id(state: DebateState, name: str) -> str:

@@ -18,7 +18,7 @@ from .index import DebateIndex
 from ..errors import InspectError
 from ..events import CallStarted, ContributionAdded, DebateStarted, SummaryAdded, parse_event
 from ..models import ViewRecord
-from ..storage.store import DebateFolder
+from ..storage.folder import DebateFolder
 
 _MESSAGE = re.compile(rb'"type":"message","round":(\d+),')
 

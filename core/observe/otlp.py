@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..version import VERSION as __version__
-from ..storage.store import DebateFolder, read_events
+from ..storage.folder import DebateFolder
+from ..storage.log import read_events
 from .tracing import AttrValue, SpanRecord, build_spans
 
 SCOPE = "moot"
