@@ -16,7 +16,8 @@ from .config import Overrides, build_config
 from .control.commands import Inbox
 from .errors import StoreError
 from .events import EventBus, Subscription, Warning_
-from .models import DebateState, MootConfig
+from .models.config import MootConfig
+from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
 from .providers.pool import ProviderPool, default_provider_name
 from .storage.folder import DebateFolder

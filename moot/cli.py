@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 from . import __version__
 from moot.core.errors import ExitCode, InputError, MootError
-from moot.core.models import ROLES, ProviderName
+from moot.core.models.terms import ROLES, ProviderName
 
 if TYPE_CHECKING:  # the commands import what they need when they run (start-up time)
     from moot.core.config import Overrides
-    from moot.core.models import DebateState
+    from moot.core.models.state import DebateState
     from moot.core.session import DebateSession
     from moot.core.storage.folder import DebateFolder
 
@@ -62,7 +62,7 @@ def _bounded(field: str) -> Callable[[str], int]:
     """An integer flag checked against the bounds of `debate.<field>` (exit 2, not a config error)."""
 
     def parse(text: str) -> int:
-        from moot.core.models import DebateSettings
+        from moot.core.models.config import DebateSettings
 
         v = _positive_int(text)
         limit = next(m.le for m in DebateSettings.model_fields[field].metadata if hasattr(m, "le"))

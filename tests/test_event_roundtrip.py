@@ -104,7 +104,7 @@ def test_every_event_round_trips_through_the_log(event: BaseModel) -> None:
 
 def test_a_score_that_was_not_parsed_round_trips() -> None:
     from moot.core.events import ConvergenceScored
-    from moot.core.models import ConvergenceScore
+    from moot.core.models.state import ConvergenceScore
 
     event = ConvergenceScored(score=ConvergenceScore(round=2, confidence=None, raw="I think they mostly agree."))
     assert parse_event(dump_event(event)) == event

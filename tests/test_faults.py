@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.core.errors import ProviderError
 from moot.core.providers.base import CallHint
 from tests.streams import RESTART, complete

@@ -25,7 +25,7 @@ import pytest
 
 from moot.core.config import Overrides, build_config
 from moot.core.events import parse_event
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session, resume_session
 from moot.core.storage.state import apply, new_state
 from moot.core.errors import StoreError

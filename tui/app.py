@@ -32,7 +32,7 @@ from .settings import SettingsStore
 from .theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 
 if TYPE_CHECKING:
-    from ..core.models import Clarification
+    from ..core.models.state import Clarification
     from ..core.session import DebateSession
 
 

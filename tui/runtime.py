@@ -39,7 +39,7 @@ from ..core.events import (
     is_terminal,
     parse_event,
 )
-from ..core.models import Clarification, DebateState
+from ..core.models.state import Clarification, DebateState
 from ..core.storage.state import apply, new_state
 from ..core.storage.files import open_regular
 from ..core.storage.folder import DebateFolder, writer_alive

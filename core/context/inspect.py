@@ -8,7 +8,7 @@ from .index import DebateIndex
 from ..errors import InspectError
 from .view import history_ids, render_messages
 from ..agents import require_agent
-from ..models import DebateState, ViewRecord
+from ..models.state import DebateState, ViewRecord
 from ..storage.folder import DebateFolder
 
 

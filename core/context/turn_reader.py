@@ -17,7 +17,7 @@ from ..agents import require_agent
 from .index import DebateIndex
 from ..errors import InspectError
 from ..events import CallStarted, ContributionAdded, DebateStarted, SummaryAdded, parse_event
-from ..models import ViewRecord
+from ..models.state import ViewRecord
 from ..storage.folder import DebateFolder
 
 _MESSAGE = re.compile(rb'"type":"message","round":(\d+),')

@@ -16,7 +16,7 @@ from pathlib import Path
 from .describe import describe
 from ..errors import ExitCode, StoreError
 from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
-from ..models import DebateState
+from ..models.state import DebateState
 from .printer import print_events, solution_text
 from ..session import DebateSession
 from ..safety.sanitize import one_line_safe

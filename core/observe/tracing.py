@@ -60,7 +60,7 @@ from ..events import (
     Warning_,
     WindowLearned,
 )
-from ..models import AgentInfo, CallMetadata, Summary, Usage, ViewRecord
+from ..models.state import AgentInfo, CallMetadata, Summary, Usage, ViewRecord
 from ..safety.secrets import redact, strip_userinfo
 from ..trace_ids import derived_trace_id, digest_id
 

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from ..errors import StoreError
 from ..events import parse_event
-from ..models import DebateState
+from ..models.state import DebateState
 from .files import fsync_dir, open_regular, read_regular, refusal
 from .lock import DebateLock, lock_held
 from .log import numbered_events
