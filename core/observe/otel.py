@@ -23,7 +23,8 @@ from ..errors import ConfigError
 from ..events import Event
 from ..safety.secrets import known_secrets, one_line, redact
 from ..storage.log import read_events
-from .tracing import SpanRecord, TraceBuilder
+from .spans import SpanRecord
+from .tracing import TraceBuilder
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan

@@ -15,7 +15,8 @@ from typing import Any
 from ..version import VERSION as __version__
 from ..storage.folder import DebateFolder
 from ..storage.log import read_events
-from .tracing import AttrValue, SpanRecord, build_spans
+from .spans import AttrValue, SpanRecord
+from .tracing import build_spans
 
 SCOPE = "moot"
 SERVICE = "moot"
