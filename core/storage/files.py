@@ -1,7 +1,7 @@
 """Files of a debate folder, opened safely: regular files only, never through a symbolic link.
 
 The files of a debate folder are only ever opened as regular files and never through a
-symbolic link (`O_NOFOLLOW`), without blocking (a FIFO planted there cannot hang a read):
+symbolic link (`O_NOFOLLOW`; the folder itself must not be a link either), without blocking (a FIFO planted there cannot hang a read):
 anything else is a one-line StoreError and nothing is changed. Whole files are replaced
 atomically, so a crash leaves the old content or the new, never a mix.
 """
@@ -19,6 +19,24 @@ from ..errors import StoreError
 def refusal(path: Path, why: str) -> StoreError:
     return StoreError(f"{path} {why}; moot reads and writes only regular files in a debate folder, "
                       "never through a link (nothing was changed)")
+
+
+def require_real_folder(path: Path) -> None:
+    """StoreError (one line, nothing changed) when the debate folder `path` is a symbolic link or
+    not a folder: every file in it is opened without following links, but the folder's own name
+    would be followed, and a linked folder would have moot read and write outside its state dir.
+    A missing folder is left to the caller (its own, more precise error)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+    if stat.S_ISLNK(mode):
+        raise StoreError(f"{path} is a symbolic link; moot reads and writes a debate folder only where it is, "
+                         "never through a link (nothing was changed)")
+    if not stat.S_ISDIR(mode):
+        raise StoreError(f"{path} is not a folder (nothing was changed)")
 
 
 def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from ..errors import StoreError
 from ..events import parse_event
 from ..models.state import DebateState
-from .files import fsync_dir, open_regular, read_regular, refusal
+from .files import fsync_dir, open_regular, read_regular, refusal, require_real_folder
 from .lock import DebateLock, lock_held
 from .log import numbered_events
 from .state import StateError, apply, new_state
@@ -51,8 +51,9 @@ class DebateFolder:
         return name[1 : -len(PENDING_SUFFIX)] if self.pending else name
 
     def check_files(self) -> None:
-        """StoreError (one line, nothing changed) when a file of the folder is a symbolic link or
-        not a regular file: moot never reads or writes through one."""
+        """StoreError (one line, nothing changed) when the folder or a file of it is a symbolic link,
+        or not what it should be (a folder, regular files): moot never reads or writes through one."""
+        require_real_folder(self.path)
         for name in FOLDER_FILES:
             path = self.path / name
             try:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ..errors import StoreError
-from .files import open_regular
+from .files import open_regular, require_real_folder
 
 
 def lock_held(path: Path) -> bool:
@@ -45,6 +45,7 @@ class DebateLock:
         """Wall time the lock was taken: commands sent to the debate before it were for another process."""
 
     def acquire(self) -> None:
+        require_real_folder(self.path.parent)  # before the lock file is created: never through a linked folder
         try:
             fd = open_regular(self.path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from ..errors import StoreError
 from ..events import Event, Subscription, Token, dump_event, is_terminal, parse_event
-from .files import open_regular, write_all, write_atomic
+from .files import open_regular, require_real_folder, write_all, write_atomic
 from .folder import DebateFolder
 
 MIN_CHECKPOINT_BYTES = 64 * 1024
@@ -40,6 +40,7 @@ class EventLogWriter:
         self.snapshot_error: OSError | None = None
 
     async def run(self, sub: Subscription) -> None:
+        require_real_folder(self.folder.path)
         fd = open_regular(self.folder.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         events = aiter(sub)
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..errors import StoreError
 from ..events import DebateStarted
 from ..safety.sanitize import one_line_safe
+from .files import require_real_folder
 from .folder import EVENTS_FILE, PENDING_SUFFIX, DebateFolder, writer_alive
 from .log import read_events
 
@@ -64,6 +65,8 @@ class StateDir:
             raise StoreError(f"invalid debate id {debate_id!r}")
         path = self.root / debate_id
         pending = self._pending_path(debate_id)
+        if not path.is_dir() and pending.is_dir():
+            require_real_folder(pending)
         if not path.is_dir() and pending.is_dir() and self.settle(pending) is None:
             if writer_alive(DebateFolder(pending, pending=True)):
                 raise StoreError(f"debate {debate_id} is being written by another moot process (it is starting)")
@@ -72,9 +75,11 @@ class StateDir:
         if not path.is_dir():
             matches = [p for p in self.debates() if p.id.startswith(debate_id)]
             if len(matches) == 1:
+                require_real_folder(matches[0].path)
                 return matches[0]
             hint = " (ambiguous prefix)" if matches else ""
             raise StoreError(f"no debate {debate_id!r} in {self.root}{hint}; try `moot list`")
+        require_real_folder(path)  # a linked folder is refused before anything reads or writes through it
         return DebateFolder(path)
 
     def debates(self) -> list[DebateFolder]:
