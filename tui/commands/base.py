@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from ...core.context.index import DebateIndex
-    from ...core.models import DebateState
+    from ...core.models.state import DebateState
     from ..followups import Followups
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.observe.printer import solution_document
-from ...core.storage.store import write_atomic
+from ...core.storage.files import write_atomic
 from .base import CommandContext, CommandError
 
 

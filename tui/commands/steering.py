@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...core.agents import find_agent
 from ...core.context.outlook import summary_owner
-from ...core.models import MAX_FOCUS
+from ...core.models.terms import MAX_FOCUS
 from ..followups import after_inject, after_pause, after_resume, after_stop, after_summarize
 from .base import CommandContext, CommandError, UsageError, no_agent, require_engine, require_running
 

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.events import Event
-from ...core.models import DebateState
+from ...core.models.state import DebateState
 
 READ_ONLY = "read-only: no process is running this debate"
 BACKLOG = 300

@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from ...core.events import Event, Subscription
-from ...core.models import Clarification
-from ...core.storage.store import DebateFolder, read_events
+from ...core.models.state import Clarification
+from ...core.storage.folder import DebateFolder
+from ...core.storage.log import read_events
 from .base import BACKLOG, Runtime, Snapshot
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator, Iterable
 from ...core.clock import Clock
 from ...core.events import CallStarted, ContributionAdded, Event, Token
 from ...core.storage.state import new_state
-from ...core.storage.store import DebateFolder, read_events
+from ...core.storage.folder import DebateFolder
+from ...core.storage.log import read_events
 from .base import Runtime, Snapshot
 
 _WORDS = re.compile(r"\s*\S+|\s+")

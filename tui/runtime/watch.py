@@ -15,7 +15,8 @@ from ...core.control.commands import ControlCommand, send
 from ...core.errors import InputError
 from ...core.events import ControlChanged, DebateResumed, Event, Warning_, is_terminal, parse_event
 from ...core.storage.state import apply, new_state
-from ...core.storage.store import DebateFolder, open_regular, writer_alive
+from ...core.storage.files import open_regular
+from ...core.storage.folder import DebateFolder, writer_alive
 from .base import BACKLOG, READ_ONLY, ReadOnlyError, Runtime, Snapshot
 
 log = logging.getLogger(__name__)

@@ -40,7 +40,8 @@ from ...core.events import (
     Warning_,
     WindowLearned,
 )
-from ...core.models import JUDGE_ID, DebateState
+from ...core.models.state import DebateState
+from ...core.models.terms import JUDGE_ID
 from ...core.storage.state import apply
 from ..activity import calls_in_flight
 from ..bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived

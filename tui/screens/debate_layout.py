@@ -18,7 +18,8 @@ from textual.events import DescendantFocus, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Label
 
-from ...core.models import JUDGE_ID, AgentInfo, DebateState
+from ...core.models.state import AgentInfo, DebateState
+from ...core.models.terms import JUDGE_ID
 from ...core.storage.state import new_state
 from ..commands.completion import Vocabulary
 from ..runtime.base import Runtime
