@@ -95,7 +95,7 @@ RUN_CASES: list[tuple[str, dict[str, bytes | str], list[str], int, str]] = [
      ["x", "-c", "c.json"], 4, "reserve_output_tokens (1000) must be below max_context_tokens (1000)"),
     ("unknown role in config", {"c.json": '{"agents": [{"id": "a", "role": "wizard"}]}'}, ["x", "-c", "c.json"], 4,
      "agents[0].role: unknown role; expected one of architect"),
-    ("unknown role in -a", {}, ["x", "-a", "kiss,wizard"], 4, "unknown role 'wizard'"),
+    ("unknown role in -a", {}, ["x", "-a", "kiss,wizard"], 2, "unknown role 'wizard'"),  # an argument: exit 2
     ("duplicate agent ids", {"c.toml": '[[agents]]\nid = "a"\nrole = "kiss"\n[[agents]]\nid = "a"\nrole = "testing"\n'},
      ["x", "-c", "c.toml"], 4, "duplicate agent id 'a'"),
     ("agent id is the judge's", {"c.json": '{"agents": [{"id": "judge"}]}'}, ["x", "-c", "c.json"], 4,

@@ -87,6 +87,26 @@ def bounded(field: str) -> Callable[[str], int]:
     return parse
 
 
+def role_list(text: str) -> list[str]:
+    """`-a architect,security`: known roles, each once. A typo is a bad argument (exit 2), with a
+    guess; the same mistake inside a config file is a configuration error (exit 4)."""
+    from moot.core.agents import did_you_mean
+    from moot.core.models import ROLES
+
+    roles = [r.strip() for r in text.split(",") if r.strip()]
+    if not roles:
+        raise argparse.ArgumentTypeError("name at least one role")
+    for role in roles:
+        if role not in ROLES:
+            raise argparse.ArgumentTypeError(f"unknown role {role!r}{did_you_mean(role, ROLES)}; "
+                                             f"expected one of {', '.join(ROLES)}")
+    twice = next((r for i, r in enumerate(roles) if r in roles[:i]), None)
+    if twice is not None:
+        raise argparse.ArgumentTypeError(f"role {twice!r} is named twice (each role is one agent; for two "
+                                         "agents of one role, list them under [[agents]] in a config file)")
+    return roles
+
+
 # ---------------------------------------------------------------- flag groups
 
 
@@ -127,9 +147,6 @@ def overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Override
     """The flags that override the config file, for every agent and the debate."""
     from moot.core.config import Overrides
 
-    roles = None
-    if getattr(args, "agents", None):
-        roles = [r.strip() for r in args.agents.split(",") if r.strip()]
     debate: dict[str, object] = {}
     if getattr(args, "clarify", False):
         debate["clarify"] = True
@@ -146,7 +163,7 @@ def overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Override
     if getattr(args, "trace", False):  # saved with a new debate, so that its resume traces too
         debate["trace"] = True
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None,
-                     roles=roles,
+                     roles=getattr(args, "agents", None) or None,
                      provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,
                      debate=debate)
 

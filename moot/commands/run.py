@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .flags import (
     add_debate_id, add_provider_args, add_state_dir, bounded, completes, demo_delay, finite_seconds, overrides,
-    positive_int, write_file,
+    positive_int, role_list, write_file,
 )
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def register(sub: Subcommands) -> None:
     run.add_argument("problem", nargs="?", help="the problem statement (or use -p FILE)")
     completes(run.add_argument("-p", "--problem-file", help="read the problem from a file"), "file")
     completes(run.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)"), "file")
-    run.add_argument("-a", "--agents", help=f"comma-separated roles: {', '.join(ROLES)}")
+    run.add_argument("-a", "--agents", type=role_list, help=f"comma-separated roles: {', '.join(ROLES)}")
     run.add_argument("--protocol", choices=["rounds", "conversation", "simultaneous"],
                      help="debate shape (default rounds; see the README)")
     run.add_argument("-r", "--rounds", type=bounded("rounds"), help="number of rounds (default 3)")
