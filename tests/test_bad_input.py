@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -179,7 +180,8 @@ def test_problem_over_the_budget_with_allow_truncate(tmp_path: Path) -> None:
             "-a", "kiss,security", "--state-dir", "D")
     assert r.returncode == 0, r.stderr
     state = check_complete(only_debate(tmp_path / "D"), 1, ["kiss", "security"])
-    assert state.problem.endswith("[problem truncated to fit the context budget]")
+    assert re.search(r"\n\[problem truncated to fit the context budget: the first \d+ of its 20000 tokens, "
+                     r"99999 characters\]\Z", state.problem), state.problem[-200:]
     assert len(state.problem) < len(BIG) / 2
 
 

@@ -13,6 +13,8 @@ from .flags import (
     positive_int, role_list, write_file,
 )
 
+from .run_checks import MAX_AGENTS, check_agent_count, note_truncation, warn_alone
+
 if TYPE_CHECKING:
     from .flags import Subcommands
     from moot.core.models import DebateState
@@ -41,6 +43,8 @@ def register(sub: Subcommands) -> None:
                      help="convergence: stop early when the judge's confidence reaches debate.convergence_threshold")
     run.add_argument("--max-cost", type=finite_seconds, metavar="USD", help="stop starting calls past this cost")
     run.add_argument("--max-tokens", type=positive_int, metavar="N", help="stop starting calls past N tokens")
+    run.add_argument("--max-agents", type=positive_int, metavar="N",
+                     help=f"run up to N agents (default {MAX_AGENTS}: a round's critiques grow with their square)")
     completes(run.add_argument("--report", metavar="FILE", help="write the markdown report at the end"), "file")
     run.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
     add_provider_args(run)
@@ -69,10 +73,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     problem = redact(problem_text(args.problem, args.problem_file), known_secrets())  # a pasted key is never saved
     config = load_config(args.config, overrides(args))
+    check_agent_count(config, args.max_agents)
     default = default_provider_name(next((a.base_url for a in config.agents if a.base_url), None))
     people = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
     tightest = min(people, key=lambda a: a.context.input_budget)  # counted with its model's encoding
-    problem = fit_problem(problem, tightest.context.input_budget, tightest.model, args.allow_truncate)
+    fitted = fit_problem(problem, tightest.context.input_budget, tightest.model, args.allow_truncate)
+    if fitted != problem:
+        note_truncation(fitted)
+    problem = fitted
+    if not args.agents:
+        warn_alone(config, args.config or "moot.toml")
     tracing = wants_tracing(config.debate.trace)  # before the debate's folder exists
     tui = wants_tui(args.headless)
     session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),

@@ -58,6 +58,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from moot.core.inputs import truncation_note
     from moot.core.observe.printer import solution_text
     from moot.core.safety.sanitize import json_safe, one_line_safe, terminal_safe
 
@@ -73,6 +74,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     steps = "turns" if state.protocol == "conversation" else "rounds"
     say(f"debate {state.id} · {state.protocol} · {state.status} · {len(state.rounds)}/{state.total_rounds} {steps}")
     say(f"problem: {one_line_safe(state.problem.splitlines()[0] if state.problem else '', 200)}")
+    truncated = truncation_note(state.problem)
+    if truncated is not None:
+        say(f"  ({truncated}; it was run with --allow-truncate)")
     say("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{one_line_safe(a.model, 80)})" for a in state.agents))
     if any(a.provider == "demo" for a in [*state.agents, *([state.judge] if state.judge else [])]):
         say("provider: DEMO (offline, scripted answers, not a real model)")
