@@ -36,7 +36,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     sd.clean_pending()  # debates whose start was cut short: published if resumable, else removed
     rows = [summarize_folder(f) for f in sd.debates()]
     if not rows:
-        print(f"no debates in {sd.root}", file=sys.stderr)
+        where = sd.root.absolute()  # "no debates in debates" does not say which folder was read
+        print(f"no debates in {where} (--state-dir or MOOT_STATE_DIR name another folder)", file=sys.stderr)
         return ExitCode.OK
     rows.sort(key=lambda r: (cast(float, r["created_at"]), str(r["id"])), reverse=True)  # newest first
     # No CREATED column: an id is its creation time (YYYYMMDD-HHMMSS-xxxx), and the problem needs the room.
@@ -61,10 +62,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     from moot.core.inputs import truncation_note
     from moot.core.observe.printer import solution_text
     from moot.core.safety.sanitize import json_safe, one_line_safe, terminal_safe
+    from moot.core.storage.store import shown_status
 
-    state = open_debate(args).load()
+    folder = open_debate(args)
+    state = folder.load()
+    status = shown_status(folder, state.status)  # as `moot list` says it: a killed debate is not running
     if args.json:
-        print(json_safe(state.model_dump_json(indent=2)))
+        shown = state.model_copy(update={"status": status}) if status != state.status else state
+        print(json_safe(shown.model_dump_json(indent=2, warnings=False)))
         return ExitCode.OK
 
     def say(line: str) -> None:
@@ -72,7 +77,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         sys.stdout.write(terminal_safe(line) + "\n")
 
     steps = "turns" if state.protocol == "conversation" else "rounds"
-    say(f"debate {state.id} · {state.protocol} · {state.status} · {len(state.rounds)}/{state.total_rounds} {steps}")
+    say(f"debate {state.id} · {state.protocol} · {status} · {len(state.rounds)}/{state.total_rounds} {steps}")
+    if status == "unfinished":
+        flag = f" --state-dir {args.state_dir}" if args.state_dir else ""
+        say(f"  (its process ended before the debate did; continue with `moot resume {state.id}{flag}`)")
     say(f"problem: {one_line_safe(state.problem.splitlines()[0] if state.problem else '', 200)}")
     truncated = truncation_note(state.problem)
     if truncated is not None:
