@@ -28,8 +28,9 @@ def test_every_subcommand_has_a_handler_and_every_module_is_registered() -> None
             "completion"} <= subs.keys()
     for name, parser in subs.items():
         assert callable(parser.get_default("handler")), name
-    modules = {p.stem for p in COMMANDS.glob("*.py")} - {"__init__", "flags"}
-    assert {m.__name__.rpartition(".")[2] for m in moot_cli.FAMILIES} == modules  # none forgotten
+    # A module with a `register` is a family; one that FAMILIES forgets would never be reachable.
+    modules = {p.stem for p in COMMANDS.glob("*.py") if "\ndef register(" in p.read_text()}
+    assert {m.__name__.rpartition(".")[2] for m in moot_cli.FAMILIES} == modules
 
 
 def test_the_entry_module_stays_small() -> None:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from moot.core.storage.store import DebateFolder
+from moot.core.storage.folder import DebateFolder
 from tests.conftest import LoopbackServer, cli, make_server, read_jsonl, run_debate
 from tests.test_resume import cli_env, only_debate
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.models import DebateState
-from moot.core.storage.store import DebateFolder
+from moot.core.models.state import DebateState
+from moot.core.storage.folder import DebateFolder
 from tests.conftest import ROOT, cli, moot
 from tests.test_resume import TRACEBACK, only_debate
 

@@ -16,7 +16,7 @@ import pytest
 
 from moot import cli
 from moot.core.safety.secrets import MASK, known_secrets, redact
-from moot.core.storage.store import StateDir
+from moot.core.storage.state_dir import StateDir
 from tests.conftest import Faults, LoopbackServer, moot, read_jsonl
 from tests.test_bad_input import cli as in_process
 from tests.test_resume import TRACEBACK, check_complete, only_debate, resume_hint

@@ -18,7 +18,7 @@ from .flags import add_debate_id, add_state_dir, finite_seconds, open_debate
 
 if TYPE_CHECKING:
     from moot.core.control.commands import ControlCommand
-    from moot.core.storage.store import DebateFolder
+    from moot.core.storage.folder import DebateFolder
 
     from .flags import Subcommands
 
@@ -57,7 +57,7 @@ def _command(folder: DebateFolder, action: str, words: list[str]) -> ControlComm
     from moot.core.agents import require_agent
     from moot.core.control.commands import MAX_TEXT, ControlCommand
     from moot.core.events import DebateStarted, parse_event
-    from moot.core.storage.store import open_regular
+    from moot.core.storage.files import open_regular
 
     agent = text = None
     if action == "summarize":
@@ -98,7 +98,8 @@ def _follow(folder: DebateFolder, command: ControlCommand, start: int, wait: flo
     from moot.core.events import ControlChanged, Event, is_terminal, parse_event
     from moot.core.observe.describe import describe
     from moot.core.safety.sanitize import one_line_safe
-    from moot.core.storage.store import open_regular, writer_alive
+    from moot.core.storage.files import open_regular
+    from moot.core.storage.folder import writer_alive
 
     def show(event: Event) -> None:
         if isinstance(event, ControlChanged) and event.effective:

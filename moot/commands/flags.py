@@ -18,8 +18,8 @@ from moot.core.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
     from moot.core.config import Overrides
-    from moot.core.models import ProviderName
-    from moot.core.storage.store import DebateFolder
+    from moot.core.models.terms import ProviderName
+    from moot.core.storage.folder import DebateFolder
 
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
     """What a subcommand module's `register` adds its parsers to."""
@@ -76,7 +76,7 @@ def bounded(field: str) -> Callable[[str], int]:
     """An integer flag checked against the bounds of `debate.<field>` (exit 2, not a config error)."""
 
     def parse(text: str) -> int:
-        from moot.core.models import DebateSettings
+        from moot.core.models.config import DebateSettings
 
         v = positive_int(text)
         limit = next(m.le for m in DebateSettings.model_fields[field].metadata if hasattr(m, "le"))
@@ -91,7 +91,7 @@ def role_list(text: str) -> list[str]:
     """`-a architect,security`: known roles, each once. A typo is a bad argument (exit 2), with a
     guess; the same mistake inside a config file is a configuration error (exit 4)."""
     from moot.core.agents import did_you_mean
-    from moot.core.models import ROLES
+    from moot.core.models.terms import ROLES
 
     roles = [r.strip() for r in text.split(",") if r.strip()]
     if not roles:
@@ -173,14 +173,14 @@ def overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Override
 
 def open_debate(args: argparse.Namespace) -> DebateFolder:
     """The saved debate `args.id` in `--state-dir` (StoreError, one line, when there is none)."""
-    from moot.core.storage.store import StateDir
+    from moot.core.storage.state_dir import StateDir
 
     return StateDir(args.state_dir).open(args.id)
 
 
 def write_file(path: Path, text: str) -> None:
     """Write a file atomically; an unwritable path is a one-line error (exit 2)."""
-    from moot.core.storage.store import write_atomic
+    from moot.core.storage.files import write_atomic
 
     try:
         write_atomic(path, text.encode("utf-8"))

@@ -17,12 +17,12 @@ from .run_checks import MAX_AGENTS, check_agent_count, note_truncation, warn_alo
 
 if TYPE_CHECKING:
     from .flags import Subcommands
-    from moot.core.models import DebateState
+    from moot.core.models.state import DebateState
     from moot.core.session import DebateSession
 
 
 def register(sub: Subcommands) -> None:
-    from moot.core.models import ROLES
+    from moot.core.models.terms import ROLES
 
     run = sub.add_parser("run", help="run a debate (TUI in a terminal, else headless)")
     run.add_argument("problem", nargs="?", help="the problem statement (or use -p FILE)")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from moot.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from moot.core.models import MootConfig
+    from moot.core.models.config import MootConfig
 
 MAX_AGENTS = 12
 """Above this many agents `moot run` asks for `--max-agents N`: a `rounds` debate's critiques

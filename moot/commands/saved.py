@@ -30,7 +30,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     import shutil
 
     from moot.core.safety.sanitize import one_line_safe
-    from moot.core.storage.store import StateDir, summarize_folder
+    from moot.core.storage.state_dir import StateDir, summarize_folder
 
     sd = StateDir(args.state_dir)
     sd.clean_pending()  # debates whose start was cut short: published if resumable, else removed
@@ -62,7 +62,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from moot.core.inputs import truncation_note
     from moot.core.observe.printer import solution_text
     from moot.core.safety.sanitize import json_safe, one_line_safe, terminal_safe
-    from moot.core.storage.store import shown_status
+    from moot.core.storage.state_dir import shown_status
 
     folder = open_debate(args)
     state = folder.load()

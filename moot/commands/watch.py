@@ -33,7 +33,7 @@ def register(sub: Subcommands) -> None:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     from moot.core.observe.headless import tail_events, wants_tui
-    from moot.core.storage.store import StateDir
+    from moot.core.storage.state_dir import StateDir
 
     sd = StateDir(args.state_dir)
     if not wants_tui(args.headless):
@@ -50,7 +50,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from moot.core.storage.store import StateDir
+    from moot.core.storage.state_dir import StateDir
 
     sd = StateDir(args.state_dir)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
