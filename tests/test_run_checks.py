@@ -117,3 +117,12 @@ def test_the_readmes_providers_snippet_runs_three_agents_and_one_agent_is_named(
         "[[agents]] replaces the default agents architect, performance and kiss: list every agent you want")
     r = cli("run", "Design a cache", "-a", "kiss", "--provider", "demo", "--headless", "-r", "1", "--state-dir", "F")
     assert r.returncode == 0 and "debates alone" not in r.stderr  # asked for on the command line
+
+
+def test_a_notice_never_comes_before_an_error(tmp_path: Path) -> None:
+    """The notices wait until the debate is built: an error after them stays the only line."""
+    (tmp_path / "one.toml").write_text('[[agents]]\nid = "kiss"\nrole = "kiss"\n')
+    (tmp_path / "afile").write_text("not a folder")
+    r = cli("run", "Design a cache", "-c", "one.toml", "--provider", "demo", "--headless",
+            "--state-dir", str(tmp_path / "afile" / "D"))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "debates alone" not in r.stderr

@@ -13,7 +13,7 @@ from .flags import (
     positive_int, role_list, write_file,
 )
 
-from .run_checks import MAX_AGENTS, check_agent_count, note_truncation, warn_alone
+from .run_checks import MAX_AGENTS, alone, check_agent_count, say
 
 if TYPE_CHECKING:
     from .flags import Subcommands
@@ -64,7 +64,7 @@ def register(sub: Subcommands) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from moot.core.ask import ask_on_stdin
     from moot.core.config import load_config, resolve_agent
-    from moot.core.inputs import fit_problem, problem_text
+    from moot.core.inputs import fit_problem, problem_text, truncation_note
     from moot.core.observe.headless import wants_tui
     from moot.core.observe.otel import traced, wants_tracing
     from moot.core.providers.pool import default_provider_name
@@ -73,20 +73,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     problem = redact(problem_text(args.problem, args.problem_file), known_secrets())  # a pasted key is never saved
     config = load_config(args.config, overrides(args))
-    check_agent_count(config, args.max_agents)
+    source = args.config or "moot.toml"
+    notices = [check_agent_count(config, args.max_agents), None if args.agents else alone(config, source)]
     default = default_provider_name(next((a.base_url for a in config.agents if a.base_url), None))
     people = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
     tightest = min(people, key=lambda a: a.context.input_budget)  # counted with its model's encoding
     fitted = fit_problem(problem, tightest.context.input_budget, tightest.model, args.allow_truncate)
-    if fitted != problem:
-        note_truncation(fitted)
+    if fitted != problem:  # said on stderr here, and by `moot show` later
+        notices.append(truncation_note(fitted))
     problem = fitted
-    if not args.agents:
-        warn_alone(config, args.config or "moot.toml")
     tracing = wants_tracing(config.debate.trace)  # before the debate's folder exists
     tui = wants_tui(args.headless)
     session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
                                                           clarifier=None if tui else ask_on_stdin))
+    say(notices)  # once nothing more can fail before the debate starts
     if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
         print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
               file=sys.stderr)

@@ -1,5 +1,8 @@
 """What `moot run` checks and says about a debate before it starts: how many agents (and what a
-round of them costs), a config that leaves one agent alone, a problem that was cut to fit."""
+round of them costs), a config that leaves one agent alone, a problem that was cut to fit.
+
+The checks raise at once; the notices are returned as lines, which `moot run` prints only once
+the debate's session is built (an error after them must stay the only line on stderr)."""
 
 from __future__ import annotations
 
@@ -27,9 +30,9 @@ def calls_per_step(protocol: str, agents: int) -> str:
             f"{agents:,} refinements)")
 
 
-def check_agent_count(config: MootConfig, allowed: int | None) -> None:
+def check_agent_count(config: MootConfig, allowed: int | None) -> str | None:
     """Refuse more than MAX_AGENTS agents (or `--max-agents`) with what a round would cost; when
-    `--max-agents` lets more run, say the cost once on stderr."""
+    `--max-agents` lets more run, the notice that says the cost."""
     n = len(config.active_agents)
     limit = allowed if allowed is not None else MAX_AGENTS
     cost = calls_per_step(config.debate.protocol, n)
@@ -37,25 +40,21 @@ def check_agent_count(config: MootConfig, allowed: int | None) -> None:
         flag = "raise --max-agents" if allowed is not None else "pass --max-agents"
         raise ConfigError(f"{n:,} agents would cost {cost}; the limit is {limit} agents: "
                           f"{flag} {n} to run them anyway, or list fewer under [[agents]]")
-    if n > MAX_AGENTS:
-        print(f"moot: {n:,} agents (--max-agents {limit}): {cost}", file=sys.stderr)
+    return f"{n:,} agents (--max-agents {limit}): {cost}" if n > MAX_AGENTS else None
 
 
-def warn_alone(config: MootConfig, source: str) -> None:
+def alone(config: MootConfig, source: str) -> str | None:
     """A config file whose [[agents]] lists one agent replaces the default three with it: the
     README's per-agent snippets did that silently. Say so (`-a kiss` is asked for: no word)."""
     agents = config.active_agents
     if len(agents) != 1:
-        return
-    print(f"moot: {source} lists one agent ({agents[0].id}), so it debates alone (no critiques, no other "
-          f"answers); [[agents]] replaces the default agents architect, performance and kiss: list every agent "
-          f"you want", file=sys.stderr)
+        return None
+    return (f"{source} lists one agent ({agents[0].id}), so it debates alone (no critiques, no other answers); "
+            "[[agents]] replaces the default agents architect, performance and kiss: list every agent you want")
 
 
-def note_truncation(fitted: str) -> None:
-    """One line on stderr when --allow-truncate cut the problem (`moot show` says it too)."""
-    from moot.core.inputs import truncation_note
-
-    note = truncation_note(fitted)
-    if note is not None:
-        print(f"moot: {note}", file=sys.stderr)
+def say(notices: list[str | None]) -> None:
+    """Each notice, one line on stderr."""
+    for line in notices:
+        if line is not None:
+            print(f"moot: {line}", file=sys.stderr)
