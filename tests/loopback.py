@@ -267,6 +267,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._chunk(b'{"default_generation_settings": {"n_ctx": 4096}, "padding": "')
             while not owner._stopping.is_set():
                 self._chunk(piece)
+                with owner._lock:
+                    owner.sent[self.path] = owner.sent.get(self.path, 0) + len(piece)
                 if pause and owner._stopping.wait(pause):
                     return
         except (BrokenPipeError, ConnectionResetError):
@@ -466,6 +468,8 @@ class LoopbackServer:
         self._conns: set[socket.socket] = set()
         self.connections = 0
         """TCP connections accepted so far (keep-alive reuse keeps this low)."""
+        self.sent: dict[str, int] = {}
+        """Bytes of never-ending probe answers sent so far, by path (what the client let through)."""
         self.hangups: list[str] = []
         """Paths of answers the client stopped reading before their end (hostile answers never end)."""
         self._stopping = threading.Event()
