@@ -1,0 +1,92 @@
+"""A hostile server's text that hides or reorders itself on screen (Trojan Source), and the
+client's key echoed back encoded, driven through the CLI against the loopback server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from moot.core.safety.sanitize import UNSAFE
+from tests.conftest import LoopbackServer, moot, read_jsonl
+from tests.loopback import Faults, default_reply
+from tests.test_bad_input import cli
+from tests.test_control import WAIT_S, _env, command_id, wait_for
+from tests.test_hostile import config, hostile_reply, only_debate, run
+
+# ---------------------------------------------------------------- text that reorders itself
+
+TROJAN = ('access = "user\u202e \u2066// admin only\u2069 \u2066"  zero\u200bwidth\ufeff mark\u200f '
+          'tag\U000e0041\U000e0042 iso\u2067late\u2069 embed\u202bded\u202c sep\u2028line')
+"""Trojan Source: an override and isolates that make code read differently from what it is,
+zero-width and tag characters that hide text, a right-to-left mark, a line separator."""
+SCRIPTS = "مرحبا بالعالم · שלום עולם · می\u200cخواهم · 👩\u200d💻 👨\u200d👩\u200d👧"
+"""Text that must survive as it is: Arabic, Hebrew, a Persian ZWNJ, emoji joined with ZWJ."""
+
+
+def test_bidi_and_zero_width_characters_never_reach_the_terminal(tmp_path: Path) -> None:
+    """Every reply, the judge's solution, the model's name and an error body carry the Trojan
+    Source characters: no command prints one (headless stdout, `show`, `report`, `context`,
+    `list`, `watch`), letters of every script and emoji sequences stay, and the log keeps the
+    raw text."""
+    with LoopbackServer(reply=hostile_reply(f"{TROJAN} {SCRIPTS}"),
+                        faults=Faults(model_name=TROJAN, status_script=[500], error_message=TROJAN)) as srv:
+        sd = tmp_path / "D"
+        r = run(srv, sd, config(tmp_path))
+        assert r.returncode == 0, r.stderr
+    folder = only_debate(sd)
+    outputs = {"run": r.stdout + r.stderr}
+    for argv in (["show", folder.name], ["show", folder.name, "--json"], ["report", folder.name, "--verbose"],
+                 ["context", folder.name, "--round", "1", "--agent", "architect"],
+                 ["context", folder.name, "--round", "1", "--agent", "architect", "--json"], ["list"],
+                 ["watch", folder.name, "--headless"]):
+        shown = cli(*argv, "--state-dir", str(sd))
+        assert shown.returncode == 0, shown.stderr
+        outputs[" ".join(argv[:1] + argv[2:])] = shown.stdout + shown.stderr
+    assert {name: UNSAFE.findall(text)[:5] for name, text in outputs.items() if UNSAFE.findall(text)} == {}
+    assert SCRIPTS in outputs["run"] and SCRIPTS in outputs["report --verbose"]
+    assert 'access = "user // admin only "' in outputs["run"]
+    assert "sep\nline" in outputs["run"]
+    assert json.loads(outputs["show --json"])["rounds"][0]["contributions"][0]["content"].count("\u202e") == 1
+    contents = [e["contribution"]["content"] for e in read_jsonl(folder / "events.jsonl")
+                if e["type"] == "contribution_added"]
+    assert contents and all(TROJAN in c for c in contents)
+
+
+def test_ctl_echoes_an_injected_note_without_its_override(tmp_path: Path) -> None:
+    """`moot ctl ID inject` follows the log and prints the note as the debate took it: an
+    RLO in the note is not printed, the note reaches the debate as written."""
+    release = threading.Event()
+
+    def reply(body: dict[str, Any], n: int) -> str:
+        if n > 1:
+            release.wait(WAIT_S)
+        return default_reply(body, n)
+
+    note = "Budget is \u202e€ 000,01\u202c per month; keep it."
+    with LoopbackServer(reply) as srv:
+        sd = tmp_path / "D"
+        proc = subprocess.Popen([sys.executable, "-m", "moot", "run", "Design a URL shortener", "--headless", "-r",
+                                 "2", "-a", "architect", "--base-url", srv.base_url, "--state-dir", str(sd)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=_env())
+        try:
+            wait_for(lambda: srv.calls > 1, "the second call to reach the server")
+            folder = only_debate(sd)
+            inject = moot("ctl", folder.name, "inject", note, "--state-dir", str(sd), "--wait", str(WAIT_S))
+            release.set()
+            assert proc.wait(timeout=WAIT_S) == 0
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert inject.returncode == 0, inject.stderr
+    command_id(inject.stdout)
+    assert UNSAFE.findall(inject.stdout + inject.stderr) == []
+    assert "Budget is € 000,01 per month" in inject.stdout
+    notes = [e for e in read_jsonl(folder / "events.jsonl") if e["type"] == "note_injected"]
+    assert notes and notes[0]["note"]["text"] == note
