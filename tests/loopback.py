@@ -14,6 +14,7 @@ Standard library only; runs in a background thread or as `python -m tests.loopba
 from __future__ import annotations
 
 import argparse
+import base64
 import functools
 import json
 import socket
@@ -229,8 +230,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _expand(self, text: str) -> str:
         """`{key}` → the credentials this request was sent with (a server that echoes them back):
-        the bearer key, or the Base64 `user:password` of a base URL with userinfo."""
-        return text.replace("{key}", self.headers.get("Authorization", "").split(" ", 1)[-1])
+        the bearer key, or the Base64 `user:password` of a base URL with userinfo; `{key_b64}`,
+        `{key_b64url}`, `{key_hex}` and `{key_reversed}`: the same, encoded."""
+        key = self.headers.get("Authorization", "").split(" ", 1)[-1]
+        forms = {"{key}": key, "{key_b64}": base64.b64encode(key.encode()).decode(),
+                 "{key_b64url}": base64.urlsafe_b64encode(key.encode()).decode().rstrip("="),
+                 "{key_hex}": key.encode().hex(), "{key_reversed}": key[::-1]}
+        for name, value in forms.items():
+            text = text.replace(name, value)
+        return text
 
     def _chunk(self, data: bytes) -> None:
         drip = self.server.owner.faults.drip_s

@@ -3,14 +3,19 @@ client's key echoed back encoded, driven through the CLI against the loopback se
 
 from __future__ import annotations
 
+import base64
 import json
+import secrets
 import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from moot.core.safety.sanitize import UNSAFE
+from moot.core.safety.secrets import MASK
 from tests.conftest import LoopbackServer, moot, read_jsonl
 from tests.loopback import Faults, default_reply
 from tests.test_bad_input import cli
@@ -90,3 +95,38 @@ def test_ctl_echoes_an_injected_note_without_its_override(tmp_path: Path) -> Non
     assert "Budget is € 000,01 per month" in inject.stdout
     notes = [e for e in read_jsonl(folder / "events.jsonl") if e["type"] == "note_injected"]
     assert notes and notes[0]["note"]["text"] == note
+
+
+# ---------------------------------------------------------------- keys echoed encoded
+
+
+def test_a_key_echoed_encoded_in_a_401_body_is_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 401 body echoes the key Base64-encoded (standard and URL-safe, alone and inside
+    `Basic user:key`), hex-encoded and reversed; a reply carries the same: none of it is
+    printed or written, and the error line says the key was masked where it stood."""
+    key = f"sk-proj-{secrets.token_hex(20)}"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    basic = base64.b64encode(f"moot:{key}".encode()).decode()
+    echoes = "b64 {key_b64} url {key_b64url} hex {key_hex} rev {key_reversed} creds " + basic
+    encoded = [base64.b64encode(key.encode()).decode().rstrip("="),
+               base64.urlsafe_b64encode(key.encode()).decode().rstrip("="), key.encode().hex(), key[::-1],
+               basic[8:-4]]
+
+    def reply(body: dict[str, Any], n: int) -> str:
+        return hostile_reply(f"Echo: {echoes}")(body, n)
+
+    with LoopbackServer(reply, faults=Faults(status_script=[401], error_message="Incorrect API key: " + echoes)) as srv:
+        failed = run(srv, tmp_path / "F", config(tmp_path))
+        assert failed.returncode == 3, failed.stderr
+        last = failed.stderr.splitlines()[-1]
+        assert "401 from server" in last and last.count(MASK) >= 5, last
+        srv.faults = Faults()
+        ok = run(srv, tmp_path / "D", config(tmp_path))
+        assert ok.returncode == 0, ok.stderr
+    folder = only_debate(tmp_path / "D")
+    outputs = [failed.stdout, failed.stderr, ok.stdout, ok.stderr]
+    for argv in (["show", folder.name, "--json"], ["report", folder.name, "--verbose"]):
+        outputs.append(cli(*argv, "--state-dir", str(tmp_path / "D")).stdout)
+    written = [p.read_text() for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")]
+    assert "Echo: b64 " + MASK in outputs[2]  # the masked echo is still there to see
+    assert [e[:12] for e in encoded if any(e in text for text in outputs + written)] == []
