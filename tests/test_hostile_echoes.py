@@ -130,3 +130,41 @@ def test_a_key_echoed_encoded_in_a_401_body_is_masked(tmp_path: Path, monkeypatc
     written = [p.read_text() for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")]
     assert "Echo: b64 " + MASK in outputs[2]  # the masked echo is still there to see
     assert [e[:12] for e in encoded if any(e in text for text in outputs + written)] == []
+
+
+def test_a_key_split_across_streamed_deltas_is_masked_while_it_streams(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live view (the TUI, any subscriber of the session's events) gets the reply as it
+    streams, five characters a delta: the key and its encoded forms, split across deltas, are
+    masked there too, and the streamed text adds up to the reply as kept."""
+    import asyncio
+
+    from moot.core.config import Overrides, build_config
+    from moot.core.session import SessionOptions, new_session
+
+    key = f"sk-proj-{secrets.token_hex(20)}"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    encoded = [key, base64.b64encode(key.encode()).decode().rstrip("="), key.encode().hex(), key[::-1]]
+
+    def reply(body: dict[str, Any], n: int) -> str:
+        return hostile_reply("Echo: {key}, {key_b64}, {key_hex}, Bearer {key_reversed}; done.")(body, n)
+
+    async def main(base_url: str) -> tuple[dict[str, str], list[str]]:
+        cfg = build_config({"debate": {"max_retries": 0}},
+                           Overrides(rounds=1, roles=["architect"], provider="openai", base_url=base_url))
+        session = new_session("Design a URL shortener", cfg, SessionOptions(state_dir=tmp_path / "D"))
+        sub = session.bus.subscribe("live view")
+        sub.TOKEN_BACKLOG = 10**6
+        state = await session.run()
+        streamed: dict[str, str] = {}
+        while not sub.queue.empty():
+            e = sub.queue.get_nowait()
+            if e is not None and e.type == "token":
+                streamed[e.call_id] = ("" if e.restart else streamed.get(e.call_id, "")) + e.delta
+        return streamed, [c.content for c in state.all_contributions()]
+
+    with LoopbackServer(reply, chunk_chars=5) as srv:
+        streamed, kept = asyncio.run(main(srv.base_url))
+    assert len(streamed) >= 2 and all(text in streamed.values() for text in kept)
+    assert all(f"Echo: {MASK}, {MASK}, {MASK}, Bearer {MASK}; done." in text for text in kept)
+    assert [e[:12] for e in encoded if any(e in text for text in streamed.values())] == []

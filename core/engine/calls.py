@@ -43,7 +43,7 @@ from ..providers.base import (
     TextDelta,
 )
 from ..providers.pool import ProviderPool
-from ..safety.secrets import redact, strip_userinfo
+from ..safety.secrets import StreamRedactor, redact, strip_userinfo
 
 
 class _NoLimit:
@@ -286,17 +286,24 @@ class CallEngine:
                       call_id: str) -> Completion:
         """Turn the provider's typed items into events; the completion, masked."""
         secrets = self.secrets
+        shown = StreamRedactor(secrets)  # what streams to a view is masked too, a key split across deltas included
         try:
             async for item in items:
                 match item:
                     case TextDelta(text=text):
-                        self.emit(Token(call_id=call_id, agent_id=agent_id, delta=text))
+                        delta = shown.feed(text)
+                        if delta:
+                            self.emit(Token(call_id=call_id, agent_id=agent_id, delta=delta))
                     case Restart():
+                        shown.reset()
                         self.emit(Token(call_id=call_id, agent_id=agent_id, delta="", restart=True))
                     case RetryNotice(reason=reason):
                         self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error=redact(reason, secrets),
                                              will_retry=True))
                     case Finished(completion=completion):
+                        rest = shown.flush()
+                        if rest:
+                            self.emit(Token(call_id=call_id, agent_id=agent_id, delta=rest))
                         # What is kept (and later shown to other agents) never carries a key.
                         completion.content = redact(completion.content, secrets)
                         completion.model = redact(completion.model, secrets)[:200]

@@ -99,6 +99,49 @@ def redact(text: str, secrets: Sequence[str] = ()) -> str:
     return _KEY_RE.sub(MASK, text)
 
 
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-*.+/=%:@")
+"""What keys, their encoded forms and URL userinfo are made of: streamed text ending in a run of
+these may still grow into one."""
+_AUTH_TAIL = re.compile(r"(?i)(?:bearer|basic)\s+\Z")
+HOLD_MAX = 4096
+"""A run without a break longer than this is let through but for its last `HOLD_KEEP` characters."""
+HOLD_KEEP = 1024
+
+
+class StreamRedactor:
+    """`redact` for text that arrives in pieces (a streamed reply): a key split across two
+    deltas is masked too. Each piece is let through up to the start of a run that could
+    still be part of a key, and that run is held until a character that ends it arrives
+    (prose is delayed by a word at most)."""
+
+    def __init__(self, secrets: Sequence[str] = ()) -> None:
+        self._secrets = tuple(secrets)
+        self._held = ""
+
+    def feed(self, delta: str) -> str:
+        """What of the text so far can be shown, masked."""
+        text = self._held + delta
+        cut, stop = len(text), max(0, len(text) - HOLD_MAX - 1)
+        while cut > stop and text[cut - 1] in _KEY_CHARS:
+            cut -= 1
+        if cut == stop and stop > 0:  # a run longer than any key: let most of it through
+            cut = len(text) - HOLD_KEEP
+        else:
+            auth = _AUTH_TAIL.search(text, max(0, cut - 64), cut)  # `Bearer KEY` is masked as a whole
+            cut = auth.start() if auth else cut
+        self._held = text[cut:]
+        return redact(text[:cut], self._secrets)
+
+    def flush(self) -> str:
+        """The rest, masked (at the end of the stream)."""
+        text, self._held = self._held, ""
+        return redact(text, self._secrets)
+
+    def reset(self) -> None:
+        """The stream starts over: what is held is dropped with what was shown."""
+        self._held = ""
+
+
 def one_line(text: str, limit: int | None = None, secrets: Sequence[str] = ()) -> str:
     """Masked first, then made terminal-safe and cut: the shape of every error line."""
     return one_line_safe(redact(text, secrets), limit)
