@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.providers.capped import reply_text_cap
-from moot.core.storage.store import DebateFolder
+from moot.core.storage.folder import DebateFolder
 from moot.core.tokens import count_text, truncate_to_tokens
 from tests.conftest import LoopbackServer, read_jsonl
 from tests.loopback import Faults, ModelServer, default_reply

@@ -28,7 +28,7 @@ from .gate import Gate
 from .windows import Fit, Windows
 from ..errors import ContextTooLong, ProviderError
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
-from ..models import CallMetadata, Contribution, ViewRecord
+from ..models.state import CallMetadata, Contribution, ViewRecord
 from ..pricing import call_cost
 from ..providers.base import (
     CallHint,
