@@ -7,7 +7,8 @@ and runs a one-round, one-agent debate against it as a separate process, reporti
 time, exit code and peak RSS (`wait4`), each beside an honest server's run measured in the
 same session:
 - a window probe that never ends: `/props` dripping a byte a second, `/api/show` sending an
-  event a fifth of a second or 1 MiB chunks, all forever;
+  event a fifth of a second or 1 MiB chunks, `/props` inflating 1 MiB of spaces from every
+  kilobyte on the wire (gzip), all forever;
 - a reply that never ends (as fast as it is read), with `debate.timeout_s = 20`;
 - a 5,243,162-character reply to calls allowed 1000 tokens, and Ctrl-C once the critiques
   (which quote it) are being built: the seconds from SIGINT to the process's exit.
@@ -73,6 +74,7 @@ def main() -> None:
         ("/props drips a byte a second", {"faults": Faults(discovery={"/props": "drip"})}, {}),
         ("/api/show streams events forever", {"faults": Faults(discovery={"/api/show": "stream"})}, {}),
         ("/api/show floods 1 MiB chunks", {"faults": Faults(discovery={"/api/show": "flood"})}, {}),
+        ("/props is a gzip bomb (1 MiB a KB)", {"faults": Faults(discovery={"/props": "bomb"})}, {}),
         ("a reply that never ends (timeout_s 20)", {"faults": Faults(endless_reply=True)}, {"timeout_s": 20}),
         ("5 MB replies, Ctrl-C in the critiques", {"reply_chars": 5_243_162, "chunk_chars": 65536},
          {"agents": "architect,kiss", "interrupt_at": "critiques"}),

@@ -16,11 +16,13 @@ from __future__ import annotations
 import argparse
 import base64
 import functools
+import gzip
 import json
 import socket
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -83,8 +85,9 @@ class Faults:
     """Stream prose as fast as the client reads, never finishing (a server ignoring max_tokens)."""
     discovery: dict[str, str] = field(default_factory=dict)
     """How a window probe (`/props`, `/models`, `/api/show`) answers, by path: "drip" (200, then one
-    byte a second, forever), "stream" (an event a fifth of a second, forever) or "flood" (1 MiB
-    chunks, forever)."""
+    byte a second, forever), "stream" (an event a fifth of a second, forever), "flood" (1 MiB
+    chunks, forever), "bomb" (gzip: 1 MiB of spaces a kilobyte on the wire, forever) or "gzip"
+    (a sound llama.cpp answer stating 3072 tokens, gzip-compressed)."""
 
 
 @dataclass
@@ -207,11 +210,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.owner._track(self.connection, False)
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})}, status)
+
+    def _send_bytes(self, data: bytes, headers: dict[str, str], status: int = 200) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
+        for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
@@ -261,19 +265,29 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def _endless(self, mode: str) -> None:
-        """A window probe's answer that never ends (`Faults.discovery`), until the client hangs up."""
+        """A window probe's answer that never ends (`Faults.discovery`), until the client hangs up;
+        or ("gzip") a sound one, compressed."""
         owner = self.server.owner
+        if mode == "gzip":
+            data = gzip.compress(json.dumps({"default_generation_settings": {"n_ctx": 3072}}).encode())
+            return self._send_bytes(data, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
         piece, pause = {"drip": (b" ", 1.0), "stream": (b'{"status": "pulling manifest"}\n', 0.2),
-                        "flood": (b" " * 2**20, 0.0)}[mode]
+                        "flood": (b" " * 2**20, 0.0), "bomb": (b" " * 2**20, 0.0)}[mode]
+        squeeze = zlib.compressobj(wbits=zlib.MAX_WBITS | 16) if mode == "bomb" else None
         self.send_response(200)
         self.send_header("Content-Type", "application/x-ndjson" if mode == "stream" else "application/json")
+        if squeeze is not None:  # 1 MiB of spaces a kilobyte on the wire: a gzip bomb
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.close_connection = True
         try:
             if mode != "stream":  # a JSON body whose last string never closes
-                self._chunk(b'{"default_generation_settings": {"n_ctx": 4096}, "padding": "')
+                head = b'{"default_generation_settings": {"n_ctx": 4096}, "padding": "'
+                self._chunk(squeeze.compress(head) if squeeze is not None else head)
             while not owner._stopping.is_set():
+                if squeeze is not None:
+                    piece = squeeze.compress(b" " * 2**20) + squeeze.flush(zlib.Z_SYNC_FLUSH)
                 self._chunk(piece)
                 with owner._lock:
                     owner.sent[self.path] = owner.sent.get(self.path, 0) + len(piece)

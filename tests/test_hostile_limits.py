@@ -47,6 +47,23 @@ def test_a_window_probe_that_never_ends_means_window_unknown(tmp_path: Path, pat
             assert srv.sent[srv.hangups[0]] < 64 << 20, srv.sent  # the cap (≤ 4 MiB) plus socket buffers
 
 
+def test_a_compressed_probe_answer_is_read_and_a_gzip_bomb_is_cut(tmp_path: Path) -> None:
+    """moot decodes gzip itself, counting decoded bytes against the cap: a sound compressed
+    `/props` states its window; one that inflates without end (1 MiB of spaces a kilobyte on
+    the wire) is cut and states nothing, and the run goes on."""
+    for mode, window in (("gzip", 3072), ("bomb", None)):
+        with LoopbackServer(faults=Faults(discovery={"/props": mode})) as srv:
+            sd = tmp_path / mode
+            r = run(srv, sd, config(tmp_path))
+            assert r.returncode == 0, r.stderr
+            learned = [e["window"] for e in read_jsonl(only_debate(sd) / "events.jsonl")
+                       if e["type"] == "window_learned"]
+            assert learned == ([window] if window else []), (mode, learned)
+            if mode == "bomb":
+                wait_for(lambda: srv.hangups, "the server to see moot hang up")
+                assert srv.hangups == ["/props"]
+
+
 def test_the_other_probes_still_state_the_window_while_one_never_ends(tmp_path: Path) -> None:
     """The probes run at once: `/props` dripping forever does not keep vLLM's `/v1/models`
     from stating the window, which the run then uses."""

@@ -125,11 +125,11 @@ async def cap_response(response: _httpx.Response) -> None:
     encodings = [v.strip().lower() for v in values if v.strip().lower() not in ("", "identity")]
     if len(encodings) > 1 or (encodings and encodings[0] not in ("gzip", "deflate")):
         raise _httpx.DecodingError(f"the server answered in {', '.join(encodings)}, which moot did not ask for")
+    if not isinstance(response.stream, _httpx.AsyncByteStream):  # never, from an async client
+        raise _httpx.DecodingError("a response without an async body")
     if encodings:
         del response.headers["content-encoding"]  # decoded here, bounded: httpx must not decode it again
-    stream = response.stream
-    assert isinstance(stream, _httpx.AsyncByteStream)
-    response.stream = _CappedStream(stream, _CAP.get(), encodings[0] if encodings else None)
+    response.stream = _CappedStream(response.stream, _CAP.get(), encodings[0] if encodings else None)
 
 
 def capped_http_client(timeout_s: float) -> _httpx.AsyncClient:
