@@ -11,7 +11,8 @@ same session:
   kilobyte on the wire (gzip), all forever;
 - a reply that never ends (as fast as it is read), with `debate.timeout_s = 20`;
 - a 5,243,162-character reply to calls allowed 1000 tokens, and Ctrl-C once the critiques
-  (which quote it) are being built: the seconds from SIGINT to the process's exit.
+  (which quote it) are being built: the seconds from SIGINT to the process's exit, beside the
+  same with ordinary replies (streamed slowly, so the critiques are in flight).
 """
 
 from __future__ import annotations
@@ -76,10 +77,12 @@ def main() -> None:
         ("/api/show floods 1 MiB chunks", {"faults": Faults(discovery={"/api/show": "flood"})}, {}),
         ("/props is a gzip bomb (1 MiB a KB)", {"faults": Faults(discovery={"/props": "bomb"})}, {}),
         ("a reply that never ends (timeout_s 20)", {"faults": Faults(endless_reply=True)}, {"timeout_s": 20}),
+        ("600-character replies, Ctrl-C in the critiques", {"chunk_delay": 0.05},
+         {"agents": "architect,kiss", "interrupt_at": "critiques"}),
         ("5 MB replies, Ctrl-C in the critiques", {"reply_chars": 5_243_162, "chunk_chars": 65536},
          {"agents": "architect,kiss", "interrupt_at": "critiques"}),
     ]
-    print(f"{'scenario':42} {'exit':>4} {'wall s':>7} {'peak MiB':>9} {'SIGINT→exit s':>14}")
+    print(f"{'scenario':48} {'exit':>4} {'wall s':>7} {'peak MiB':>9} {'SIGINT→exit s':>14}")
     base: dict[str, Any] | None = None
     for name, server_args, run_args in scenarios:
         with tempfile.TemporaryDirectory() as d, LoopbackServer(**server_args) as srv:
@@ -87,7 +90,7 @@ def main() -> None:
         base = base or r
         sig = f"{r['sigint_to_exit_s']:.2f}" if r["sigint_to_exit_s"] is not None else "—"
         note = f"  (stopped: still running after {LIMIT_S:g} s)" if r["stopped"] else ""
-        print(f"{name:42} {r['rc']:>4} {r['wall_s']:>7.1f} {r['peak_mib']:>9.0f} {sig:>14}"
+        print(f"{name:48} {r['rc']:>4} {r['wall_s']:>7.1f} {r['peak_mib']:>9.0f} {sig:>14}"
               f"   ×{r['wall_s'] / base['wall_s']:.2f} time, ×{r['peak_mib'] / base['peak_mib']:.2f} memory{note}")
 
 
