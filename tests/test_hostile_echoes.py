@@ -9,12 +9,15 @@ import secrets
 import subprocess
 import sys
 import threading
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from moot.core.safety.sanitize import UNSAFE
+from moot.core.safety.sanitize import UNSAFE, terminal_safe
 from moot.core.safety.secrets import MASK
 from tests.conftest import LoopbackServer, moot, read_jsonl
 from tests.loopback import Faults, default_reply
@@ -59,6 +62,25 @@ def test_bidi_and_zero_width_characters_never_reach_the_terminal(tmp_path: Path)
     contents = [e["contribution"]["content"] for e in read_jsonl(folder / "events.jsonl")
                 if e["type"] == "contribution_added"]
     assert contents and all(TROJAN in c for c in contents)
+
+
+BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200b",
+        "\u200c", "\u200d", "\u200e", "\u200f", "\u2028", "\u2029", "\ufeff", "\u2060", "\u00ad", "\U000e0041",
+        "👩", "💻", "\ufe0f", "م", "ש", "क", "\u094d"]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.one_of(st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=8),
+                          st.sampled_from(BIDI)), max_size=24).map("".join))
+def test_terminal_safe_leaves_no_reordering_character_and_every_letter(text: str) -> None:
+    """Whatever the text (escape sequences aside: they go whole, tested above): nothing
+    `UNSAFE` is left (so no bidi override, isolate or stray zero-width character), cleaning
+    twice changes nothing more, and every letter, mark and digit is still there, in order."""
+    safe = terminal_safe(text)
+    assert UNSAFE.findall(safe) == []
+    assert terminal_safe(safe) == safe
+    kept = [ch for ch in text if unicodedata.category(ch)[0] in "LMN"]
+    assert [ch for ch in safe if unicodedata.category(ch)[0] in "LMN"] == kept
 
 
 def test_ctl_echoes_an_injected_note_without_its_override(tmp_path: Path) -> None:

@@ -77,7 +77,8 @@ def one_line_safe(text: str, limit: int | None = None) -> str:
     """Safe text on one line (whitespace runs become one space), cut to `limit` with an ellipsis."""
     text = " ".join(terminal_safe(text).split())
     if limit is not None and len(text) > limit:
-        return text[: max(0, limit - 1)] + "…"
+        # A joiner kept between two emoji must not end up beside the ellipsis, joining nothing.
+        return text[: max(0, limit - 1)].rstrip("\u200c\u200d") + "…"
     return text
 
 
