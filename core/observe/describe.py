@@ -85,6 +85,8 @@ def _s(n: int) -> str:
 
 
 def _cut(c: Contribution) -> str:
+    if c.metadata.clipped_at is not None:
+        return f" · clipped: read no further than {c.metadata.clipped_at:,} bytes"
     return " · cut at its token limit" if c.metadata.finish_reason == "length" else ""
 
 

@@ -138,7 +138,10 @@ def _contribution(c: Contribution, verbose: bool, names: dict[str, str] | None =
     out = [title, ""]
     if c.carried_from:
         out += [f"_Carried over from its previous refinement ({c.carried_from}); no new call._", ""]
-    if c.metadata.finish_reason == "length":
+    if c.metadata.clipped_at is not None:
+        out += [f"_The model's answer ran far past its output limit; moot stopped reading it at "
+                f"{c.metadata.clipped_at:,} bytes._", ""]
+    elif c.metadata.finish_reason == "length":
         out += ["_The model's answer was cut at its output limit._", ""]
     elif verbose:
         out += [_meta_line(c.metadata), ""]

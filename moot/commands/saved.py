@@ -104,6 +104,10 @@ def cmd_show(args: argparse.Namespace) -> int:
                          for s in [*rnd.replaced_summaries, *rnd.summaries.values()])
         say(f"round {rnd.number}: " + ", ".join(f"{v} {k}s" for k, v in kinds.items())
             + (f"; summaries: {summ}" if summ else ""))
+        for c in rnd.contributions:
+            if c.metadata.clipped_at is not None:
+                say(f"  clipped: {c.agent_id} {c.type} ran far past its token limit; moot stopped reading it "
+                    f"at {c.metadata.clipped_at:,} bytes")
     say(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
     if state.error:
         label = "interrupted by" if state.status == "interrupted" else "error"
