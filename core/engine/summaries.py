@@ -65,7 +65,9 @@ class Summaries:
         fit = self.engine.fit(agent, context_tokens, reserve or agent.context.reserve_output_tokens, model)
         return SummaryJob(
             agent_id=agent.id, role=agent.role, round=step, trigger=trigger, items=items, previous=previous,
-            method=cfg.method, strategy=strategy or cfg.strategy,
+            # A person's own history is summarized offline: nothing is asked of them, and their
+            # seat never becomes a model call.
+            method="rule-based" if agent.is_person else cfg.method, strategy=strategy or cfg.strategy,
             max_chars=max_chars or cfg.max_length,
             max_tokens=min(max_tokens or cfg.max_summary_tokens, fit.max_tokens),
             model=model, budget=fit.input_budget, reserve=fit.max_tokens, system_key=f"{agent.id}/system",

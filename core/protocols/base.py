@@ -136,9 +136,13 @@ class DebateContext:
                    json_answer: JsonAnswer | None = None, target: ResolvedAgent | None = None,
                    extra: dict[str, object] | None = None) -> CallResult:
         """One call through the engine."""
+        more = dict(extra or {})
+        people = [a.name for a in self.agents if a.is_person and a.id != agent.id]
+        if people:  # the demo provider answers what they wrote by name
+            more["people"] = people
         hint = CallHint(phase=record.phase, role=agent.role, agent_id=agent.id, round=record.round,
                         problem=self.problem, target_agent_id=target.id if target else None,
-                        target_role=target.role if target else None, extra=dict(extra or {}))
+                        target_role=target.role if target else None, extra=more)
         return await self.engine.call(CallSpec(agent=agent, record=record, hint=hint, history=history,
                                                budget=budget, context_tokens=context_tokens,
                                                max_tokens=max_tokens, json_answer=json_answer))
