@@ -132,7 +132,7 @@ class SeatAnswered(_Event):
     round: int
     phase: Phase
     target_agent_id: str | None = None
-    via: Literal["tui", "stdin", "ctl", "library"] = "library"
+    via: Literal["editor", "stdin", "ctl", "library"] = "library"
     chars: int = 0
     command_id: str | None = None
 

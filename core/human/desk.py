@@ -23,7 +23,7 @@ from ..providers.base import ChatRequest, Message
 from ..tokens import count_text
 from .drafts import Drafts, slot_of
 
-Via = Literal["tui", "stdin", "ctl", "library"]
+Via = Literal["editor", "stdin", "ctl", "library"]
 """Where a person's answer came from."""
 
 

@@ -151,7 +151,7 @@ def _describe(event: Event) -> Line | None:
             about = f", focus: {_safe(focus, 80)}" if focus else ""
             return Line("manual", f"⇣ summary requested for {agent_id} (at its next call{about})")
         case SeatAnswered(agent_id=agent_id, via=via, chars=chars, phase=phase, round=r):
-            where = {"tui": "in the TUI", "stdin": "on stdin", "ctl": "with moot ctl say", "library": ""}[via]
+            where = {"editor": "in the editor", "stdin": "on stdin", "ctl": "with moot ctl say", "library": ""}[via]
             return Line("manual", f"✎ {agent_id} answered ({'message' if phase == 'turn' else phase}, "
                                   f"{'turn' if phase == 'turn' else 'round'} {r}){' ' + where if where else ''}: "
                                   f"{chars} chars")
