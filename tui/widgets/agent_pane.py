@@ -113,6 +113,8 @@ class AgentPane(Vertical, can_focus=True):
         color = STATUS_COLORS.get(self.status, "$text-muted")
         usage = f" [$text-muted]· {self.usage_text}[/]" if self.usage_text else ""
         word = "call in progress" if self.status in ("thinking", "streaming") and not self.streams else self.status
+        if self.info.provider == "human" and self.status in ("thinking", "streaming"):
+            word = "✎ waiting for you"
         elapsed = f" · {self._elapsed}s" if self._elapsed is not None and self.status in (
             "thinking", "streaming", "summarizing") else ""
         self.border_subtitle = f"[{color}]{STATUS_ICONS.get(self.status, '')} {word}{elapsed}{extra}[/]{usage}"
