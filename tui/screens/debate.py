@@ -125,6 +125,11 @@ class DebateScreen(DebateSeats):
         """The exact messages of the agent's calls: its latest call, or its first in `round_no`."""
         self.app.push_screen(ContextScreen(self.state, self.index, agent_id, round_no))
 
+    def open_compare(self, a: str, b: str, step: int | None = None) -> None:
+        from .compare import CompareScreen
+
+        self.app.push_screen(CompareScreen(self.state, self.index, a, b, step))
+
     def open_help(self) -> None:
         from .help import HelpScreen
 
