@@ -21,10 +21,14 @@ ROLES: tuple[str, ...] = (
     "data-modeling",
 )
 Role = Literal["architect", "performance", "security", "testing", "kiss", "generalist", "data-modeling"]
-ContributionType = Literal["proposal", "critique", "refinement", "answer", "message"]
-"""proposal/critique/refinement (rounds), answer (simultaneous), message (conversation)."""
-Phase = Literal["summarize", "proposal", "critique", "refinement", "answer", "turn", "synthesis", "clarify", "score"]
-ProtocolName = Literal["rounds", "conversation", "simultaneous"]
+ContributionType = Literal["proposal", "critique", "refinement", "answer", "message", "ranking"]
+"""proposal/critique/refinement (rounds), answer (simultaneous, single, vote, council), message
+(conversation), ranking (council: one agent's ranking of the others' anonymized answers)."""
+Phase = Literal["summarize", "proposal", "critique", "refinement", "answer", "turn", "synthesis", "clarify", "score",
+                "rank"]
+ProtocolName = Literal["rounds", "conversation", "simultaneous", "single", "vote", "council"]
+PROTOCOL_NAMES: tuple[ProtocolName, ...] = ("rounds", "conversation", "simultaneous", "single", "vote", "council")
+AnswerKind = Literal["number", "choice", "text", "boxed"]
 SummaryScope = Literal["shared", "per-agent"]
 SummaryMethod = Literal["llm", "rule-based", "hybrid"]
 SummaryStrategy = Literal["fresh", "rolling"]
@@ -199,10 +203,29 @@ Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 """USD per million tokens. NaN or infinity would make every later cost unsavable (JSON has no NaN)."""
 
 
+class AnswerFormat(_Strict):
+    """The problem is a question with one checkable answer (`moot bench` sets it): agents get the
+    question prompts and end with the answer in this form, and majorities compare extracted answers."""
+
+    kind: AnswerKind = "text"
+    """`number`, `choice` (a letter), `text` (exact text) or `boxed` (LaTeX `\\boxed{}`)."""
+    choices: list[str] = Field(default_factory=list, max_length=26)
+    """The options of a multiple-choice question, lettered A, B, C… in this order."""
+
+
 class DebateSettings(_Strict):
     protocol: ProtocolName = "rounds"
     """`rounds` (propose, critique, refine; the anchor's), `conversation` (turns into one shared
-    transcript) or `simultaneous` (every agent answers each round, having read the others)."""
+    transcript), `simultaneous` (every agent answers each round, having read the others), `single`
+    (one agent answers once), `vote` (independent answers, the majority wins) or `council` (answers,
+    anonymized rankings, the judge as chairman)."""
+    samples: int | None = Field(None, ge=1, le=64)
+    """`vote`: how many independent answers (the agents are cycled); default one per agent."""
+    final: Literal["judge", "majority"] = "judge"
+    """`simultaneous`: the judge synthesizes the final answer, or the majority of the last answers stands
+    (no judge call; what Du et al. report)."""
+    answer: AnswerFormat | None = None
+    """Set when the problem is a question with a checkable answer (see `AnswerFormat`)."""
     rounds: int = Field(3, ge=1, le=1000)
     """Rounds of the `rounds` and `simultaneous` protocols."""
     turns: int = Field(200, ge=1, le=100_000)
@@ -412,6 +435,35 @@ class ViewRecord(BaseModel):
     """The server's token count over moot's, as known when the view was built."""
 
 
+class Tally(BaseModel):
+    """How a final answer was reached without (or beside) the judge: the answers extracted, the votes,
+    the tie and how it was broken; for a council, each author's mean rank."""
+
+    answers: dict[str, str | None] = Field(default_factory=dict)
+    """Agent id → its extracted answer (None: none could be parsed), in agent order."""
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Answer → votes, most first."""
+    winner: str | None = None
+    tied: list[str] = Field(default_factory=list)
+    """The answers that shared the most votes when there was a tie (empty otherwise)."""
+    rule: str = ""
+    """How the winner was chosen, in words (a tie's reproducible break included)."""
+    ranks: dict[str, float] = Field(default_factory=dict)
+    """Council: author id → mean position in the others' rankings (1 = best), best first."""
+    rankings_parsed: int = 0
+    """Council: how many rankings could be read."""
+
+    def summary(self) -> str:
+        """One line: the winner and how it was reached, or a council's ranks."""
+        if self.ranks or self.rankings_parsed:
+            ranks = ", ".join(f"{a} {r:.2f}" for a, r in self.ranks.items()) or "none read"
+            return f"mean ranks (1 = best): {ranks}"
+        if self.winner is None:
+            return "no answer in the asked form"
+        shown = self.winner if len(self.winner) <= 60 else self.winner[:59] + "…"
+        return f"answer {shown} · {self.rule}"
+
+
 class Solution(BaseModel):
     description: str
     confidence: int | None = None
@@ -422,6 +474,8 @@ class Solution(BaseModel):
     parsed: bool = True
     """False when the judge's reply was not JSON and was kept as plain text."""
     metadata: CallMetadata = Field(default_factory=CallMetadata)
+    tally: Tally | None = None
+    """The vote (vote, single, simultaneous by majority) or the council's aggregate ranks."""
 
 
 class Clarification(BaseModel):

@@ -44,7 +44,6 @@ from .models import MAX_FOCUS, AgentInfo, DebateState, ModeratorNote, MootConfig
 from .protocols import PROTOCOLS
 from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
-from .protocols.judging import synthesize
 from .providers.pool import ProviderPool
 from .safety.secrets import redact
 from .storage.state import apply, new_state
@@ -98,7 +97,8 @@ class Orchestrator:
         self.bus.set_seq(self.state.last_seq)
         self.index = DebateIndex(self.state)
         self.builder = ViewBuilder(self.index)
-        self.agents = [resolve_agent(a, config, default_provider) for a in config.active_agents]
+        seats = PROTOCOLS[config.debate.protocol].seats(config)
+        self.agents = [resolve_agent(a, config, default_provider) for a in seats]
         self.judge = resolve_agent(config.judge, config, default_provider)
         self.bus.listen(self._fold)
         self.gate = Gate(config.debate, lambda: self.state.totals)
@@ -219,6 +219,7 @@ class Orchestrator:
 
     def _collect_prompts(self) -> dict[str, str]:
         out: dict[str, str] = {}
+        question = self.config.debate.answer is not None
         kinds = ("system", *self.protocol.task_kinds)
         for a in self.agents:
             for kind in dict.fromkeys(kinds):
@@ -227,14 +228,14 @@ class Orchestrator:
                     override = a.config.system_prompt_path
                 elif kind == "summarize":
                     override = a.config.summary_prompt_path or a.summarization.prompt_path
-                out[f"{a.id}/{kind}"] = prompts.load(a.role, kind, override)
+                out[f"{a.id}/{kind}"] = prompts.load(a.role, kind, override, question=question)
         j = self.judge
         judge_kinds = prompts.JUDGE_KINDS + (("summarize_conversation",) if self.protocol.name == "conversation"
                                              else ())
         for kind in judge_kinds:
             override = j.config.system_prompt_path if kind == "system" else (
                 j.config.summary_prompt_path if kind == "summarize" else None)
-            out[f"{j.id}/{kind}"] = prompts.load("judge", kind, override)
+            out[f"{j.id}/{kind}"] = prompts.load("judge", kind, override, question=question)
         return out
 
     async def run(self) -> DebateState:
@@ -274,7 +275,7 @@ class Orchestrator:
                 if material is None:
                     raise DebateAborted("nothing to synthesize: no contribution was made")
                 self.gate.spending_allowed = True
-                await ctx.phase(material.step, "synthesis", lambda: synthesize(ctx, material))
+                await ctx.phase(material.step, "synthesis", lambda: self.protocol.conclude(material))
             for agent_id in sorted(self.summaries.pending):
                 self.emit(Warning_(message=f"the summary request for {agent_id} came after its last call; "
                                            "nothing to summarize into", agent_id=agent_id))

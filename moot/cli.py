@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 from . import __version__
 from moot.core.errors import ExitCode, InputError, MootError
-from moot.core.models import ROLES, ProviderName
+from moot.core.models import PROTOCOL_NAMES, ROLES, ProviderName
 
 if TYPE_CHECKING:  # the commands import what they need when they run (start-up time)
     from moot.core.config import Overrides
@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # the commands import what they need when they run (start-up 
     from moot.core.session import DebateSession
     from moot.core.storage.store import DebateFolder
 
-PHASES = ["clarify", "summarize", "proposal", "critique", "refinement", "answer", "turn", "score", "synthesis"]
+PHASES = ["clarify", "summarize", "proposal", "critique", "refinement", "answer", "rank", "turn", "score",
+          "synthesis"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -96,8 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-p", "--problem-file", help="read the problem from a file")
     run.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)")
     run.add_argument("-a", "--agents", help=f"comma-separated roles: {', '.join(ROLES)}")
-    run.add_argument("--protocol", choices=["rounds", "conversation", "simultaneous"],
-                     help="debate shape (default rounds; see the README)")
+    run.add_argument("--protocol", choices=list(PROTOCOL_NAMES), help="debate shape (default rounds; see the README)")
+    run.add_argument("--samples", type=_bounded("samples"), help="vote: how many independent answers (default: one "
+                                                                  "per agent)")
     run.add_argument("-r", "--rounds", type=_rounds, help="number of rounds (default 3)")
     run.add_argument("--turns", type=_turns, help="turns of a conversation (default 200)")
     run.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, solution on stdout")
@@ -216,6 +218,8 @@ def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrid
         debate["protocol"] = args.protocol
     if getattr(args, "turns", None) is not None:
         debate["turns"] = args.turns
+    if getattr(args, "samples", None) is not None:
+        debate["samples"] = args.samples
     if getattr(args, "trace", False):  # saved with a new debate, so that its resume traces too
         debate["trace"] = True
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None, roles=roles,

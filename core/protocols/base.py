@@ -28,6 +28,7 @@ from ..engine.gate import BudgetExhausted, Gate, StopRequested
 from ..engine.summaries import Summaries
 from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted
 from ..models import (
+    AgentConfig,
     Contribution,
     ContributionType,
     DebateSettings,
@@ -35,6 +36,7 @@ from ..models import (
     MootConfig,
     Phase,
     ProtocolName,
+    Tally,
     ViewRecord,
 )
 from ..providers.base import CallHint, JsonAnswer
@@ -66,7 +68,7 @@ class Ids:
 
 TASK_KINDS: dict[str, str] = {
     "proposal": "propose", "critique": "critique", "refinement": "refine", "synthesis": "synthesize",
-    "score": "score", "clarify": "clarify", "answer": "answer", "turn": "turn",
+    "score": "score", "clarify": "clarify", "answer": "answer", "turn": "turn", "rank": "rank",
 }
 """Phase → the prompt kind of its task."""
 
@@ -143,9 +145,13 @@ class DebateContext:
                    json_answer: JsonAnswer | None = None, target: ResolvedAgent | None = None,
                    extra: dict[str, object] | None = None) -> CallResult:
         """One call through the engine."""
+        more = dict(extra or {})
+        if self.settings.answer is not None:  # a question: the demo provider answers in the asked form
+            more["answer_kind"] = self.settings.answer.kind
+            more["choices"] = list(self.settings.answer.choices)
         hint = CallHint(phase=record.phase, role=agent.role, agent_id=agent.id, round=record.round,
                         problem=self.problem, target_agent_id=target.id if target else None,
-                        target_role=target.role if target else None, extra=dict(extra or {}))
+                        target_role=target.role if target else None, extra=more)
         return await self.engine.call(CallSpec(agent=agent, record=record, hint=hint, history=history,
                                                budget=budget, context_tokens=context_tokens,
                                                max_tokens=max_tokens, json_answer=json_answer))
@@ -168,6 +174,10 @@ class SynthesisInput:
     contribution_ids: list[str]
     transcript: bool = False
     """The material is a conversation's summary and recent window (labelled by turn)."""
+    inline: dict[str, str] | None = None
+    """Text the judge's task adds to the material (a council's aggregate ranking), kept in its view."""
+    tally: Tally | None = None
+    """Recorded with the solution (a council's ranks)."""
 
 
 class DebateProtocol(ABC):
@@ -180,6 +190,14 @@ class DebateProtocol(ABC):
 
     def __init__(self, ctx: DebateContext) -> None:
         self.ctx = ctx
+
+    @classmethod
+    def seats(cls, config: MootConfig) -> list[AgentConfig]:
+        """The agents that take part (the enabled ones; `single` takes the first, `vote` its samples)."""
+        return config.active_agents
+
+    uses_judge: ClassVar[bool] = True
+    """False: the final answer is made without the judge (`single`, `vote`)."""
 
     @property
     def total_steps(self) -> int:
@@ -195,6 +213,12 @@ class DebateProtocol(ABC):
     @abstractmethod
     def synthesis_input(self) -> SynthesisInput | None:
         """The judge's material; None when there is nothing to synthesize."""
+
+    async def conclude(self, material: SynthesisInput) -> None:
+        """The final answer from the protocol's material: by default the judge's synthesis."""
+        from .judging import synthesize  # judging builds on this module
+
+        await synthesize(self.ctx, material)
 
     def score_input(self, step: int) -> SynthesisInput:
         """The judge's material for a convergence score after `step` (default: as for synthesis)."""

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import ProviderError
+from .demo_questions import question_reply
 from .base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
 from ..tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
 
@@ -626,6 +627,10 @@ class DemoProvider:
         rng = random.Random(
             _seed(hint.phase, hint.role, hint.agent_id, hint.round, hint.target_agent_id, hint.problem, last)
         )
+        if hint.extra.get("answer_kind"):  # a question with a checkable answer (moot bench)
+            reply = question_reply(messages, hint, rng)
+            if reply is not None:
+                return reply
         nouns = _nouns(hint.problem)
         role = hint.role if hint.role in ROLE_BANKS else "generalist"
         ctx = {
