@@ -184,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--content", action="store_true",
                     help="include prompt and completion text, masked (default: as debate.trace_content)")
     state_dir(tr)
+
+    from .bench_cli import add_parser as add_bench
+
+    add_bench(sub, provider_args=provider_args, state_dir=state_dir, positive_int=_positive_int, rounds=_rounds,
+              turns=_turns)
     return p
 
 
@@ -626,8 +631,14 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         time.sleep(0.05)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench_cli import cmd_bench as bench
+
+    return bench(args, _overrides, _write)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "context": cmd_context,
+    "bench": cmd_bench, "run": cmd_run, "resume": cmd_resume, "list": cmd_list, "show": cmd_show, "context": cmd_context,
     "report": cmd_report, "eval": cmd_eval, "watch": cmd_watch, "replay": cmd_replay, "ctl": cmd_ctl,
     "trace": cmd_trace,
 }

@@ -32,5 +32,7 @@ def contribution_title(kind: str, round_no: int, target: str | None = None) -> s
 
 
 def solution_title(solution: Solution) -> str:
+    if solution.tally is not None and solution.confidence is None:  # a vote, a single answer: no judge
+        return f"Final answer · {solution.tally.summary()}"
     conf = f"{solution.confidence}/100" if solution.confidence is not None else "n/a"
     return f"Final solution · confidence {conf}"

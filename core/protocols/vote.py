@@ -2,8 +2,8 @@
 
 `vote` (self-consistency; Wang et al. 2022): N agents answer the problem independently, in
 parallel, from the problem alone; the answer most of them give wins, with no judge call.
-`--samples N` (`debate.samples`) sets N: the configured agents are cycled (`generalist`,
-`generalist-2`, …), so a vote can cost what a debate costs. `single` is one agent answering
+`--samples N` (`debate.samples`) sets N: the configured agents are cycled (`generalist`, `kiss`,
+`generalist.2`, `kiss.2`, …), so a vote can cost what a debate costs. `single` is one agent answering
 once: the first configured agent, its answer the final one.
 """
 
@@ -36,11 +36,9 @@ class VoteProtocol(DebateProtocol):
             if i < len(agents):
                 seats.append(base)
                 continue
-            k = i // len(agents) + 1
-            new_id = f"{base.id}-{k}"
+            new_id = f"{base.id}.{i // len(agents) + 1}"  # its second pass: generalist.2
             while new_id in taken:
-                k += len(agents)
-                new_id = f"{base.id}-{k}"
+                new_id += "x"
             taken.add(new_id)
             seats.append(base.model_copy(update={"id": new_id, "name": None}))
         return seats
