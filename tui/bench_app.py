@@ -37,8 +37,9 @@ class BenchApp(MootApp):
         self.bench_error: BaseException | None = None
         self._bench_task: asyncio.Task[None] | None = None
 
-    def on_mount(self, event: events.Mount) -> None:
-        event.prevent_default()  # not the base app's screens: the dashboard
+    def on_mount(self, event: events.Mount | None = None) -> None:
+        if event is not None:
+            event.prevent_default()  # not the base app's screens: the dashboard
         self._apply_markdown_theme()
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.dashboard = BenchScreen(self.progress, executor=self.executor.name, demo=self.demo)
