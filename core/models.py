@@ -156,6 +156,9 @@ class AgentConfig(_Strict):
     """Models tried, in order, when the agent's own model keeps failing."""
     max_concurrency: int | None = Field(None, ge=1, le=64)
     """At most this many calls in flight at this agent's endpoint (a local server that wants fewer)."""
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+    """Sent with each call as `seed`: servers that honour it (OpenAI, llama.cpp, vLLM) sample
+    reproducibly. `moot bench` gives each agent its own; a vote's copies add 1000 per pass."""
 
     @property
     def display_name(self) -> str:
@@ -452,10 +455,11 @@ class Tally(BaseModel):
     """Council: author id → mean position in the others' rankings (1 = best), best first."""
     rankings_parsed: int = 0
     """Council: how many rankings could be read."""
+    kind: Literal["vote", "council"] = "vote"
 
     def summary(self) -> str:
         """One line: the winner and how it was reached, or a council's ranks."""
-        if self.ranks or self.rankings_parsed:
+        if self.kind == "council":
             ranks = ", ".join(f"{a} {r:.2f}" for a, r in self.ranks.items()) or "none read"
             return f"mean ranks (1 = best): {ranks}"
         if self.winner is None:

@@ -87,6 +87,8 @@ def calls_per_question(cfg: MootConfig) -> int:
 
 def protocol_config(base: MootConfig, protocol: ProtocolName, samples: int | None) -> MootConfig:
     data = base.model_dump(mode="json", exclude_none=True)
+    for i, agent in enumerate(data.get("agents", []), start=1):
+        agent.setdefault("seed", i)  # each agent samples its own way, the same way on every rerun
     debate = data.setdefault("debate", {})
     debate["protocol"] = protocol
     debate.pop("answer", None)

@@ -199,7 +199,8 @@ class CallEngine:
             messages = self.builder.build(record, list(spec.history), budget)
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
-                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer)
+                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
+                                  seed=agent.config.seed)
             self.emit(CallStarted(view=record))
             started = self.clock.monotonic()
             try:

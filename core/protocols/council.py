@@ -101,6 +101,7 @@ class CouncilProtocol(VoteProtocol):
         ranks = dict(sorted(ranks.items(), key=lambda kv: (kv[1], self.ctx.index.rank(kv[0]))))
         votes, _ = tally(self.ctx, self.answers())
         return votes.model_copy(update={"ranks": ranks, "rankings_parsed": parsed, "winner": None, "tied": [],
+                                        "kind": "council",
                                         "rule": "the chairman (judge) decides; ranks are mean positions"})
 
     def synthesis_input(self) -> SynthesisInput | None:

@@ -40,7 +40,8 @@ class VoteProtocol(DebateProtocol):
             while new_id in taken:
                 new_id += "x"
             taken.add(new_id)
-            seats.append(base.model_copy(update={"id": new_id, "name": None}))
+            seed = None if base.seed is None else (base.seed + 1000 * (i // len(agents))) % 2**31
+            seats.append(base.model_copy(update={"id": new_id, "name": None, "seed": seed}))
         return seats
 
     @property

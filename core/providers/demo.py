@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import ProviderError
-from .demo_questions import question_reply
+from .demo_questions import design_rank, question_reply
 from .base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
 from ..tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
 
@@ -631,6 +631,8 @@ class DemoProvider:
             reply = question_reply(messages, hint, rng)
             if reply is not None:
                 return reply
+        if hint.phase == "rank":
+            return design_rank(messages, rng)
         nouns = _nouns(hint.problem)
         role = hint.role if hint.role in ROLE_BANKS else "generalist"
         ctx = {

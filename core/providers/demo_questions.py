@@ -20,6 +20,12 @@ from collections.abc import Sequence
 
 from .base import CallHint, Message
 
+_VERDICTS = (
+    "names concrete components and numbers, which makes it easy to check, but it leaves operations vague.",
+    "keeps the moving parts few; it says less about how the design behaves under peak load.",
+    "covers the failure modes well, at the price of more infrastructure than the problem needs.",
+    "is the most complete of the set, though some of its numbers are guesses it does not mark as such.",
+)
 SLIP = 0.35
 """How often a demo answer goes wrong."""
 
@@ -126,7 +132,12 @@ def question_reply(messages: Sequence[Message], hint: CallHint, rng: random.Rand
     return f"{reasoning}\n\n{_form(mine, kind)}\n"
 
 
-def _rank(messages: Sequence[Message], mine: str, rng: random.Random) -> str:
+def design_rank(messages: Sequence[Message], rng: random.Random) -> str:
+    """A council ranking of free-form answers: a line on each, then a seeded order."""
+    return _rank(messages, None, rng)
+
+
+def _rank(messages: Sequence[Message], mine: str | None, rng: random.Random) -> str:
     """Responses that agree with the ranker's own answer first, the rest in a seeded order."""
     last = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
     blocks = re.split(r"^### Response ([A-Z])\s*$", last, flags=re.MULTILINE)
@@ -136,7 +147,11 @@ def _rank(messages: Sequence[Message], mine: str, rng: random.Random) -> str:
     agree = [x for x in labels if said.get(x) == mine]
     rest = [x for x in labels if x not in agree]
     rng.shuffle(rest)
-    lines = [f"Response {x} reaches {said.get(x, '?')}, which {'matches' if x in agree else 'differs from'} "
-             f"my own result of {mine}." for x in labels]
+    if mine is None:
+        verdicts = rng.sample(_VERDICTS, len(_VERDICTS)) * (len(labels) // len(_VERDICTS) + 1)
+        lines = [f"Response {x} {verdicts[i]}" for i, x in enumerate(labels)]
+    else:
+        lines = [f"Response {x} reaches {said.get(x, '?')}, which {'matches' if x in agree else 'differs from'} "
+                 f"my own result of {mine}." for x in labels]
     order = "\n".join(f"{i}. Response {x}" for i, x in enumerate([*agree, *rest], start=1))
     return "\n".join(lines) + f"\n\nFINAL RANKING:\n{order}\n"
