@@ -185,16 +185,16 @@ def arithmetic_reply(p_right: float = 0.6) -> ReplyFn:
         truth = eval_arithmetic(found.group(0))
         u = _chance(body, "right")
         value = truth if u < p_right else truth + (1 + int(_chance(body, "off") * 5)) * (1 if u < 0.8 else -1)
-        if "FINAL RANKING" in ask:
+        steps = (f"Multiplication comes before addition and subtraction in {found.group(0)}, so I worked out the "
+                 f"products first and then added and subtracted from left to right. The result is {value}.")
+        if "json" in ask.lower() and "confidence" in ask.lower():  # the judge
+            return json.dumps({"solution": f"{steps}\n\nAnswer: {value}", "confidence": 75, "tradeoffs": [],
+                               "recommendations": [], "unresolved": []})
+        if "FINAL RANKING" in ask:  # a council member ranking the others' answers
             labels = _RESPONSE_LABEL.findall(ask)
             order = sorted(labels, key=lambda x: _chance(body, x))
             return ("I checked each response's arithmetic step by step and compared the results with my own.\n\n"
                     "FINAL RANKING:\n" + "\n".join(f"{i}. Response {x}" for i, x in enumerate(order, start=1)))
-        steps = (f"Multiplication comes before addition and subtraction in {found.group(0)}, so I worked out the "
-                 f"products first and then added and subtracted from left to right. The result is {value}.")
-        if "json" in ask.lower() and "confidence" in ask.lower():
-            return json.dumps({"solution": f"{steps}\n\nAnswer: {value}", "confidence": 75, "tradeoffs": [],
-                               "recommendations": [], "unresolved": []})
         return f"{steps}\n\nAnswer: {value}"
 
     return reply
