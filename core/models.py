@@ -464,6 +464,8 @@ class Tally(BaseModel):
             return f"mean ranks (1 = best): {ranks}"
         if self.winner is None:
             return "no answer in the asked form"
+        if self.winner.startswith("text#"):  # free-form replies vote by their whole text
+            return f"{len(self.counts)} distinct free-form answers · {self.rule}"
         shown = self.winner if len(self.winner) <= 60 else self.winner[:59] + "…"
         return f"answer {shown} · {self.rule}"
 

@@ -74,7 +74,7 @@ def test_vote_samples_cycle_the_agents_with_their_own_seeds(tmp_path: Path) -> N
                 "--provider", "openai", "--base-url", srv.base_url, "--state-dir", str(tmp_path / "d"))
         assert r.returncode == 0, r.stderr
         state = _only(tmp_path / "d").load()
-        assert [a.id for a in state.agents] == ["a", "b", "a.2", "b.2", "a.3"]
+        assert [a.id for a in state.agents] == ["a", "b", "a-s2", "b-s2", "a-s3"]
         assert sorted(b["seed"] for b in srv.requests) == [7, 8, 1007, 1008, 2007]
         # question prompts, not the design debate's: the system prompt is the solver's
         assert all("Role: Solver" in b["messages"][0]["content"] for b in srv.requests)
@@ -118,16 +118,19 @@ def test_parse_ranking() -> None:
 
 @pytest.mark.parametrize("protocol", ["vote", "council"])
 def test_killed_and_resumed_on_the_openai_provider(tmp_path: Path, protocol: str) -> None:
-    proc, url = start_loopback("--delay", "0.1", "--chunk-delay", "0.01", "--arithmetic", "0.6")
+    proc, url = start_loopback("--delay", "0.3", "--chunk-delay", "0.01", "--arithmetic", "0.6")
     try:
         cfg = tmp_path / "c.toml"
-        cfg.write_text('[debate]\nanswer = { kind = "number" }\nmax_concurrency = 2\n')
+        cfg.write_text('[debate]\nanswer = { kind = "number" }\nmax_concurrency = 1\n')
         sd = tmp_path / "D"
         p = spawn("run", QUESTION, "--headless", "--protocol", protocol, "-a", "generalist,kiss,testing",
                   "--samples", "4", "-c", str(cfg), "--provider", "openai", "--base-url", url, "--state-dir", str(sd),
                   log=tmp_path / "run", env=cli_env())
-        folder = wait_for_events(sd, 8, timeout=60)
-        time.sleep(random.uniform(0.0, 0.3))
+        folder = wait_for_events(sd, 4, timeout=60)
+        end = time.monotonic() + 60  # one call at a time: kill after the first answer, mid-debate
+        while b"contribution_added" not in (folder / "events.jsonl").read_bytes() and time.monotonic() < end:
+            time.sleep(0.02)
+        time.sleep(random.uniform(0.0, 0.2))
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=10)
         before = [c.id for c in DebateFolder(folder).load().all_contributions()]

@@ -10,6 +10,11 @@ __all__ = ["PHASE_LABELS", "clock_time", "contribution_title", "first_line", "k"
            "solution_title", "usd"]
 
 
+def dom_id(prefix: str, agent_id: str) -> str:
+    """A widget id for an agent: agent ids may hold `.`, which Textual ids may not."""
+    return f"{prefix}-{agent_id.replace('.', '_')}"
+
+
 def clock_time(seconds: float) -> str:
     """mm:ss, or h:mm:ss past an hour."""
     s = max(0, int(seconds))

@@ -3,7 +3,7 @@
 `vote` (self-consistency; Wang et al. 2022): N agents answer the problem independently, in
 parallel, from the problem alone; the answer most of them give wins, with no judge call.
 `--samples N` (`debate.samples`) sets N: the configured agents are cycled (`generalist`, `kiss`,
-`generalist.2`, `kiss.2`, …), so a vote can cost what a debate costs. `single` is one agent answering
+`generalist-s2`, `kiss-s2`, …), so a vote can cost what a debate costs. `single` is one agent answering
 once: the first configured agent, its answer the final one.
 """
 
@@ -36,7 +36,7 @@ class VoteProtocol(DebateProtocol):
             if i < len(agents):
                 seats.append(base)
                 continue
-            new_id = f"{base.id}.{i // len(agents) + 1}"  # its second pass: generalist.2
+            new_id = f"{base.id}-s{i // len(agents) + 1}"  # its second sample: generalist-s2
             while new_id in taken:
                 new_id += "x"
             taken.add(new_id)
