@@ -40,10 +40,13 @@ from .events import (
     SummaryRequested,
     Warning_,
 )
-from .models import MAX_FOCUS, AgentInfo, DebateState, ModeratorNote, MootConfig
+from .models.config import MootConfig
+from .models.state import AgentInfo, DebateState, ModeratorNote
+from .models.terms import MAX_FOCUS
 from .protocols import PROTOCOLS
 from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
+from .protocols.judging import synthesize
 from .providers.pool import ProviderPool
 from .safety.secrets import redact
 from .storage.state import apply, new_state
@@ -275,7 +278,11 @@ class Orchestrator:
                 if material is None:
                     raise DebateAborted("nothing to synthesize: no contribution was made")
                 self.gate.spending_allowed = True
-                await ctx.phase(material.step, "synthesis", lambda: self.protocol.conclude(material))
+                async def conclude() -> None:
+                    if not await self.protocol.conclude(material):
+                        await synthesize(ctx, material)
+
+                await ctx.phase(material.step, "synthesis", conclude)
             for agent_id in sorted(self.summaries.pending):
                 self.emit(Warning_(message=f"the summary request for {agent_id} came after its last call; "
                                            "nothing to summarize into", agent_id=agent_id))
@@ -284,7 +291,14 @@ class Orchestrator:
         except StopRequested:
             self.emit(DebateInterrupted(status="stopped", reason="stopped by the user"))
         except asyncio.CancelledError:
-            self.emit(DebateInterrupted(status="interrupted", reason=self.interrupted_by))
+            if self.gate.stopping and not self.interrupted_by:
+                # A stop whose calls in flight were cancelled instead of awaited (quitting the TUI
+                # gives them a few seconds): still the user's stop, however long the calls had
+                # left. The cancelled calls are redone on resume.
+                self.emit(DebateInterrupted(status="stopped",
+                                            reason="stopped by the user; the calls in flight were cancelled"))
+            else:
+                self.emit(DebateInterrupted(status="interrupted", reason=self.interrupted_by))
             raise
         except DebateAborted as exc:
             self.emit(DebateFailed(error=str(exc), exit_code=exc.exit_code))

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from moot.core.protocols.council import parse_ranking
-from moot.core.storage.store import DebateFolder, StateDir
+from moot.core.storage.folder import DebateFolder
+from moot.core.storage.state_dir import StateDir
 from tests.conftest import cli
 from tests.loopback import LoopbackServer, arithmetic_reply
 from tests.test_resume import cli_env, spawn, start_loopback, wait_for_events

@@ -19,8 +19,8 @@ from moot.core.bench.answers import extract, is_correct, majority
 from moot.core.bench.datasets import arithmetic, eval_arithmetic, load_dataset
 from moot.core.bench.results import answers_by_round, read_row
 from moot.core.bench.stats import mcnemar_p, stderr
-from moot.core.models import AnswerFormat
-from moot.core.storage.store import StateDir
+from moot.core.models.config import AnswerFormat
+from moot.core.storage.state_dir import StateDir
 from tests.conftest import ROOT, cli
 from tests.loopback import LoopbackServer, arithmetic_reply
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.storage.store import StateDir
+from moot.core.storage.state_dir import StateDir
 from tests.conftest import cli
 from tests.loopback import LoopbackServer, arithmetic_reply
 

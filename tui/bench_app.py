@@ -18,7 +18,7 @@ from ..core.bench.executors import Executor
 from ..core.bench.progress import BenchProgress
 from ..core.bench.runner import Job
 from ..core.errors import ExitCode
-from ..core.storage.store import StateDir
+from ..core.storage.state_dir import StateDir
 from .app import MootApp, _run
 from .screens.bench import BenchScreen
 

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..models import AnswerFormat, AnswerKind
+from ..models.config import AnswerFormat
+from ..models.terms import AnswerKind
 
 _NUMBER = r"[-−+]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 _NUMBER_RE = re.compile(_NUMBER)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..inputs import read_text_file
-from ..models import AnswerFormat
+from ..models.config import AnswerFormat
 from .answers import normalize_number
 
 OPERATORS = ("+", "*", "+", "-", "*")

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from ..models import AnswerFormat, Contribution, DebateState
-from ..storage.store import DebateFolder, open_regular
+from ..models.config import AnswerFormat
+from ..models.state import Contribution, DebateState
+from ..storage.files import open_regular
+from ..storage.folder import DebateFolder
 from .answers import expected_key, extract, is_correct, majority
 
 ANSWER_TYPES = ("answer", "refinement", "proposal", "message")

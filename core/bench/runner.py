@@ -17,9 +17,11 @@ from typing import Any
 
 from ..config import Overrides, build_config
 from ..errors import MootError
-from ..models import AnswerFormat, MootConfig, ProtocolName
+from ..models.config import AnswerFormat, MootConfig
+from ..models.terms import ProtocolName
 from ..session import SessionOptions, new_session, resume_session
-from ..storage.store import EVENTS_FILE, PENDING_SUFFIX, DebateFolder, StateDir
+from ..storage.folder import EVENTS_FILE, PENDING_SUFFIX, DebateFolder
+from ..storage.state_dir import StateDir
 from .datasets import Dataset, Question, problem_text
 from .results import ResultRow, read_row
 

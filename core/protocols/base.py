@@ -27,18 +27,9 @@ from ..engine.calls import CallEngine, CallResult, CallSpec
 from ..engine.gate import BudgetExhausted, Gate, StopRequested
 from ..engine.summaries import Summaries
 from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted
-from ..models import (
-    AgentConfig,
-    Contribution,
-    ContributionType,
-    DebateSettings,
-    DebateState,
-    MootConfig,
-    Phase,
-    ProtocolName,
-    Tally,
-    ViewRecord,
-)
+from ..models.config import AgentConfig, DebateSettings, MootConfig
+from ..models.state import Contribution, DebateState, Tally, ViewRecord
+from ..models.terms import ContributionType, Phase, ProtocolName
 from ..providers.base import CallHint, JsonAnswer
 
 
@@ -214,11 +205,10 @@ class DebateProtocol(ABC):
     def synthesis_input(self) -> SynthesisInput | None:
         """The judge's material; None when there is nothing to synthesize."""
 
-    async def conclude(self, material: SynthesisInput) -> None:
-        """The final answer from the protocol's material: by default the judge's synthesis."""
-        from .judging import synthesize  # judging builds on this module
-
-        await synthesize(self.ctx, material)
+    async def conclude(self, material: SynthesisInput) -> bool:
+        """Record the final answer without the judge (a vote) and return True; False (the default):
+        the judge synthesizes it from `material`."""
+        return False
 
     def score_input(self, step: int) -> SynthesisInput:
         """The judge's material for a convergence score after `step` (default: as for synthesis)."""

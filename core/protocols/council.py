@@ -16,7 +16,9 @@ from typing import ClassVar
 from ..config import ResolvedAgent
 from ..errors import ProviderError
 from ..events import Warning_
-from ..models import AgentConfig, DebateState, MootConfig, ProtocolName, Tally
+from ..models.config import AgentConfig, MootConfig
+from ..models.state import DebateState, Tally
+from ..models.terms import ProtocolName
 from ..storage.state import find_contribution
 from .base import SynthesisInput
 from .majority import tally
@@ -117,7 +119,5 @@ class CouncilProtocol(VoteProtocol):
         return SynthesisInput(1, None, [c.id for c in [*answers, *ranked]], inline={"ranking": "\n".join(lines)},
                               tally=t)
 
-    async def conclude(self, material: SynthesisInput) -> None:
-        from .judging import synthesize
-
-        await synthesize(self.ctx, material)
+    async def conclude(self, material: SynthesisInput) -> bool:
+        return False  # the chairman (the judge) decides

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ..bench.answers import extract, majority, normalize_text
 from ..events import SynthesisCompleted
-from ..models import CallMetadata, Contribution, Solution, Tally
+from ..models.state import CallMetadata, Contribution, Solution, Tally
 from .base import DebateContext
 
 

@@ -19,7 +19,7 @@ from ..config import ResolvedAgent
 from ..context.rule_based import SourceItem, summarize_rule_based
 from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
-from ..models import Contribution, ViewRecord
+from ..models.state import Contribution, ViewRecord
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from .majority import conclude_by_vote
@@ -95,12 +95,12 @@ class SimultaneousProtocol(DebateProtocol):
         final = max(rounds)
         return SynthesisInput(final, None, [c.id for c in self._round_answers(final)])
 
-    async def conclude(self, material: SynthesisInput) -> None:
-        if self.ctx.settings.final == "majority":
-            conclude_by_vote(self.ctx, [self.ctx.index.contributions[i] for i in material.contribution_ids],
-                             by="majority")
-        else:
-            await super().conclude(material)
+    async def conclude(self, material: SynthesisInput) -> bool:
+        if self.ctx.settings.final != "majority":
+            return False
+        conclude_by_vote(self.ctx, [self.ctx.index.contributions[i] for i in material.contribution_ids],
+                         by="majority")
+        return True
 
     def score_input(self, step: int) -> SynthesisInput:
         return SynthesisInput(step, None, [c.id for c in self._round_answers(step)])

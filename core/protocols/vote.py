@@ -14,7 +14,9 @@ from typing import ClassVar
 from ..config import ResolvedAgent
 from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
-from ..models import AgentConfig, Contribution, MootConfig, ProtocolName
+from ..models.config import AgentConfig, MootConfig
+from ..models.state import Contribution
+from ..models.terms import ProtocolName
 from ..storage.state import find_contribution
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .majority import conclude_by_vote
@@ -84,8 +86,9 @@ class VoteProtocol(DebateProtocol):
         found = self.answers()
         return SynthesisInput(1, None, [c.id for c in found]) if found else None
 
-    async def conclude(self, material: SynthesisInput) -> None:
+    async def conclude(self, material: SynthesisInput) -> bool:
         conclude_by_vote(self.ctx, self.answers(), by="vote")
+        return True
 
 
 class SingleProtocol(VoteProtocol):
@@ -95,5 +98,6 @@ class SingleProtocol(VoteProtocol):
     def seats(cls, config: MootConfig) -> list[AgentConfig]:
         return config.active_agents[:1]
 
-    async def conclude(self, material: SynthesisInput) -> None:
+    async def conclude(self, material: SynthesisInput) -> bool:
         conclude_by_vote(self.ctx, self.answers(), by=self.ctx.agents[0].id)
+        return True

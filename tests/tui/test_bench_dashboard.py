@@ -13,7 +13,7 @@ from moot.core.bench.executors import LocalExecutor
 from moot.core.bench.progress import BenchProgress
 from moot.core.bench.runner import plan
 from moot.core.config import Overrides, build_config
-from moot.core.storage.store import StateDir
+from moot.core.storage.state_dir import StateDir
 from moot.tui.bench_app import BenchApp
 from moot.tui.screens.bench import BenchScreen
 from moot.tui.screens.debate import DebateScreen

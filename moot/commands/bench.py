@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from moot.core.errors import ExitCode, InputError
-from moot.core.models import PROTOCOL_NAMES, ROLES, ProtocolName
+from moot.core.models.terms import PROTOCOL_NAMES, ROLES, ProtocolName
+
+from .flags import add_provider_args, add_state_dir, bounded, completes, overrides, positive_int, write_file
 
 if TYPE_CHECKING:
+    from .flags import Subcommands
     from moot.core.bench.progress import BenchProgress
     from moot.core.bench.results import ResultRow
     from moot.core.bench.runner import Job
@@ -28,31 +31,45 @@ BENCH_ROLES = ["generalist", "generalist", "generalist"]
 BENCH_ROUNDS = 2
 
 
-def add_parser(sub: Any, *, provider_args: Callable[[argparse.ArgumentParser], None],
-               state_dir: Callable[[argparse.ArgumentParser], None], positive_int: Callable[[str], int],
-               rounds: Callable[[str], int], turns: Callable[[str], int]) -> None:
-    """Register `moot bench` with the CLI's shared argument helpers."""
+def register(sub: Subcommands) -> None:
     b = sub.add_parser("bench", help="run a data set through protocols: accuracy, tokens and cost side by side")
-    b.add_argument("dataset", help="a JSONL file of {id, question, answer[, choices]} or a generator: "
-                                   "arithmetic:N[:terms=K][:seed=S]")
+    completes(b.add_argument("dataset", help="a JSONL file of {id, question, answer[, choices]} or a generator: "
+                                             "arithmetic:N[:terms=K][:seed=S]"), "file")
     b.add_argument("--protocols", default=DEFAULT_PROTOCOLS,
                    help=f"comma-separated, from {', '.join(PROTOCOL_NAMES)} (default {DEFAULT_PROTOCOLS})")
-    b.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)")
-    b.add_argument("-a", "--agents", help=f"comma-separated roles, repeats allowed (default: three generalists); "
-                                          f"{', '.join(ROLES)}")
-    b.add_argument("-r", "--rounds", type=rounds, help=f"rounds of the debates (default {BENCH_ROUNDS})")
-    b.add_argument("--turns", type=turns, help="turns of a conversation")
-    b.add_argument("--samples", type=positive_int, help="vote: answers per question (default: as many as the "
-                                                        "first debate protocol makes calls: equal cost)")
+    completes(b.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)"), "file")
+    b.add_argument("-a", "--agents", type=_roles, help="comma-separated roles, a role may repeat (default: three "
+                                                       f"generalists); {', '.join(ROLES)}")
+    b.add_argument("-r", "--rounds", type=bounded("rounds"), help=f"rounds of the debates (default {BENCH_ROUNDS})")
+    b.add_argument("--turns", type=bounded("turns"), help="turns of a conversation")
+    b.add_argument("--samples", type=bounded("samples"), help="vote: answers per question (default: as many as the "
+                                                              "first debate protocol makes calls: equal cost)")
     b.add_argument("--limit", type=positive_int, help="only the first N questions")
     b.add_argument("--concurrency", type=positive_int, default=4, help="questions in flight at once (default 4)")
     b.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local asyncio (default) or Ray tasks (pip install 'moot[ray]'; RAY_ADDRESS for a cluster)")
-    b.add_argument("-o", "--output", help="write results: .json, .md (+ .svg plot) or .csv by extension")
+    completes(b.add_argument("-o", "--output", help="write results: .json, .md (+ .svg plot) or .csv by extension"),
+              "file")
     b.add_argument("--headless", action="store_true", help="no dashboard: progress on stderr, table on stdout")
     b.add_argument("--theme", help="TUI theme")
-    provider_args(b)
-    state_dir(b)
+    add_provider_args(b)
+    add_state_dir(b)
+    b.set_defaults(handler=cmd_bench)
+
+
+def _roles(text: str) -> list[str]:
+    """`-a generalist,generalist,kiss`: known roles; unlike `run`, a role may repeat (Du et al.'s
+    agents are alike); the copies are named generalist-2, generalist-3."""
+    from moot.core.agents import did_you_mean
+
+    roles = [r.strip() for r in text.split(",") if r.strip()]
+    if not roles:
+        raise argparse.ArgumentTypeError("name at least one role")
+    for role in roles:
+        if role not in ROLES:
+            raise argparse.ArgumentTypeError(f"unknown role {role!r}{did_you_mean(role, ROLES)}; "
+                                             f"expected one of {', '.join(ROLES)}")
+    return roles
 
 
 def _protocols(text: str) -> list[ProtocolName]:
@@ -79,8 +96,7 @@ def _output_format(path: str | None) -> str | None:
     return FORMATS[suffix]
 
 
-def cmd_bench(args: argparse.Namespace, overrides: Callable[[argparse.Namespace], Any],
-              write: Callable[[Path, str], None]) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
     from moot.core.bench.datasets import load_dataset
     from moot.core.bench.executors import make_executor
     from moot.core.bench.output import render_csv, render_json, render_markdown, render_svg, render_text, summarize
@@ -88,7 +104,7 @@ def cmd_bench(args: argparse.Namespace, overrides: Callable[[argparse.Namespace]
     from moot.core.bench.runner import check_startable, finished_row, plan
     from moot.core.config import DEFAULT_CONFIG_NAME, load_config
     from moot.core.observe.headless import wants_tui
-    from moot.core.storage.store import default_state_dir
+    from moot.core.storage.state_dir import default_state_dir
 
     fmt = _output_format(args.output)
     protocols = _protocols(args.protocols)
@@ -138,10 +154,10 @@ def cmd_bench(args: argparse.Namespace, overrides: Callable[[argparse.Namespace]
         out = Path(args.output)
         if fmt == "md":
             svg = out.with_suffix(".svg")
-            write(svg, render_svg(doc))
-            write(out, render_markdown(doc, plot=svg.name))
+            write_file(svg, render_svg(doc))
+            write_file(out, render_markdown(doc, plot=svg.name))
         else:
-            write(out, render_json(doc) if fmt == "json" else render_csv(doc))
+            write_file(out, render_json(doc) if fmt == "json" else render_csv(doc))
         print(f"results written to {args.output}", file=sys.stderr)
     failed = [r for r in progress.rows.values() if not r.complete]
     if failed:
