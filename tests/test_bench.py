@@ -198,3 +198,10 @@ def test_bench_killed_with_sigkill_loses_no_finished_question(tmp_path: Path) ->
                    for i, s in states.items() if i not in finished)
         # the rest of the work, plus at most the calls in flight at the kill (2 debates × 3 agents)
         assert left <= redone <= left + 6
+
+
+def test_executor_ray_without_ray_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if `moot[ray]` were not installed
+    code, _, err = _bench("arithmetic:2", "--provider", "demo", "--headless", "--executor", "ray",
+                          "--state-dir", str(tmp_path / "d"))
+    assert code == 4 and err.strip().splitlines() == ["moot: --executor ray needs Ray: pip install 'moot[ray]'"]
