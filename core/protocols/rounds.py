@@ -184,8 +184,11 @@ class RoundsProtocol(DebateProtocol):
             items = ctx.index.perspective_items(agent.id, before)
         if not items:
             return None
+        # The summary shares its views' room with the history and the quotes that come after it.
+        cap = ctx.summaries.reader_cap(agent, "proposal", "propose", share=0.5,
+                                       params={"round": r, "total_rounds": self.total_steps})
         job = ctx.summaries.job(agent, step=r, trigger=trigger, items=items, previous=previous, strategy=strategy,
-                                focus=focus)
+                                focus=focus, max_tokens=min(agent.summarization.max_summary_tokens, cap))
         return await ctx.summaries.make(job)
 
     async def _maybe_manual_summary(self, agent: ResolvedAgent, r: int, phase: Phase) -> None:

@@ -25,6 +25,10 @@ from ..storage.state import find_contribution
 class SimultaneousProtocol(DebateProtocol):
     name = "simultaneous"
     task_kinds = ("answer", "summarize", "clarify")
+    opening_phase = "answer"
+
+    def opening_params(self, agent: ResolvedAgent) -> dict[str, object]:
+        return {"round": 1, "total_rounds": self.total_steps, "role": agent.role}
 
     async def run(self) -> None:
         ctx = self.ctx
