@@ -367,6 +367,12 @@ class Summary(BaseModel):
     metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
     ts: float = Field(default_factory=time.time)
 
+    @property
+    def written_by(self) -> str:
+        """What wrote the text, as shown everywhere: the method, and the one it stood in for."""
+        asked = self.metadata.requested_method
+        return f"{self.method} (fallback from {asked})" if asked and asked != self.method else self.method
+
     @model_validator(mode="after")
     def _method_that_wrote_it(self) -> Summary:
         """`method` is what produced the text. Debates recorded before that rule kept the configured

@@ -24,6 +24,7 @@ from typing import assert_never
 
 from ..clock import Clock
 from ..config import ResolvedAgent
+from ..context.index import DebateIndex
 from ..context.view import ViewBuilder
 from .gate import Gate
 from .windows import Fit, Windows, reply_floor
@@ -46,6 +47,9 @@ from ..providers.base import (
 )
 from ..providers.pool import ProviderPool
 from ..safety.secrets import redact, strip_userinfo
+
+
+STAND_IN = " ".join(["A quoted contribution of ordinary length, standing in for one not written yet."] * 12)
 
 
 class _NoLimit:
@@ -270,16 +274,29 @@ class CallEngine:
             self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
         return CallResult(completion, meta)
-    def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, context_tokens: int | None = None,
+    def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, quotes: int = 0, context_tokens: int | None = None,
                    max_tokens: int | None = None, setting: str = "context.max_context_tokens") -> None:
         """Raise `ContextOverflow` (naming the limit that binds) when even the smallest form of
-        `record`'s view and its answer's floor cannot fit the window as known now. For the start
-        of a run: a debate that cannot synthesize is refused before it spends its rounds."""
+        `record`'s view, quoting `quotes` texts, and its answer's floor cannot fit the window as
+        known now. For the start of a run: a debate that could not finish is refused before it
+        spends its rounds."""
         fit = self.fit(agent, context_tokens, max_tokens, record.model or agent.model)
         floor = reply_floor(record.phase, fit.max_tokens)
         probe = record.model_copy(deep=True)
+        builder = self.builder
+        if quotes:  # stand-ins for what the task will quote, long enough to be cut to their minimum
+            live = builder.index
+            scratch = DebateIndex()
+            scratch.prompts, scratch.problem, scratch.names = live.prompts, live.problem, live.names
+            probe.task_contribution_ids = []
+            for i in range(quotes):
+                c = Contribution(id=f"check-{i}", agent_id=agent.id, role=agent.role, type="critique", round=1,
+                                 target_agent_id=agent.id, content=STAND_IN)
+                scratch.add_contribution(c)
+                probe.task_contribution_ids.append(c.id)
+            builder = ViewBuilder(scratch)
         try:
-            self.builder.build(probe, [], fit.input_budget, fit.stretch(floor))
+            builder.build(probe, [], fit.input_budget, fit.stretch(floor))
         except ViewTooLarge as exc:
             raise ContextOverflow(self.overflow_message(agent, probe, fit, floor, exc.need, setting)) from None
 

@@ -204,6 +204,11 @@ class DebateProtocol(ABC):
         """The task parameters of an agent's first call."""
         return {"round": 1, "total_rounds": self.total_steps}
 
+    def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
+        """The agent's views that quote the most, as (phase, task parameters, texts quoted), checked
+        against its window before the run beside its first call."""
+        return []
+
     def call_window(self) -> CallWindow:
         """How the protocol's own calls override an agent's window; empty: the agent's `context`."""
         return {}
@@ -217,6 +222,9 @@ class DebateProtocol(ABC):
         for agent in ctx.agents:
             record = ctx.record(agent, 1, self.opening_phase, params=self.opening_params(agent), call_id="check")
             ctx.engine.check_fits(agent, record, **window)
+            for phase, p, quotes in self.largest_views(agent):
+                record = ctx.record(agent, 1, phase, params=p, call_id="check")
+                ctx.engine.check_fits(agent, record, quotes=quotes, **window)
         params: dict[str, object] | None = {"transcript": True} if self.step_word == "turn" else None
         ctx.engine.check_fits(ctx.judge, ctx.record(ctx.judge, 1, "synthesis", params=params, call_id="check"))
 

@@ -47,6 +47,15 @@ class RoundsProtocol(DebateProtocol):
                 if await converged_after_phase(ctx, r, self.score_input(r)):
                     return
 
+    def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
+        """A refinement quotes the agent's proposal and a critique from each other agent."""
+        others = [a for a in self.ctx.agents if a.id != agent.id]
+        if not others:
+            return []
+        target = others[0]
+        return [("critique", {"target_name": target.name, "target_role": target.role}, 1),
+                ("refinement", {}, len(self.ctx.agents))]
+
     # ------------------------------------------------------------------ phases
 
     async def _summarization_phase(self, r: int) -> None:

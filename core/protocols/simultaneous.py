@@ -16,7 +16,7 @@ from ..config import ResolvedAgent
 from ..context.rule_based import SourceItem, summarize_rule_based
 from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
-from ..models import Contribution, ViewRecord
+from ..models import Contribution, Phase, ViewRecord
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from ..storage.state import find_contribution
@@ -29,6 +29,12 @@ class SimultaneousProtocol(DebateProtocol):
 
     def opening_params(self, agent: ResolvedAgent) -> dict[str, object]:
         return {"round": 1, "total_rounds": self.total_steps, "role": agent.role}
+
+    def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
+        """From round 2 an answer quotes every agent's previous answer."""
+        if self.total_steps < 2:
+            return []
+        return [("answer", {"round": 2, "total_rounds": self.total_steps, "role": agent.role}, len(self.ctx.agents))]
 
     async def run(self) -> None:
         ctx = self.ctx
