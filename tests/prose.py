@@ -208,6 +208,12 @@ def loopback_reply(body: dict[str, Any], n: int, chars: int = 2500) -> str:
     """A `LoopbackServer` reply function: JSON where the judge or the clarifier asks for it,
     prose otherwise (the server cuts it at the request's max_tokens, as a model would)."""
     ask = _last_user_text(body).lower()
+    if "functional_completeness" in ask:  # an evaluator
+        reasons = ["covers the stated load", "one hot path, measured", "keys stay out of logs",
+                   "few moving parts", "contract tests at the boundary", "meets the limits", "sound overall"]
+        return json.dumps({"scores": {c: {"score": 5 + (n + i) % 4, "reason": r} for i, (c, r) in enumerate(zip(
+            ["functional_completeness", "performance", "security", "maintainability", "testability",
+             "requirements_fulfilment", "overall"], reasons))}})
     if "json" in ask and "confidence" in ask and "solution" in ask:
         return json.dumps({"solution": reply(n, 600).text, "confidence": 70 + n % 20,
                            "tradeoffs": ["chose a shared store over local counters because limits must hold "

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from moot.core.config import Overrides, build_config
 from moot.core.models import DebateState
 from moot.core.session import SessionOptions, new_session
+from moot.core.tokens import count_messages
 from tests.conftest import cli, read_jsonl
 from tests.loopback import LoopbackServer, ModelServer
 from tests.prose import loopback_reply
@@ -166,3 +167,22 @@ async def test_a_summary_written_by_the_fallback_says_so_everywhere(tmp_path: Pa
     assert shown.returncode == 0 and "rule-based (fallback from llm)" in shown.stdout
     report = cli("report", state.id, "--state-dir", str(tmp_path / "d"))
     assert "rule-based (fallback from llm)/rolling" in report.stdout
+
+
+def test_eval_fits_a_small_window(tmp_path: Path) -> None:
+    """`moot eval` fits the evaluator's request to the window the server states: at 1,024 tokens
+    the solution is shortened (marked) and the answer keeps its floor."""
+    srv, served = _server(1024, 1.3)
+    with srv:
+        state = asyncio.run(_debate(srv, "rounds", 1, tmp_path / "d"))
+        assert state.status == "completed", state.error
+        first = srv.calls
+        r = cli("eval", state.id, "--state-dir", str(tmp_path / "d"), "--base-url", srv.base_url)
+        bodies = srv.requests[first:]
+    assert r.returncode == 0, r.stderr
+    assert "| overall |" in r.stdout
+    assert bodies and all(served.refusal(b) is None for b in bodies)
+    # Fitted by moot's own count (an evaluator makes one request: it has seen no server count yet).
+    assert all(count_messages(b["messages"], b["model"]) + int(b["max_tokens"]) <= 1024 for b in bodies)
+    assert all(int(b["max_tokens"]) >= 320 for b in bodies)
+    assert any("[… shortened to fit the evaluator's context window]" in b["messages"][-1]["content"] for b in bodies)
