@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from .. import tokens
 from ..config import ResolvedAgent
-from ..engine.windows import Fit
-from ..context.view import render_messages
+from ..engine.windows import Fit, reply_floor
+from ..context.view import ViewTooLarge, render_messages
 from ..events import RoundStarted, Warning_
 from ..models import Contribution, ConversationConfig, Summary, SummaryTrigger, ViewRecord
 from .base import CallWindow, DebateAborted, DebateProtocol, SynthesisInput
@@ -140,12 +140,16 @@ class ConversationProtocol(DebateProtocol):
         count); only a view near its budget is built for real to find out."""
         if not window:
             return []
-        budget = self._fit(self.ctx.agent(record.agent_id)).input_budget
+        fit = self._fit(self.ctx.agent(record.agent_id))
+        budget = fit.input_budget
         fixed = tokens.count_messages(render_messages(record, self.ctx.index), record.model)
         if fixed + self._tokens(window, self.ctx.agent(record.agent_id)) + ESTIMATE_MARGIN <= budget:
             return []
         scratch = record.model_copy(deep=True)
-        self.ctx.engine.builder.build(scratch, window, budget)
+        try:
+            self.ctx.engine.builder.build(scratch, window, budget, fit.stretch(reply_floor("turn", fit.max_tokens)))
+        except ViewTooLarge:
+            return list(window)  # nothing verbatim fits beside the rest: all of it goes into the summary
         dropped = set(scratch.dropped_ids)
         return [c for c in window if c.id in dropped]
 

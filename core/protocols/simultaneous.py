@@ -13,6 +13,8 @@ from __future__ import annotations
 from functools import partial
 
 from ..config import ResolvedAgent
+from ..context.view import ViewTooLarge
+from ..engine.windows import reply_floor
 from ..context.rule_based import SourceItem, summarize_rule_based
 from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
@@ -81,9 +83,13 @@ class SimultaneousProtocol(DebateProtocol):
         """Over budget with the answers verbatim: quote a summary of each instead."""
         if not previous:
             return
-        budget = self.ctx.engine.fit(agent).input_budget
+        fit = self.ctx.engine.fit(agent)
+        budget = fit.input_budget
         scratch = record.model_copy(deep=True)
-        self.ctx.engine.builder.build(scratch, [], budget)
+        try:
+            self.ctx.engine.builder.build(scratch, [], budget, fit.stretch(reply_floor("answer", fit.max_tokens)))
+        except ViewTooLarge:
+            pass  # briefs are the most that can be done; the call itself says what does not fit
         if "quote_limit" not in scratch.task_params:
             return  # fits verbatim
         share = max(64, scratch.tokens.total // max(1, len(previous) + 1))
