@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from moot.core.config import Overrides, build_config  # noqa: E402
-from moot.core.models import DebateState  # noqa: E402
+from moot.core.models.state import DebateState  # noqa: E402
 from moot.core.session import SessionOptions, new_session  # noqa: E402
 from tests.loopback import LoopbackServer, ModelServer  # noqa: E402
 from tests.prose import Fact, kept, loopback_reply, reply  # noqa: E402

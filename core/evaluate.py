@@ -28,7 +28,8 @@ from .config import (DEFAULT_DEMO_MODEL, DEFAULT_OPENAI_MODEL, ResolvedAgent, de
                               read_config_file)
 from .errors import ConfigError, ContextTooLong, ProviderError
 from .judge import parse_json_object
-from .models import AgentConfig, ContextConfig, DebateState, Solution, SummarizationConfig
+from .models.config import AgentConfig, ContextConfig, SummarizationConfig
+from .models.state import DebateState, Solution
 from .providers.base import CallHint, ChatRequest, Message, Provider, complete
 from .providers.pool import ProviderPool, default_provider_name
 from .report.markdown import cell, table

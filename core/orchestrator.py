@@ -40,7 +40,9 @@ from .events import (
     SummaryRequested,
     Warning_,
 )
-from .models import MAX_FOCUS, AgentInfo, DebateState, ModeratorNote, MootConfig
+from .models.config import MootConfig
+from .models.state import AgentInfo, DebateState, ModeratorNote
+from .models.terms import MAX_FOCUS
 from .protocols import PROTOCOLS
 from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify

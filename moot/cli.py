@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 from . import __version__
 from moot.core.errors import ExitCode, InputError, MootError
-from moot.core.models import ROLES, ProviderName
+from moot.core.models.terms import ROLES, ProviderName
 
 if TYPE_CHECKING:  # the commands import what they need when they run (start-up time)
     from moot.core.config import Overrides
-    from moot.core.models import DebateState
+    from moot.core.models.state import DebateState
     from moot.core.session import DebateSession
-    from moot.core.storage.store import DebateFolder
+    from moot.core.storage.folder import DebateFolder
 
 PHASES = ["clarify", "summarize", "proposal", "critique", "refinement", "answer", "turn", "score", "synthesis"]
 
@@ -62,7 +62,7 @@ def _bounded(field: str) -> Callable[[str], int]:
     """An integer flag checked against the bounds of `debate.<field>` (exit 2, not a config error)."""
 
     def parse(text: str) -> int:
-        from moot.core.models import DebateSettings
+        from moot.core.models.config import DebateSettings
 
         v = _positive_int(text)
         limit = next(m.le for m in DebateSettings.model_fields[field].metadata if hasattr(m, "le"))
@@ -225,7 +225,7 @@ def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrid
 
 def _write(path: Path, text: str) -> None:
     """Write a file atomically; an unwritable path is a one-line error (exit 2)."""
-    from moot.core.storage.store import write_atomic
+    from moot.core.storage.files import write_atomic
 
     try:
         write_atomic(path, text.encode("utf-8"))
@@ -244,7 +244,7 @@ def _deliver(text: str, output: str | None, what: str) -> None:
 
 
 def _open(args: argparse.Namespace) -> DebateFolder:
-    from moot.core.storage.store import StateDir
+    from moot.core.storage.state_dir import StateDir
 
     return StateDir(args.state_dir).open(args.id)
 
@@ -334,7 +334,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     import shutil
 
     from moot.core.safety.sanitize import one_line_safe
-    from moot.core.storage.store import StateDir, summarize_folder
+    from moot.core.storage.state_dir import StateDir, summarize_folder
 
     sd = StateDir(args.state_dir)
     sd.clean_pending()  # debates whose start was cut short: published if resumable, else removed
@@ -483,7 +483,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     from moot.core.observe.headless import tail_events, wants_tui
-    from moot.core.storage.store import StateDir
+    from moot.core.storage.state_dir import StateDir
 
     sd = StateDir(args.state_dir)
     if not wants_tui(args.headless):
@@ -500,7 +500,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from moot.core.storage.store import StateDir
+    from moot.core.storage.state_dir import StateDir
 
     sd = StateDir(args.state_dir)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
@@ -524,7 +524,8 @@ def cmd_ctl(args: argparse.Namespace) -> int:
     from moot.core.events import ControlChanged, DebateStarted, Event, is_terminal, parse_event
     from moot.core.safety.sanitize import one_line_safe
     from moot.core.errors import StoreError
-    from moot.core.storage.store import open_regular, writer_alive
+    from moot.core.storage.files import open_regular
+    from moot.core.storage.folder import writer_alive
 
     folder = _open(args)
     words = list(args.words)

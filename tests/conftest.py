@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from moot.core.config import Overrides, build_config
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session
-from moot.core.storage.store import DebateFolder
+from moot.core.storage.folder import DebateFolder
 from tests.loopback import Faults, LoopbackServer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -253,7 +253,7 @@ def test_the_solution_files_title_is_one_heading(tmp_path: Path) -> None:
 
 def test_list_says_running_only_while_a_process_runs_the_debate(tmp_path: Path) -> None:
     """A debate whose log stops mid-way (its process was killed) is "unfinished", not "running"."""
-    from moot.core.storage.store import DebateLock
+    from moot.core.storage.lock import DebateLock
 
     _, folder = asyncio.run(run_debate(tmp_path, "Design a URL shortener", rounds=1))
     lines = folder.events_path.read_text(encoding="utf-8").splitlines(keepends=True)

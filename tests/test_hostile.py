@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from moot.core.safety.sanitize import UNSAFE
 from moot.core.safety.secrets import MASK
-from moot.core.storage.store import DebateFolder
+from moot.core.storage.folder import DebateFolder
 from tests.conftest import Faults, LoopbackServer, read_jsonl
 from tests.loopback import KEEP, _last_user_text, default_reply
 from tests.test_bad_input import cli

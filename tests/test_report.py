@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from moot.cli import main
-from moot.core.models import Clarification, ConvergenceScore, DebateState, ModeratorNote
+from moot.core.models.state import Clarification, ConvergenceScore, DebateState, ModeratorNote
 from moot.core.report.markdown import demote_headings, render_report, table
-from moot.core.storage.store import DebateFolder
+from moot.core.storage.folder import DebateFolder
 from tests.conftest import moot, run_debate
 
 CONFIG = {"debate": {"summarization": {"threshold": 500}}}

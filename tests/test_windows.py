@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from moot.core.config import Overrides, build_config
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session
 from moot.core.tokens import count_messages
 from tests.conftest import cli, read_jsonl

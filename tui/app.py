@@ -21,7 +21,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme as TextualTheme
 
-from ..core.storage.store import DebateFolder, StateDir
+from ..core.storage.folder import DebateFolder
+from ..core.storage.state_dir import StateDir
 from .commands import MootCommandProvider
 from .screens.debates import DebatesScreen
 from ..core.clock import Clock
@@ -31,7 +32,7 @@ from .settings import SettingsStore
 from .theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 
 if TYPE_CHECKING:
-    from ..core.models import Clarification
+    from ..core.models.state import Clarification
     from ..core.session import DebateSession
 
 

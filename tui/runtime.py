@@ -39,9 +39,11 @@ from ..core.events import (
     is_terminal,
     parse_event,
 )
-from ..core.models import Clarification, DebateState
+from ..core.models.state import Clarification, DebateState
 from ..core.storage.state import apply, new_state
-from ..core.storage.store import DebateFolder, open_regular, read_events, writer_alive
+from ..core.storage.files import open_regular
+from ..core.storage.folder import DebateFolder, writer_alive
+from ..core.storage.log import read_events
 
 if TYPE_CHECKING:
     from ..core.orchestrator import Clarifier

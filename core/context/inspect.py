@@ -8,8 +8,8 @@ from .index import DebateIndex
 from ..errors import InspectError
 from .view import history_ids, render_messages
 from ..agents import require_agent
-from ..models import DebateState, ViewRecord
-from ..storage.store import DebateFolder
+from ..models.state import DebateState, ViewRecord
+from ..storage.folder import DebateFolder
 
 
 def resolve_agent_id(state: DebateState, name: str) -> str:

@@ -31,7 +31,7 @@ from .windows import Fit, Windows, reply_floor
 from ..context.view import ViewTooLarge
 from ..errors import ContextOverflow, ContextTooLong, ProviderError
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
-from ..models import CallMetadata, Contribution, ViewRecord
+from ..models.state import CallMetadata, Contribution, ViewRecord
 from ..pricing import call_cost
 from ..providers.base import (
     CallHint,

@@ -37,7 +37,7 @@ from ..events import (
     Warning_,
     WindowLearned,
 )
-from ..models import Contribution
+from ..models.state import Contribution
 from ..safety.sanitize import one_line_safe, terminal_safe
 
 LineKind = Literal["phase", "contribution", "summary", "manual", "warning", "error", "done", "control"]

@@ -22,8 +22,9 @@ from ..version import VERSION as __version__
 from ..errors import ConfigError
 from ..events import Event
 from ..safety.secrets import known_secrets, one_line, redact
-from ..storage.store import read_events
-from .tracing import SpanRecord, TraceBuilder
+from ..storage.log import read_events
+from .spans import SpanRecord
+from .tracing import TraceBuilder
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -97,7 +98,7 @@ def traced(session: DebateSession, on: bool) -> Iterator[None]:
     if not on:
         yield
         return
-    from ..storage.store import default_state_dir
+    from ..storage.state_dir import default_state_dir
 
     root = session.folder.path.parent
     flag = "" if root.resolve() == default_state_dir().resolve() else f" --state-dir {root}"

@@ -7,7 +7,7 @@ from typing import TextIO
 
 from .describe import describe
 from ..events import Subscription
-from ..models import DebateState, Solution
+from ..models.state import DebateState, Solution
 from ..safety.sanitize import terminal_safe
 
 

@@ -18,7 +18,8 @@ from ..engine.windows import reply_floor
 from ..context.rule_based import SourceItem, summarize_rule_based
 from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
-from ..models import Contribution, Phase, ViewRecord
+from ..models.state import Contribution, ViewRecord
+from ..models.terms import Phase
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from ..storage.state import find_contribution

@@ -11,15 +11,7 @@ import re
 import time
 from collections.abc import Iterable
 
-from ..models import (
-    CallMetadata,
-    Contribution,
-    ConvergenceScore,
-    DebateState,
-    ModeratorNote,
-    Summary,
-    Usage,
-)
+from ..models.state import CallMetadata, Contribution, ConvergenceScore, DebateState, ModeratorNote, Summary, Usage
 from ..safety.sanitize import terminal_safe
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")

@@ -16,7 +16,7 @@ from moot.core.events import (
     DebateCompleted,
     NoteInjected,
 )
-from moot.core.models import Clarification, ConvergenceScore, ModeratorNote, Usage
+from moot.core.models.state import Clarification, ConvergenceScore, ModeratorNote, Usage
 from moot.tui.app import create_app
 from moot.tui.runtime import LiveRuntime, WatchRuntime
 from moot.tui.screens.clarify import ClarifyScreen

@@ -22,7 +22,7 @@ from textual.widgets.text_area import Selection
 
 from ...core.context.index import DebateIndex
 from ...core.context.inspect import call_view, message_tiers
-from ...core.models import DebateState, ViewRecord
+from ...core.models.state import DebateState, ViewRecord
 from ...core.safety.sanitize import one_line_safe, terminal_safe
 from ..format import k
 

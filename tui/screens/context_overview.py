@@ -18,7 +18,7 @@ from textual.widgets import Footer, Label, ListItem, ListView
 
 from ...core.context.index import DebateIndex
 from ...core.context.outlook import Outlook, Trigger, outlook
-from ...core.models import AgentInfo, DebateState
+from ...core.models.state import AgentInfo, DebateState
 from ...core.safety.sanitize import one_line_safe
 from ..format import k
 from ..widgets.token_gauge import tier_bar

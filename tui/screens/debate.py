@@ -51,9 +51,10 @@ from ...core.events import (
     Warning_,
     WindowLearned,
 )
-from ...core.models import JUDGE_ID, MAX_FOCUS, AgentInfo, DebateState
+from ...core.models.state import AgentInfo, DebateState
+from ...core.models.terms import JUDGE_ID, MAX_FOCUS
 from ...core.observe.printer import solution_document
-from ...core.storage.store import write_atomic
+from ...core.storage.files import write_atomic
 from ...core.storage.state import apply, new_state
 from ..activity import calls_in_flight
 from ..bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived

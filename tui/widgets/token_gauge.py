@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from ...core.models import TierTokens
+from ...core.models.state import TierTokens
 from ..format import k
 
 TIERS = ("system", "summary", "history", "task")

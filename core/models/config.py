@@ -1,0 +1,253 @@
+"""The configuration of a debate, as a config file and flags give it.
+
+Configuration models forbid unknown fields so that a typo in a config file is an error, not a
+silently ignored key.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .terms import JUDGE_ID, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+Threshold = Annotated[int, Field(ge=0)]
+TriggerRatio = Annotated[float, Field(gt=0, le=1)]
+MaxLength = Annotated[int, Field(ge=100)]
+MaxSummaryTokens = Annotated[int, Field(ge=32)]
+ContextTokens = Annotated[int, Field(ge=256)]
+ReserveTokens = Annotated[int, Field(ge=16)]
+
+
+class SummarizationConfig(_Strict):
+    """How and when an agent's perspective history is condensed."""
+
+    enabled: bool = True
+    """Summarize at all; `false` turns it off for one agent."""
+    threshold: Threshold = 5000
+    """Characters of perspective history that trigger a summary (the anchor's rule)."""
+    trigger_ratio: TriggerRatio = 0.8
+    """Also trigger when the agent's view passes this fraction of its token budget."""
+    max_length: MaxLength = 2500
+    """Hard cap on a summary, in characters."""
+    max_summary_tokens: MaxSummaryTokens = 1000
+    """Hard cap on a summary, in tokens (also the summarization call's max_tokens)."""
+    method: SummaryMethod = "llm"
+    """`llm` (role prompt on a model), `rule-based` (offline, extractive) or `hybrid` (both)."""
+    strategy: SummaryStrategy = "rolling"
+    """`rolling` folds only what aged out into the previous summary, so a late round costs what an
+    early one does; `fresh` re-summarizes the whole perspective every time (the anchor's way:
+    its summarization input grows with every round)."""
+    model: str | None = None
+    """Model for LLM summaries; defaults to the agent's own model."""
+    prompt_path: str | None = None
+    """Debate-wide custom summary prompt (an agent's `summary_prompt_path` wins)."""
+
+
+class SummarizationOverrides(_Strict):
+    """One agent's overrides of `debate.summarization`: only the fields it sets (see there)."""
+
+    enabled: bool | None = None
+    threshold: Threshold | None = None
+    trigger_ratio: TriggerRatio | None = None
+    max_length: MaxLength | None = None
+    max_summary_tokens: MaxSummaryTokens | None = None
+    method: SummaryMethod | None = None
+    strategy: SummaryStrategy | None = None
+    model: str | None = None
+    prompt_path: str | None = None
+
+
+class ContextConfig(_Strict):
+    """The token budget of one agent's view."""
+
+    max_context_tokens: ContextTokens = 8000
+    """The whole request (messages) plus the reserved output must fit here."""
+    reserve_output_tokens: ReserveTokens = 1000
+    """Tokens kept free for the model's answer; also the call's max_tokens."""
+
+    @model_validator(mode="after")
+    def _reserve_fits(self) -> ContextConfig:
+        if self.reserve_output_tokens >= self.max_context_tokens:
+            raise ValueError(
+                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
+                f"max_context_tokens ({self.max_context_tokens})"
+            )
+        return self
+
+    @property
+    def input_budget(self) -> int:
+        return self.max_context_tokens - self.reserve_output_tokens
+
+
+class ContextOverrides(_Strict):
+    """One agent's overrides of `debate.context`; the pair is checked once merged."""
+
+    max_context_tokens: ContextTokens | None = None
+    reserve_output_tokens: ReserveTokens | None = None
+
+
+def merge(base: _M, overrides: BaseModel | None) -> _M:
+    """`base` with the fields `overrides` sets, validated as a whole (field by field, two levels)."""
+    if overrides is None:
+        return base
+    changes = overrides.model_dump(exclude_none=True)
+    return type(base).model_validate({**base.model_dump(), **changes}) if changes else base
+
+
+class AgentConfig(_Strict):
+    """One debater (or the judge). Unset fields inherit the debate-wide values."""
+
+    id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str | None = None
+    role: Role = "generalist"
+    model: str | None = None
+    provider: ProviderName | None = None
+    temperature: float = Field(0.5, ge=0, le=2)
+    system_prompt_path: str | None = None
+    summary_prompt_path: str | None = None
+    base_url: str | None = None
+    summarization: SummarizationOverrides | None = None
+    """Per-agent overrides of `debate.summarization`, field by field."""
+    context: ContextOverrides | None = None
+    """Per-agent overrides of `debate.context`, field by field."""
+    enabled: bool = True
+    fallback_models: list[str] = Field(default_factory=list)
+    """Models tried, in order, when the agent's own model keeps failing."""
+    max_concurrency: int | None = Field(None, ge=1, le=64)
+    """At most this many calls in flight at this agent's endpoint (a local server that wants fewer)."""
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.id.replace("-", " ").title()
+
+
+class ConversationConfig(_Strict):
+    """The turn-based conversation (seed 003): a shared transcript, each view = system prompt +
+    rolling summary of everything older + the latest messages verbatim, under a token budget."""
+
+    recent_messages: int = Field(50, ge=1, le=10_000)
+    """At least this many of the latest messages are shown verbatim (when they fit `recent_tokens`)."""
+    summary_every: int = Field(50, ge=1, le=10_000)
+    """Roll the summary forward when this many messages wait beyond the verbatim window."""
+    summary_scope: SummaryScope = "shared"
+    """`shared`: one rolling summary every agent reads (the seed); `per-agent`: each agent keeps its own."""
+    max_context_tokens: ContextTokens = 8000
+    """The whole request plus the reserved output must fit here."""
+    system_tokens: int = Field(2000, ge=64)
+    """Cap of the system message (role prompt and topic)."""
+    summary_tokens: int = Field(1000, ge=32)
+    """Cap of the rolling summary."""
+    recent_tokens: int = Field(5000, ge=64)
+    """Cap of the verbatim messages; past it the summary rolls forward early."""
+    reserve_output_tokens: ReserveTokens = 1000
+    """Kept free for each turn's answer (its max_tokens)."""
+    score_every: int | None = Field(None, ge=1)
+    """With `termination = "convergence"`: the judge scores convergence every this many turns."""
+
+    @model_validator(mode="after")
+    def _fits(self) -> ConversationConfig:
+        if self.reserve_output_tokens >= self.max_context_tokens:
+            raise ValueError(
+                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
+                f"max_context_tokens ({self.max_context_tokens})"
+            )
+        return self
+
+    @property
+    def input_budget(self) -> int:
+        return self.max_context_tokens - self.reserve_output_tokens
+
+
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""USD per million tokens. NaN or infinity would make every later cost unsavable (JSON has no NaN)."""
+
+
+class DebateSettings(_Strict):
+    protocol: ProtocolName = "rounds"
+    """`rounds` (propose, critique, refine; the anchor's), `conversation` (turns into one shared
+    transcript) or `simultaneous` (every agent answers each round, having read the others)."""
+    rounds: int = Field(3, ge=1, le=1000)
+    """Rounds of the `rounds` and `simultaneous` protocols."""
+    turns: int = Field(200, ge=1, le=100_000)
+    """Turns of the `conversation` protocol (one message each, agents in config order)."""
+    conversation: ConversationConfig = Field(default_factory=ConversationConfig)
+    max_concurrency: int = Field(16, ge=1, le=64)
+    """Calls in flight at once (a whole critique phase of the default agents is one wave); an
+    endpoint can have a lower limit of its own (an agent's `max_concurrency`, `[providers."URL"]`)."""
+    carry_refinements: bool = True
+    """From round 2, each agent's previous refinement is its proposal (no call; as the anchor does)."""
+    summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    timeout_s: float = Field(120.0, gt=0, le=86400, allow_inf_nan=False)
+    """Deadline of each attempt of a call, in seconds, from the request to its last byte."""
+    max_retries: int = Field(3, ge=0, le=20)
+    on_error: Literal["stop", "skip"] = "stop"
+    """What a failed proposal/refinement does: stop the debate (resumable) or skip that agent."""
+    prices: dict[str, tuple[Price, Price]] = Field(default_factory=dict)
+    """Model → (input, output) USD per million tokens; overrides the built-in table."""
+    clarify: bool = False
+    """Before round 1, agents ask clarifying questions and the user answers."""
+    clarifications_max_per_agent: int = Field(5, ge=0, le=20)
+    clarification_rounds: int = Field(0, ge=0, le=3)
+    """Follow-up rounds of questions after the first answers."""
+    termination: Literal["fixed", "convergence"] = "fixed"
+    """`convergence`: after each round the judge scores confidence; end early at the threshold."""
+    convergence_threshold: int = Field(90, ge=0, le=100)
+    max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """Stop starting calls once the debate has cost this much; the judge still synthesizes."""
+    max_total_tokens: int | None = Field(None, gt=0)
+    """Stop starting calls once this many tokens (prompt + completion) were used."""
+    trace: bool = False
+    """Send the debate to an OpenTelemetry collector as one trace (needs `pip install 'moot[otel]'`;
+    also on with `--trace` or when `OTEL_EXPORTER_OTLP_ENDPOINT` is set)."""
+    trace_content: bool = False
+    """Put prompt and completion text (masked) in the trace; off: only names, models, tokens, cost, times."""
+
+
+class EndpointConfig(_Strict):
+    """Settings of one OpenAI-compatible endpoint, keyed by its base URL under `[providers]`."""
+
+    max_concurrency: int | None = Field(None, ge=1, le=64)
+    """At most this many calls in flight at this endpoint (e.g. the slots of a local llama.cpp)."""
+
+
+class MootConfig(_Strict):
+    """The whole configuration file: `{"debate": {...}, "agents": [...], "judge": {...}}`."""
+
+    debate: DebateSettings = Field(default_factory=DebateSettings)
+    providers: dict[str, EndpointConfig] = Field(default_factory=dict)
+    """Per-endpoint settings by base URL: `[providers."http://127.0.0.1:8080/v1"] max_concurrency = 2`."""
+    agents: list[AgentConfig] = Field(default_factory=list)
+    judge: AgentConfig = Field(default_factory=lambda: AgentConfig(id=JUDGE_ID, role="generalist"))
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _judge_id(cls, value: Any) -> Any:
+        return {"id": JUDGE_ID, "role": "generalist", **value} if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> MootConfig:
+        seen: set[str] = set()
+        for agent in self.agents:
+            if agent.id in seen:
+                raise ValueError(f"duplicate agent id {agent.id!r}")
+            if agent.id == self.judge.id:
+                raise ValueError(f"agent id {agent.id!r} is the judge's id")
+            seen.add(agent.id)
+        return self
+
+    @property
+    def active_agents(self) -> list[AgentConfig]:
+        return [a for a in self.agents if a.enabled]
+
+
+# --------------------------------------------------------------------------- state
