@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from moot.core.config import Overrides, build_config
 from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session
-from moot.core.tokens import count_messages
+from moot.core.tokens import count_messages, count_text
 from tests.conftest import cli, read_jsonl
 from tests.loopback import LoopbackServer, ModelServer
 from tests.prose import loopback_reply
@@ -186,3 +186,20 @@ def test_eval_fits_a_small_window(tmp_path: Path) -> None:
     assert all(count_messages(b["messages"], b["model"]) + int(b["max_tokens"]) <= 1024 for b in bodies)
     assert all(int(b["max_tokens"]) >= 320 for b in bodies)
     assert any("[… shortened to fit the evaluator's context window]" in b["messages"][-1]["content"] for b in bodies)
+
+
+@pytest.mark.parametrize("role", ["architect", "performance", "security", "testing", "kiss", "generalist",
+                                  "data-modeling", "judge"])
+def test_compact_prompts_take_the_same_parameters_as_the_full_ones(role: str) -> None:
+    """A compact template renders from the same record as the full one (so `moot context`
+    rebuilds either), and is much shorter."""
+    from moot.core import prompts
+
+    kinds = prompts.JUDGE_KINDS if role == "judge" else (*prompts.PROMPT_KINDS, *prompts.SHARED)
+    placeholder = __import__("re").compile(r"\{\{\s*([a-z_]+)\s*\}\}")
+    for kind in kinds:
+        small = prompts.compact(role, kind)
+        assert small is not None, (role, kind)
+        full = prompts.load(role, kind)
+        assert set(placeholder.findall(small)) == set(placeholder.findall(full)), (role, kind)
+        assert count_text(small) < count_text(full) / 2, (role, kind)
