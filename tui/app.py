@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.theme import Theme as TextualTheme
 
 from ..core.storage.store import DebateFolder, StateDir
+from .collector import QuietCollector
 from .commands import MootCommandProvider
 from .screens.debates import DebatesScreen
 from ..core.clock import Clock
@@ -74,6 +75,8 @@ class MootApp(App[int]):
         self._signal_pending: str | None = None
         """What interrupted the app before it was mounted ("" when unknown), to act on at mount."""
         self._moot_mounted = False
+        self.collector = QuietCollector()
+        """Fewer, shorter garbage collections while the app runs (started once it is mounted)."""
         self._requested_theme = theme
         for t in load_themes():
             self.register_theme(t)
@@ -111,6 +114,7 @@ class MootApp(App[int]):
         else:
             self.push_screen(DebatesScreen(self.state_dir or StateDir()))
         self._moot_mounted = True
+        self.call_after_refresh(self.collector.start)  # what exists now lives as long as the app
         if self._signal_pending is not None:  # SIGINT/SIGTERM came while the app was starting
             self.interrupt_now(self._signal_pending)
 
@@ -272,6 +276,7 @@ class MootApp(App[int]):
 
     async def on_unmount(self) -> None:
         # However the app ends (an exception, a test harness), never leave the engine running.
+        self.collector.stop()
         await self.shutdown_runtimes()
 
 
