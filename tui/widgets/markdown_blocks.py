@@ -29,10 +29,12 @@ _PARSER = MarkdownIt().enable("strikethrough").enable("table")
 millisecond each time, as much as rendering a short paragraph): one, shared."""
 
 _FENCES = ("```", "~~~")
-_CONTINUES = re.compile(r"[ ]{2,}|\t|[ ]?[>|]|[ ]?(?:[-+*]|\d{1,9}[.)])(?:[ \t\n]|\Z)|[ ]?(?:[-+*]|\d{1,9})\Z")
+_CONTINUES = re.compile(r"[ ]{2,}|\t|[ ]?[>|]|[ ]?(?:[-+*]|\d{1,9}[.)])(?:[ \t\n]|\Z)|[ ]?(?:[-+*]|\d{1,9})\Z"
+                        r"|[ ]?#{1,6}[ \t]*(?:\n|\Z)")
 """A line that may continue the block above it (a list item, an indented line), that Rich
-renders with a blank line of its own before it (a quote, a table), or that cannot be told
-yet (a marker or digits that may become `1.`)."""
+renders with a blank line of its own before it (a quote, a table), that cannot be told
+yet (a marker or digits that may become `1.`), or an empty heading (whose empty line Rich
+drops at the end of a text)."""
 _REFERENCE = re.compile(r"^[ ]{0,3}\[[^\]\n]+\]:", re.MULTILINE)
 
 
