@@ -113,11 +113,6 @@ class Bridge:
                     self.flush()
                     self.stats.events += 1
                     self.target.post_message(EngineEvent(safe_copy(event)))
-                    # Let the screen take this event before the next one is posted: when a dozen
-                    # agents finish at once, their events are otherwise handled in one step of
-                    # the event loop (a stall of 120–260 ms at 12 agents); this way keys and
-                    # frames get their turn between them.
-                    await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
