@@ -29,7 +29,6 @@ from textual import events
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widget import Widget
 
 from ...core.safety.sanitize import terminal_safe
 from ..format import first_line
@@ -197,28 +196,8 @@ class Transcript(ScrollView, can_focus=False):
             return
         self._ensure_layout()
         total = self._starts[-1] + len(self._lines[-1][1]) if self._lines else 0
-        size = Size(self._width(), total)
-        if size != self.virtual_size:
-            if self.container_size:
-                self._grow(size)
-            else:
-                self.virtual_size = size  # not laid out yet: the first layout sizes it
+        self.virtual_size = Size(self._width(), total)
         self.refresh()
-
-    def _grow(self, size: Size) -> None:
-        """The text grew: only this widget's scroll range changes, never its region (CSS sets
-        its height), so the scrollbar and the anchored position are updated here. Setting the
-        `virtual_size` reactive instead lays out the whole screen, for every chunk of every
-        pane (bench/tui_stream.py: most of the frames' CPU at 12 agents × 400 tokens/s).
-        A scrollbar that appears or goes still lays out (its reactive asks for it)."""
-        self.set_reactive(Widget.virtual_size, size)
-        self._scroll_update(size)
-        # Textual keeps the anchor in the layout pass (`_anchor_released` has no public reader).
-        if self.is_anchored and not getattr(self, "_anchor_released", False):
-            end = self.max_scroll_y
-            if self.scroll_y != end:
-                self.set_reactive(Widget.scroll_target_y, end)
-                self.scroll_y = end
 
     def on_resize(self, event: events.Resize) -> None:
         self._dirty = True
