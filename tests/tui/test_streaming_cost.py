@@ -12,7 +12,7 @@ import gc
 import random
 
 from moot.core.events import CallStarted, ContributionAdded, Event, PhaseStarted, Token
-from moot.core.models import CallMetadata, Contribution
+from moot.core.models.state import CallMetadata, Contribution
 from moot.tui.app import create_app
 from moot.tui.collector import GEN0_THRESHOLD
 from moot.tui.screens.debate import DebateScreen
