@@ -36,6 +36,32 @@ QUESTION_KINDS: dict[tuple[bool, str], str] = {
 design-debate prompts with `prompts/question/<file>.md`: (is the judge, kind) → file. The
 summary, score and clarify prompts stay the role's."""
 
+COMPACT = "@compact"
+"""Suffix of a prompt's key in a debate's prompts for its compact variant (`architect/system@compact`)."""
+_COMPACT_KINDS = {"propose", "critique", "refine", "summarize", "clarify", "answer", "turn",
+                  "summarize_conversation", "synthesize", "score"}
+
+
+def compact(role: str, kind: str) -> str | None:
+    """The compact variant of a built-in prompt, for views whose window is small (None: none).
+
+    `core/prompts/compact/`: one short system prompt per role (`system-<role>.md`) and one
+    task template per kind, shared by every role (the role's voice is in its system prompt);
+    the judge's summary of the final round is `summarize_final.md`."""
+    if kind == "system":
+        name = f"system-{role}"
+    elif role == "judge" and kind == "summarize":
+        name = "summarize_final"
+    elif kind in _COMPACT_KINDS:
+        name = kind
+    else:
+        return None
+    try:
+        return resources.files("moot.core").joinpath("prompts", "compact", f"{name}.md").read_text("utf-8")
+    except FileNotFoundError:
+        return None
+
+
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
 

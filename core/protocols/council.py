@@ -18,7 +18,7 @@ from ..errors import ProviderError
 from ..events import Warning_
 from ..models.config import AgentConfig, MootConfig
 from ..models.state import DebateState, Tally
-from ..models.terms import ProtocolName
+from ..models.terms import Phase, ProtocolName
 from ..storage.state import find_contribution
 from .base import SynthesisInput
 from .majority import tally
@@ -69,6 +69,10 @@ class CouncilProtocol(VoteProtocol):
     @classmethod
     def seats(cls, config: MootConfig) -> list[AgentConfig]:
         return config.active_agents  # every enabled agent; `samples` is the vote's
+
+    def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
+        """A ranking quotes every other agent's answer."""
+        return [("rank", {}, len(self.ctx.agents) - 1)] if len(self.ctx.agents) > 1 else []
 
     async def run(self) -> None:
         await super().run()

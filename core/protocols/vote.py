@@ -16,7 +16,7 @@ from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
 from ..models.config import AgentConfig, MootConfig
 from ..models.state import Contribution
-from ..models.terms import ProtocolName
+from ..models.terms import Phase, ProtocolName
 from ..storage.state import find_contribution
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .majority import conclude_by_vote
@@ -26,6 +26,11 @@ class VoteProtocol(DebateProtocol):
     name: ClassVar[ProtocolName] = "vote"
     task_kinds: ClassVar[tuple[str, ...]] = ("solo", "summarize", "clarify")
     uses_judge = False
+    opening_phase: ClassVar[Phase] = "answer"
+    opening_kind: ClassVar[str | None] = "solo"
+
+    def opening_params(self, agent: ResolvedAgent) -> dict[str, object]:
+        return {"round": 1, "total_rounds": 1, "role": agent.role}
 
     @classmethod
     def seats(cls, config: MootConfig) -> list[AgentConfig]:
