@@ -167,7 +167,7 @@ async def test_ctrl_c_stops_the_debate_at_once_without_a_dialog(tmp_path: Path) 
         assert app.debate_running
         await pilot.press("ctrl+c")
         assert not isinstance(app.screen, ConfirmScreen)
-        await wait_for(pilot, lambda: not app.is_running, timeout=5)
+        await wait_for(pilot, lambda: not app.is_running)
     assert app.return_value == 130
     assert session.state.status == "interrupted"
     kinds = [json.loads(line)["type"] for line in session.folder.events_path.read_text().splitlines()]
@@ -186,7 +186,7 @@ async def test_ctrl_c_in_the_quit_dialog_stops_at_once(tmp_path: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)  # q still asks once
         await pilot.press("ctrl+c")
-        await wait_for(pilot, lambda: not app.is_running, timeout=5)
+        await wait_for(pilot, lambda: not app.is_running)
     assert app.return_value == 130 and session.state.status == "interrupted"
 
 
@@ -196,5 +196,5 @@ async def test_ctrl_c_on_a_finished_debate_just_quits(tmp_path: Path) -> None:
     async with app.run_test(size=(140, 45)) as pilot:
         await wait_for(pilot, lambda: session.state.status == "completed", timeout=60)
         await pilot.press("ctrl+c")
-        await wait_for(pilot, lambda: not app.is_running, timeout=5)
+        await wait_for(pilot, lambda: not app.is_running)
     assert app.return_value == 0 and session.state.status == "completed"
