@@ -204,8 +204,6 @@ def test_state_dir_without_write_permission(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", [["show", "nope"], ["resume", "nope", "--headless"],
                                      ["context", "nope", "--round", "1", "--agent", "kiss"], ["report", "nope"]])
 def test_unknown_debate_id(state_dir: Path, command: list[str]) -> None:
-    if command[0] == "report" and not (Path(__file__).parent.parent / "core" / "report.py").exists():
-        pytest.skip("no `moot report` yet")
     before = _tree(state_dir)
     r = cli(*command, "--state-dir", str(state_dir))
     _one_line(r, 2, f"no debate 'nope' in {state_dir}; try `moot list`")
@@ -274,8 +272,6 @@ LOG_DAMAGE: dict[str, Callable[[list[bytes]], tuple[list[bytes], int]]] = {
 @pytest.mark.parametrize("damage", list(LOG_DAMAGE), ids=list(LOG_DAMAGE))
 @pytest.mark.parametrize("command", ["show", "resume", "report"])
 def test_corrupt_event_log_is_one_clear_line(state_dir: Path, damage: str, command: str) -> None:
-    if command == "report" and not (Path(__file__).parent.parent / "core" / "report.py").exists():
-        pytest.skip("no `moot report` yet")
     folder = _debate(state_dir)
     (folder / "state.json").unlink()  # no snapshot: what is there comes from the log
     lines = (folder / "events.jsonl").read_bytes().split(b"\n")[:-1]
