@@ -82,20 +82,17 @@ def wait_for_events(folder_root: Path, n: int, timeout: float = 20) -> Path:
     raise AssertionError(f"no debate with {n} events under {folder_root}")
 
 
-def wait_for_call_in_flight(folder_root: Path, min_events: int = 10, timeout: float = 20) -> Path:
-    """Wait until a call has just started (the log's last line is a call_started) after at
-    least `min_events` lines. Replies take ~0.5 s, so a signal sent now lands mid-call; a
-    plain event count can land exactly between two phases, with nothing in flight."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if folder_root.is_dir():
-            dirs = [p for p in folder_root.iterdir() if (p / "events.jsonl").exists()]
-            if dirs:
-                lines = (dirs[0] / "events.jsonl").read_bytes().splitlines()
-                if len(lines) >= min_events and b'"type":"call_started"' in lines[-1]:
-                    return dirs[0]
-        time.sleep(0.01)
-    raise AssertionError(f"no call in flight under {folder_root}")
+def call_in_flight(folder_root: Path, min_events: int = 10) -> bool:
+    """Has a call just started (the log's last line is a call_started) after at least
+    `min_events` lines? Replies take ~0.5 s, so a signal sent now lands mid-call; a plain
+    event count can land exactly between two phases, with nothing in flight."""
+    if not folder_root.is_dir():
+        return False
+    dirs = [p for p in folder_root.iterdir() if (p / "events.jsonl").exists()]
+    if not dirs:
+        return False
+    lines = (dirs[0] / "events.jsonl").read_bytes().splitlines()
+    return len(lines) >= min_events and b'"type":"call_started"' in lines[-1]
 
 
 def slot(c) -> tuple:  # type: ignore[no-untyped-def]
@@ -252,9 +249,17 @@ def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server:
         proc = spawn("run", PROBLEM, "--base-url", slow_server, "--headless", "-r", "1", "--state-dir", str(sd),
                      log=tmp_path / sig.name)
         runs.append((sig, sd, proc))
+    waiting = list(runs)
+    deadline = time.monotonic() + 120  # a hang guard: both debates are watched at once
+    while waiting:
+        assert time.monotonic() < deadline, f"no call in flight under {[sd for _sig, sd, _proc in waiting]}"
+        for sig, sd, proc in list(waiting):
+            assert proc.poll() is None, f"the debate ended before its {sig.name}; the server is too fast"
+            if call_in_flight(sd):  # some contributions are in, others in flight
+                proc.send_signal(sig)
+                waiting.remove((sig, sd, proc))
+        time.sleep(0.01)
     for sig, sd, proc in runs:
-        wait_for_call_in_flight(sd)  # some contributions are in, others in flight
-        proc.send_signal(sig)
         assert proc.wait(timeout=30) == 130  # "at once" is checked below: calls in flight never finished
 
     resumes = []
