@@ -172,6 +172,7 @@ def test_conversation_per_agent_scope_and_manual_roll(tmp_path: Path) -> None:
                 assert "the cost figures" in task and "point of view of Kiss" in task
 
 
+@pytest.mark.slow
 def test_conversation_kill_and_resume(tmp_path: Path) -> None:
     proc, url = start_loopback("--delay", "0.05", "--chunk-delay", "0.005")
     try:

@@ -181,6 +181,7 @@ def fast_server() -> Iterator[str]:
 # ---------------------------------------------------------------- SIGKILL at any moment
 
 
+@pytest.mark.slow
 def test_sigkill_early_midway_and_late_then_resume(tmp_path: Path, slow_server: str, fast_server: str) -> None:
     """Three debates killed with SIGKILL early, midway and late (once 1, 12 and 24 of their
     36 contributions are logged, then a random fraction of a reply later, so the kill lands
@@ -242,6 +243,7 @@ def test_sigkill_early_midway_and_late_then_resume(tmp_path: Path, slow_server: 
 # ---------------------------------------------------------------- SIGTERM / SIGINT
 
 
+@pytest.mark.slow
 def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server: str, fast_server: str) -> None:
     runs = []
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -288,6 +290,7 @@ def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server:
         check_complete(folder, 1, AGENTS)
 
 
+@pytest.mark.slow
 def test_second_writer_is_refused_with_one_line(tmp_path: Path, slow_server: str) -> None:
     sd = tmp_path / "D"
     # Four rounds (about 8 s against this server): the checks below take ~1 s, long before it ends.

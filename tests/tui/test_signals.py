@@ -84,6 +84,7 @@ def _wait_for_contribution(run: _PtyRun, state_dir: Path, timeout: float = 90) -
     raise AssertionError(f"no contribution within {timeout}s:\n{run.output[-3000:]}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "ctrl+c"])
 def test_signal_in_a_terminal_stops_at_once_and_resumes(tmp_path: Path, how: str) -> None:
     state_dir = tmp_path / "state"
