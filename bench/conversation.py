@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from moot.core.config import Overrides, build_config  # noqa: E402
 from moot.core.events import parse_event  # noqa: E402
-from moot.core.models import DebateState  # noqa: E402
+from moot.core.models.state import DebateState  # noqa: E402
 from moot.core.protocols.conversation import ConversationProtocol  # noqa: E402
 from moot.core.session import SessionOptions, new_session  # noqa: E402
 from moot.core.storage.state import apply, new_state  # noqa: E402

@@ -37,7 +37,7 @@ from moot.core.events import (  # noqa: E402
     RoundStarted,
     Token,
 )
-from moot.core.models import AgentInfo, CallMetadata, Contribution, TierTokens, ViewRecord  # noqa: E402
+from moot.core.models.state import AgentInfo, CallMetadata, Contribution, TierTokens, ViewRecord  # noqa: E402
 from moot.tui.app import create_app  # noqa: E402
 from tests.tui.scripted import ScriptedRuntime  # noqa: E402
 from moot.tui.widgets.command_input import CommandInput  # noqa: E402

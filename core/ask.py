@@ -6,7 +6,7 @@ import asyncio
 import sys
 import threading
 
-from .models import Clarification
+from .models.state import Clarification
 from .safety.sanitize import one_line_safe
 
 

@@ -17,15 +17,8 @@ from pydantic import ValidationError
 from .agents import did_you_mean
 from .errors import ConfigError
 from .inputs import MAX_CONFIG_BYTES, read_text_file
-from .models import (
-    ROLES,
-    AgentConfig,
-    ContextConfig,
-    MootConfig,
-    ProviderName,
-    SummarizationConfig,
-    merge,
-)
+from .models.config import AgentConfig, ContextConfig, MootConfig, SummarizationConfig, merge
+from .models.terms import ROLES, ProviderName
 from .safety.secrets import strip_userinfo
 
 DEFAULT_ROLES = ("architect", "performance", "kiss")

@@ -16,20 +16,19 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from .models import (
+from .models.state import (
     AgentInfo,
     CallMetadata,
     Clarification,
+    Contribution,
     ConvergenceScore,
     ModeratorNote,
-    Contribution,
-    Phase,
-    ProtocolName,
     Solution,
     Summary,
     Usage,
     ViewRecord,
 )
+from .models.terms import Phase, ProtocolName
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from .models import Solution
+from .models.state import Solution
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .errors import PromptError
 from .inputs import MAX_PROMPT_BYTES, read_text_file
-from .models import ROLES
+from .models.terms import ROLES
 
 PROMPT_KINDS = ("system", "propose", "critique", "refine", "summarize", "clarify")
 JUDGE_KINDS = ("system", "synthesize", "summarize", "score")

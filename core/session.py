@@ -14,19 +14,16 @@ from pathlib import Path
 from .clock import SYSTEM_CLOCK, Clock
 from .config import Overrides, build_config
 from .control.commands import Inbox
+from .errors import StoreError
 from .events import EventBus, Subscription, Warning_
-from .models import DebateState, MootConfig
+from .models.config import MootConfig
+from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
 from .providers.pool import ProviderPool, default_provider_name
-from .storage.store import (
-    DebateFolder,
-    DebateLock,
-    EventLogWriter,
-    StateDir,
-    StoreError,
-    default_state_dir,
-    new_debate_id,
-)
+from .storage.folder import DebateFolder
+from .storage.lock import DebateLock
+from .storage.log_writer import EventLogWriter
+from .storage.state_dir import StateDir, default_state_dir, new_debate_id
 
 
 @dataclass
@@ -169,7 +166,7 @@ def new_session(
     # Fail on a missing key before anything runs, and before an empty folder is left behind.
     for agent in [*orch.agents, orch.judge]:
         providers.get(agent)
-    # Under a temporary name until its first event is on disk (see `moot.core.storage.store`).
+    # Under a temporary name until its first event is on disk (see `storage.folder`).
     folder = state_dir.create(debate_id)
     lock = folder.lock()
     try:

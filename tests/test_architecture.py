@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from moot.core.models.terms import ROLES
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"moot": ROOT / "moot", "moot.core": ROOT / "core", "moot.tui": ROOT / "tui",
             "moot.themes": ROOT / "themes"}
@@ -149,6 +151,56 @@ def test_package_data_ships_prompts_and_themes() -> None:
     from moot.themes import theme_files
 
     assert {p.stem for p in theme_files()} >= {"dark", "light", "high-contrast"}
+
+
+def test_the_built_package_ships_every_data_file(tmp_path: Path) -> None:
+    """Build the package as a wheel build does (setuptools `build_py`, from a copy of the sources:
+    an editable install maps whole folders and would hide a file missing from package-data), then
+    check every data file of core/, tui/ and themes/ is in it, and that the demo provider writes
+    from the built package's own phrase banks, read once and only when first needed."""
+    import shutil
+
+    src = tmp_path / "src"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for folder in ("moot", "core", "tui", "themes"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=skip)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    out = tmp_path / "built"
+    build = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py",
+                            "--build-lib", str(out)], cwd=src, capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-2000:]
+    missing = [f"{folder}/{path.relative_to(src / folder)}" for folder in ("core", "tui", "themes")
+               for path in (src / folder).rglob("*") if path.is_file() and path.suffix != ".py"
+               if not (out / "moot" / folder / path.relative_to(src / folder)).is_file()]
+    assert missing == []
+    assert (out / "moot" / "core" / "providers" / "demo_phrases.json").is_file()
+
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import moot, moot.core.providers.demo as demo\n"
+        "from moot.core.providers.base import CallHint\n"
+        "from moot.core.providers.demo_phrases import phrase_banks\n"
+        "assert moot.__file__.startswith(sys.argv[1]), moot.__file__\n"
+        "assert phrase_banks.cache_info().currsize == 0  # not read at import\n"
+        "h = CallHint(phase='proposal', role='security', agent_id='security', problem='Design a login service')\n"
+        "text = demo.DemoProvider(delay_s=0).write([{'role': 'user', 'content': 'Write a proposal.'}], h)\n"
+        "demo.DemoProvider(delay_s=0).write([{'role': 'user', 'content': 'Write it again.'}], h)\n"
+        "info = phrase_banks.cache_info()\n"
+        "print(info.misses, info.hits > 0, sorted(phrase_banks().roles) == sorted(%r))\n"
+        "print(text)\n"
+    ) % (list(ROLES),)
+    run = subprocess.run([sys.executable, "-c", probe, str(out)], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    counts, text = run.stdout.split("\n", 1)
+    assert counts == "1 True True"
+    from moot.core.providers.base import CallHint
+    from moot.core.providers.demo import DemoProvider
+
+    here = DemoProvider(delay_s=0).write([{"role": "user", "content": "Write a proposal."}],
+                                         CallHint(phase="proposal", role="security", agent_id="security",
+                                                  problem="Design a login service"))
+    assert text == here + "\n" and "## Position" in here
 
 
 @pytest.mark.parametrize("folder", ["core", "tui", "moot"])

@@ -13,7 +13,7 @@ from moot.core import tokens
 from moot.core.context.index import DebateIndex
 from moot.core.context.inspect import calls_for
 from moot.core.context.view import ViewBuilder, render_messages
-from moot.core.models import Contribution, DebateState, ViewRecord
+from moot.core.models.state import Contribution, DebateState, ViewRecord
 from tests.conftest import Faults, make_server, moot, read_jsonl, run_debate
 
 LONG = 2500

@@ -26,7 +26,8 @@ from moot.core.control.commands import (
     writer_alive,
 )
 from moot.core.errors import InputError
-from moot.core.storage.store import DebateFolder, StateDir
+from moot.core.storage.folder import DebateFolder
+from moot.core.storage.state_dir import StateDir
 from tests.conftest import moot, read_jsonl, run_debate
 from tests.loopback import LoopbackServer, default_reply
 

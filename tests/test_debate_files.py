@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.storage.store import StoreError, write_atomic
+from moot.core.errors import StoreError
+from moot.core.storage.files import write_atomic
 from tests.conftest import moot
 from tests.test_bad_input import DEMO, TRACEBACK, _one_line, cli
 
@@ -73,6 +74,41 @@ def test_a_link_in_a_debate_folder_is_refused_and_nothing_changes(tmp_path: Path
     listed = cli("list", "--state-dir", str(sd))
     assert listed.returncode == 0 and "unreadable" in listed.stdout
     assert _tree(tmp_path) == before and target.read_bytes() == target_before
+
+
+def test_a_linked_debate_folder_is_refused_for_every_command_and_nothing_changes(tmp_path: Path,
+                                                                               unfinished: Path) -> None:
+    """`D/linky -> elsewhere/ID`: resume (by name or prefix), ctl, watch, show, report, context and
+    trace refuse with one line (exit 2) before anything is read or written through the link; `list`
+    shows it unreadable; and a linked pending folder is neither published nor locked."""
+    sd, elsewhere = tmp_path / "D", tmp_path / "elsewhere"
+    shutil.copytree(unfinished, elsewhere)
+    (debate,) = list(elsewhere.iterdir())
+    sd.mkdir()
+    (sd / "linky").symlink_to(debate, target_is_directory=True)
+    (sd / ".20990101-000000-abcd.tmp").symlink_to(debate, target_is_directory=True)
+    before = _tree(tmp_path)
+    link = str(sd / "linky")
+    for command in (["resume", "linky", "--headless"], ["resume", "lin", "--headless"], ["ctl", "linky", "pause"],
+                    ["watch", "linky", "--headless"], ["show", "linky"], ["report", "linky"],
+                    ["context", "linky", "--round", "1", "--agent", "kiss"], ["trace", "linky"]):
+        line = _one_line(cli(*command, "--state-dir", str(sd)), 2, f"{link} is a symbolic link")
+        assert "nothing was changed" in line, command
+    _one_line(cli("resume", "20990101-000000-abcd", "--headless", "--state-dir", str(sd)), 2,
+              f"{sd / '.20990101-000000-abcd.tmp'} is a symbolic link")
+    listed = cli("list", "--state-dir", str(sd))
+    assert listed.returncode == 0 and "linky" in listed.stdout and "unreadable" in listed.stdout
+    assert _tree(tmp_path) == before
+
+
+def test_a_linked_state_dir_still_holds_real_debate_folders(tmp_path: Path, unfinished: Path) -> None:
+    """Only the debate folder itself must not be a link: a state dir reached through one resumes."""
+    shutil.copytree(unfinished, tmp_path / "real")
+    (tmp_path / "D").symlink_to(tmp_path / "real", target_is_directory=True)
+    (folder,) = list((tmp_path / "real").iterdir())
+    r = cli("resume", folder.name, "--headless", "--state-dir", str(tmp_path / "D"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((folder / "state.json").read_text())["status"] == "completed"
 
 
 def test_a_fifo_in_a_debate_folder_never_hangs(tmp_path: Path, unfinished: Path) -> None:

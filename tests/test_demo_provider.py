@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.models import ROLES
+from moot.core.models.terms import ROLES
 from moot.core.providers import demo as demo_mod
 from moot.core.errors import ProviderError
 from moot.core.providers.base import CallHint, Completion, Provider

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from tests.conftest import Faults, make_server, moot, read_jsonl, run_debate
 
 

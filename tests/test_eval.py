@@ -14,8 +14,8 @@ import pytest
 
 from moot.cli import main
 from moot.core.evaluate import CRITERIA, EvaluatorResult, Score, averages, parse_scores, parse_value
-from moot.core.models import DebateState
-from moot.core.storage.store import DebateFolder
+from moot.core.models.state import DebateState
+from moot.core.storage.folder import DebateFolder
 from tests.conftest import Faults, make_server, moot, run_debate
 
 GOOD = {"functional_completeness": {"score": 8, "reason": "Covers the core flows."},

@@ -104,7 +104,7 @@ def test_every_event_round_trips_through_the_log(event: BaseModel) -> None:
 
 def test_a_score_that_was_not_parsed_round_trips() -> None:
     from moot.core.events import ConvergenceScored
-    from moot.core.models import ConvergenceScore
+    from moot.core.models.state import ConvergenceScore
 
     event = ConvergenceScored(score=ConvergenceScore(round=2, confidence=None, raw="I think they mostly agree."))
     assert parse_event(dump_event(event)) == event
@@ -113,7 +113,7 @@ def test_a_score_that_was_not_parsed_round_trips() -> None:
 def test_convergence_with_a_judge_that_never_answers_json(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Issue 15: every round is scored "no score", the debate runs to its last round (exit 0),
     the report says "not parsed", and the saved events read back (show, resume refusal)."""
-    from moot.core.storage.store import StateDir
+    from moot.core.storage.state_dir import StateDir
     from tests.conftest import moot
     from tests.loopback import LoopbackServer
 
@@ -130,10 +130,10 @@ def test_convergence_with_a_judge_that_never_answers_json(tmp_path) -> None:  # 
     assert state.status == "completed" and len(state.rounds) == 3
     assert [(s.round, s.confidence) for s in state.convergence] == [(1, None), (2, None)]
     assert all(s.raw and "eighty" in s.raw for s in state.convergence)
-    assert "convergence score after 1 was not parsed" in r.stderr and "confidence not parsed" in r.stderr
+    assert "convergence score after 1 was not parsed" in r.stderr and "convergence score not parsed" in r.stderr
     report = moot("report", folder.id, "--state-dir", str(sd))
     assert report.returncode == 0
-    assert report.stdout.count("**Judge's confidence after round") == 2
+    assert report.stdout.count("**Convergence score after round") == 2
     assert "after round 1:** not parsed (the judge answered: Reply" in report.stdout
     assert state.final_solution is not None and state.final_solution.parsed is False
     again = moot("resume", folder.id, "--headless", "--state-dir", str(sd))

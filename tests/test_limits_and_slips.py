@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.providers.demo import DEFAULT_DELAY_S, DemoProvider
-from moot.core.storage.store import DebateFolder
+from moot.core.storage.folder import DebateFolder
 from tests.conftest import read_jsonl, run_debate
 from tests.test_bad_input import _one_line, cli
 from tests.test_resume import TRACEBACK, cli_env, only_debate, resume_hint

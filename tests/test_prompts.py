@@ -9,7 +9,7 @@ from importlib import resources
 import pytest
 
 from moot.core import prompts
-from moot.core.models import ROLES
+from moot.core.models.terms import ROLES
 from moot.core.prompts import JUDGE_KINDS, PROMPT_KINDS, PromptError, builtin, load, render
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")

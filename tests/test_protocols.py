@@ -18,9 +18,10 @@ from moot.core import tokens
 from moot.core.config import Overrides, build_config
 from moot.core.context.index import DebateIndex
 from moot.core.context.view import history_ids, render_messages
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session
-from moot.core.storage.store import DebateFolder, StateDir
+from moot.core.storage.folder import DebateFolder
+from moot.core.storage.state_dir import StateDir
 from tests.conftest import cli, read_jsonl
 from tests.loopback import LoopbackServer
 from tests.test_resume import check_complete, cli_env, resume_hint, spawn, start_loopback, wait_for_events

@@ -11,7 +11,7 @@ import pytest
 
 from moot.core.config import Overrides, build_config
 from moot.core.context.summarize import degenerate
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session
 from tests.conftest import read_jsonl
 from tests.loopback import LoopbackServer, ModelServer, default_reply

@@ -8,7 +8,7 @@ from pathlib import Path
 from moot.core.config import Overrides, build_config, resolve_agent
 from moot.core.context.inspect import calls_for
 from moot.core.pricing import price_for
-from moot.core.storage.store import DebateFolder
+from moot.core.storage.folder import DebateFolder
 from tests.conftest import read_jsonl, run_debate
 
 

@@ -25,10 +25,11 @@ import pytest
 
 from moot.core.config import Overrides, build_config
 from moot.core.events import parse_event
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session, resume_session
 from moot.core.storage.state import apply, new_state
-from moot.core.storage.store import DebateFolder, StoreError
+from moot.core.errors import StoreError
+from moot.core.storage.folder import DebateFolder
 from tests.conftest import ROOT, LoopbackServer, cli, moot
 
 PROBLEM = "Design a URL shortener for 10k writes per second"

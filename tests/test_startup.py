@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from moot.core.events import parse_event
-from moot.core.storage.store import DebateFolder, DebateLock, StateDir
+from moot.core.storage.folder import DebateFolder
+from moot.core.storage.lock import DebateLock
+from moot.core.storage.state_dir import StateDir
 from tests.test_bad_input import cli
 from tests.test_resume import TRACEBACK, check_complete, cli_env
 

@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.core.pricing import call_cost, price_for
 from tests.conftest import make_server, moot, read_jsonl, run_debate
 

@@ -18,7 +18,7 @@ import pytest
 
 from moot.core.context.summarize import REDUCE_NOTE, degenerate, reduce_parts
 from moot.core.providers.demo import DemoProvider
-from moot.core.storage.store import DebateFolder
+from moot.core.storage.folder import DebateFolder
 from tests.test_bad_input import cli
 from tests.test_resume import only_debate
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.storage.store import DebateFolder, StateDir
+from moot.core.storage.folder import DebateFolder
+from moot.core.storage.state_dir import StateDir
 from moot.tui.app import create_app
 from moot.tui.runtime import WatchRuntime
 from moot.tui.screens.debate import DebateScreen

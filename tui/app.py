@@ -21,17 +21,21 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme as TextualTheme
 
-from ..core.storage.store import DebateFolder, StateDir
-from .commands import MootCommandProvider
+from ..core.storage.folder import DebateFolder
+from ..core.storage.state_dir import StateDir
+from .commands.palette import MootCommandProvider
 from .screens.debates import DebatesScreen
 from ..core.clock import Clock
 from ..core.errors import ExitCode
-from .runtime import LiveRuntime, ReplayRuntime, Runtime, WatchRuntime
+from .runtime.base import Runtime
+from .runtime.live import LiveRuntime
+from .runtime.replay import ReplayRuntime
+from .runtime.watch import WatchRuntime
 from .settings import SettingsStore
 from .theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 
 if TYPE_CHECKING:
-    from ..core.models import Clarification
+    from ..core.models.state import Clarification
     from ..core.session import DebateSession
 
 

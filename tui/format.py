@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.observe.describe import PHASE_LABELS, k, usd
 from ..core.observe.printer import solution_markdown
-from ..core.models import Solution
+from ..core.models.state import Solution
 
 __all__ = ["PHASE_LABELS", "clock_time", "contribution_title", "first_line", "k", "solution_markdown",
            "solution_title", "usd"]

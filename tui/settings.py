@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from ..core.storage.store import write_atomic
+from ..core.storage.files import write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -45,7 +45,7 @@ from ..events import (
     Warning_,
     WindowLearned,
 )
-from ..models import AgentInfo, Contribution, DebateState, Summary
+from ..models.state import AgentInfo, Contribution, DebateState, Summary
 
 PHASE_RANK: dict[str, int] = {
     "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "refinement": 3,

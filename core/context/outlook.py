@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from .index import DebateIndex
-from ..models import AgentConfig, DebateState, MootConfig, SummarizationConfig, ViewRecord, merge
+from ..models.config import AgentConfig, MootConfig, SummarizationConfig, merge
+from ..models.state import DebateState, ViewRecord
 
 
 @dataclass(frozen=True)

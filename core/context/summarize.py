@@ -27,15 +27,8 @@ from .rule_based import SourceItem, summarize_rule_based
 from ..clock import SYSTEM_CLOCK, Clock
 from .view import ViewBuilder, format_item, item_label, render_messages
 from ..errors import ContextOverflow, ProviderError
-from ..models import (
-    Contribution,
-    Summary,
-    SummaryMetadata,
-    SummaryMethod,
-    SummaryStrategy,
-    SummaryTrigger,
-    ViewRecord,
-)
+from ..models.state import Contribution, Summary, SummaryMetadata, ViewRecord
+from ..models.terms import SummaryMethod, SummaryStrategy, SummaryTrigger
 from ..providers.base import Completion, Message
 
 CallFn = Callable[[ViewRecord, int, int], Awaitable[Completion]]

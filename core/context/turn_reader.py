@@ -17,8 +17,8 @@ from ..agents import require_agent
 from .index import DebateIndex
 from ..errors import InspectError
 from ..events import CallStarted, ContributionAdded, DebateStarted, SummaryAdded, parse_event
-from ..models import ViewRecord
-from ..storage.store import DebateFolder
+from ..models.state import ViewRecord
+from ..storage.folder import DebateFolder
 
 _MESSAGE = re.compile(rb'"type":"message","round":(\d+),')
 

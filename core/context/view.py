@@ -22,7 +22,7 @@ from typing import Any
 from .. import tokens
 from .index import DebateIndex
 from ..errors import ContextOverflow
-from ..models import Contribution, Summary, TierTokens, ViewRecord
+from ..models.state import Contribution, Summary, TierTokens, ViewRecord
 from ..prompts import render
 from ..providers.base import Message
 

@@ -39,7 +39,8 @@ from pydantic import BaseModel, Field, ValidationError
 from ..errors import InputError
 from ..events import ControlChanged, DebateCompleted, Event, Warning_, is_terminal, parse_event
 from ..safety.sanitize import one_line_safe
-from ..storage.store import DebateFolder, default_state_dir, writer_alive
+from ..storage.folder import DebateFolder, writer_alive
+from ..storage.state_dir import default_state_dir
 
 CONTROL_DIR = "control"
 Action = Literal["pause", "resume", "stop", "summarize", "inject"]

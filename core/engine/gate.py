@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from ..models import DebateSettings, Usage
+from ..models.config import DebateSettings
+from ..models.state import Usage
 
 
 class StopRequested(Exception):

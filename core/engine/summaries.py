@@ -18,7 +18,8 @@ from ..context.summarize import SummaryJob, Summarizer
 from ..context.view import ViewBuilder
 from .calls import CallEngine, CallSpec
 from ..events import Event, SummaryAdded, Warning_
-from ..models import Contribution, Summary, SummaryStrategy, SummaryTrigger, ViewRecord
+from ..models.state import Contribution, Summary, ViewRecord
+from ..models.terms import SummaryStrategy, SummaryTrigger
 from ..providers.base import CallHint, Completion
 
 

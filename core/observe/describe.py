@@ -37,7 +37,7 @@ from ..events import (
     Warning_,
     WindowLearned,
 )
-from ..models import Contribution
+from ..models.state import Contribution
 from ..safety.sanitize import one_line_safe, terminal_safe
 
 LineKind = Literal["phase", "contribution", "summary", "manual", "warning", "error", "done", "control"]
@@ -85,6 +85,8 @@ def _s(n: int) -> str:
 
 
 def _cut(c: Contribution) -> str:
+    if c.metadata.clipped_at is not None:
+        return f" · clipped: read no further than {c.metadata.clipped_at:,} bytes"
     return " · cut at its token limit" if c.metadata.finish_reason == "length" else ""
 
 
@@ -173,10 +175,12 @@ def _describe(event: Event) -> Line | None:
             return Line("manual", f"✉ moderator note (agents see it from their next call): {_safe(note.text, 400)}")
         case ConvergenceScored(score=score):
             value = score.confidence
-            return Line("summary", f"≈ convergence after round {score.round}: judge confidence "
-                                   f"{value if value is not None else 'not parsed'}")
+            # "convergence score", never "confidence": that word is the synthesis's own (issue 19).
+            return Line("summary", f"≈ convergence after round {score.round}: convergence score "
+                                   f"{value if value is not None else 'not parsed'} (how far the agents agree)")
         case Converged(round=r, confidence=conf, threshold=threshold):
-            return Line("done", f"✓ converged after round {r} (confidence {conf} ≥ {threshold}): the judge synthesizes")
+            return Line("done", f"✓ converged after round {r} (convergence score {conf} ≥ {threshold}): "
+                                "the judge synthesizes")
         case WindowLearned(endpoint=endpoint, model=model, window=window, source=source, ratio=ratio, reason=why):
             size = f"window {window} tokens" if window else "window unknown"
             count = f", the server counts ×{ratio:.2f} moot's tokens" if ratio > 1 else ""

@@ -16,11 +16,13 @@ from pathlib import Path
 from .describe import describe
 from ..errors import ExitCode, StoreError
 from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
-from ..models import DebateState
+from ..models.state import DebateState
 from .printer import print_events, solution_text
 from ..session import DebateSession
 from ..safety.sanitize import one_line_safe
-from ..storage.store import DebateFolder, default_state_dir, open_regular, writer_alive
+from ..storage.files import open_regular
+from ..storage.folder import DebateFolder, writer_alive
+from ..storage.state_dir import default_state_dir
 
 
 def resume_hint(folder: Path, debate_id: str) -> str:

@@ -13,8 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..version import VERSION as __version__
-from ..storage.store import DebateFolder, read_events
-from .tracing import AttrValue, SpanRecord, build_spans
+from ..storage.folder import DebateFolder
+from ..storage.log import read_events
+from .spans import AttrValue, SpanRecord
+from .tracing import build_spans
 
 SCOPE = "moot"
 SERVICE = "moot"

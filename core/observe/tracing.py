@@ -5,7 +5,7 @@ live subscriber (`moot.core.observe.otel`) and the after-the-fact export (`moot 
 `moot.core.observe.otlp`) build the same spans from the same events: every time comes from an
 event's `ts` (a call ends at its start plus its recorded latency), and every span id is
 derived from the trace id and something the log records (an event's `seq`, a call id).
-This module imports no OpenTelemetry package; spans are plain records.
+This module imports no OpenTelemetry package; spans are plain records (`spans`).
 
 ```
 debate                       one root span per run (a resumed debate adds a second root
@@ -20,12 +20,15 @@ debate                       one root span per run (a resumed debate adds a seco
 Token usage is counted once: on each call span, except for a summary made of several LLM
 calls (chunk and reduce), whose per-call split the log does not record: its usage is on the
 summary span. So the `gen_ai.usage.*` of all spans add up to the debate's totals.
+
+Over 400 lines on purpose: it is one fold, an exhaustive `match` over the event union and the
+handlers that share its open spans (runs, rounds, phases, calls, summaries); the span records,
+their attribute names and their masked way out are apart (`spans`, `span_attributes`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, assert_never
@@ -60,72 +63,32 @@ from ..events import (
     Warning_,
     WindowLearned,
 )
-from ..models import AgentInfo, CallMetadata, Summary, Usage, ViewRecord
-from ..safety.secrets import redact, strip_userinfo
-from ..trace_ids import derived_trace_id, digest_id
-
-AttrValue = str | bool | int | float | list[str]
-SpanKind = Literal["internal", "client"]
-
-# Attribute names of the OpenTelemetry GenAI semantic conventions (status: development), as in
-# open-telemetry/semantic-conventions docs/gen-ai/gen-ai-spans.md, "Inference" span: name
-# `{gen_ai.operation.name} {gen_ai.request.model}`, kind CLIENT, status per "Recording Errors"
-# (error.type set on failure); content only as the opt-in gen_ai.input/output.messages JSON.
-# `gen_ai.provider.name` replaced `gen_ai.system` (semconv 1.37); both are written, since
-# backends built on the older name still read it.
-OPERATION = "gen_ai.operation.name"
-PROVIDER = "gen_ai.provider.name"
-SYSTEM = "gen_ai.system"
-REQUEST_MODEL = "gen_ai.request.model"
-REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
-REQUEST_TEMPERATURE = "gen_ai.request.temperature"
-RESPONSE_MODEL = "gen_ai.response.model"
-FINISH_REASONS = "gen_ai.response.finish_reasons"
-INPUT_TOKENS = "gen_ai.usage.input_tokens"
-OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-AGENT_ID = "gen_ai.agent.id"
-AGENT_NAME = "gen_ai.agent.name"
-CONVERSATION_ID = "gen_ai.conversation.id"
-INPUT_MESSAGES = "gen_ai.input.messages"
-OUTPUT_MESSAGES = "gen_ai.output.messages"
-ERROR_TYPE = "error.type"
-COST = "gen_ai.usage.cost"
-"""Not in the conventions: Langfuse's name for a call's cost (its OTel property mapping)."""
-OI_KIND = "openinference.span.kind"
-"""OpenInference (what Arize Phoenix reads): LLM for a call, CHAIN for the rest, with token counts."""
-
-_MASKED_JSON = frozenset({INPUT_MESSAGES, OUTPUT_MESSAGES})
-"""JSON built from texts masked one by one: masking the JSON text again could cut an escape in half."""
+from ..models.state import AgentInfo, CallMetadata, Summary, Usage, ViewRecord
+from ..safety.secrets import strip_userinfo
+from ..trace_ids import derived_trace_id
+from .span_attributes import (
+    AGENT_ID,
+    AGENT_NAME,
+    CONVERSATION_ID,
+    COST,
+    ERROR_TYPE,
+    FINISH_REASONS,
+    INPUT_MESSAGES,
+    INPUT_TOKENS,
+    OI_KIND,
+    OPERATION,
+    OUTPUT_MESSAGES,
+    OUTPUT_TOKENS,
+    PROVIDER,
+    REQUEST_MAX_TOKENS,
+    REQUEST_MODEL,
+    REQUEST_TEMPERATURE,
+    RESPONSE_MODEL,
+    SYSTEM,
+)
+from .spans import AttrValue, SpanEvent, SpanOutlet, SpanRecord, ns
 
 RESUME_GAP = "the run ended without recording its end (the process was killed)"
-
-
-def ns(ts: float) -> int:
-    return int(round(ts * 1e9))
-
-
-@dataclass
-class SpanEvent:
-    name: str
-    time_ns: int
-    attributes: dict[str, AttrValue] = field(default_factory=dict)
-
-
-@dataclass
-class SpanRecord:
-    """One finished span, in plain data (hex ids, times in ns since the epoch)."""
-
-    trace_id: str
-    span_id: str
-    parent_id: str | None
-    name: str
-    kind: SpanKind
-    start_ns: int
-    end_ns: int = 0
-    attributes: dict[str, AttrValue] = field(default_factory=dict)
-    events: list[SpanEvent] = field(default_factory=list)
-    error: str | None = None
-    """Set: the span's status is ERROR with this description."""
 
 
 @dataclass
@@ -136,7 +99,7 @@ class _Summary:
     failed: set[str] = field(default_factory=set)
 
 
-class TraceBuilder:
+class TraceBuilder(SpanOutlet):
     """Folds a debate's events into spans; hands each finished span to `emit`.
 
     `quiet` drops finished spans instead: a resumed run replays the log with it set, to
@@ -144,11 +107,8 @@ class TraceBuilder:
 
     def __init__(self, emit: Callable[[SpanRecord], None], *, content: bool = False,
                  secrets: Sequence[str] = ()) -> None:
-        self.emit = emit
+        super().__init__(emit, secrets=secrets)
         self.content = content
-        self.secrets = list(secrets)
-        self.quiet = False
-        self.trace_id = ""
         self.debate_id = ""
         self.runs = 0
         self._root: SpanRecord | None = None
@@ -486,48 +446,12 @@ class TraceBuilder:
         s = self._summaries.get(str(span.attributes.get(AGENT_ID)))
         return s is not None and any(c is span for c in s.calls)
 
-    # ------------------------------------------------------------------ spans
+    # ------------------------------------------------------------------ notes
 
     def _note(self, name: str, t: int, attrs: dict[str, AttrValue]) -> None:
         target = self._phase or self._round or self._root
         if target is not None:  # nothing open (after a run's end): the event stays in the log alone
             target.events.append(SpanEvent(name, t, attrs))
-
-    def _span(self, key: str, name: str, parent: SpanRecord | None, t: int, attrs: dict[str, AttrValue], *,
-              kind: SpanKind = "internal") -> SpanRecord:
-        return SpanRecord(trace_id=self.trace_id, span_id=digest_id(f"{self.trace_id}/{key}", 8),
-                          parent_id=parent.span_id if parent else None, name=name, kind=kind, start_ns=t,
-                          attributes=attrs)
-
-    def _close(self, span: SpanRecord, t: int, error: str | None = None) -> None:
-        span.end_ns = max(span.start_ns, t)
-        if error is not None:
-            span.error = error
-        self._out(span)
-
-    def _out(self, span: SpanRecord) -> None:
-        if self.quiet:
-            return
-        span.attributes = {k: v for k, v in ((k, v if k in _MASKED_JSON else self._clean(v))
-                                             for k, v in span.attributes.items()) if v is not None}
-        for ev in span.events:
-            ev.attributes = {k: v for k, v in ((k, self._clean(v)) for k, v in ev.attributes.items()) if v is not None}
-        if span.error is not None:
-            span.error = self._mask(span.error)
-        self.emit(span)
-
-    def _mask(self, text: str) -> str:
-        return redact(text, self.secrets)
-
-    def _clean(self, value: AttrValue) -> AttrValue | None:
-        """What may leave the process: every text masked, no NaN (JSON has none)."""
-        if isinstance(value, str):
-            return self._mask(value)
-        if isinstance(value, list):
-            return [self._mask(v) for v in value]
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        return value
 
 
 def build_spans(events: Iterable[Event], *, content: bool = False, secrets: Sequence[str] = ()) -> list[SpanRecord]:
@@ -540,4 +464,4 @@ def build_spans(events: Iterable[Event], *, content: bool = False, secrets: Sequ
     return spans
 
 
-__all__ = ["SpanEvent", "SpanRecord", "TraceBuilder", "build_spans"]
+__all__ = ["TraceBuilder", "build_spans"]

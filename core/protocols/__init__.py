@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..models import ProtocolName
+from ..models.terms import ProtocolName
 from .base import DebateProtocol
 from .conversation import ConversationProtocol
 from .rounds import RoundsProtocol

@@ -27,16 +27,9 @@ from ..engine.calls import CallEngine, CallResult, CallSpec
 from ..engine.gate import BudgetExhausted, Gate, StopRequested
 from ..engine.summaries import Summaries
 from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted
-from ..models import (
-    Contribution,
-    ContributionType,
-    DebateSettings,
-    DebateState,
-    MootConfig,
-    Phase,
-    ProtocolName,
-    ViewRecord,
-)
+from ..models.config import DebateSettings, MootConfig
+from ..models.state import Contribution, DebateState, ViewRecord
+from ..models.terms import ContributionType, Phase, ProtocolName
 from ..providers.base import CallHint, JsonAnswer
 
 

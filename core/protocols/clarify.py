@@ -13,7 +13,7 @@ from ..config import ResolvedAgent
 from ..errors import ProviderError
 from ..events import ClarificationsAnswered, ClarificationsAsked, Warning_
 from ..judge import parse_json_object
-from ..models import CallMetadata, Clarification
+from ..models.state import CallMetadata, Clarification
 from .base import DebateContext
 from ..providers.base import JsonAnswer
 from ..safety.secrets import redact

@@ -28,7 +28,9 @@ from ..config import ResolvedAgent
 from ..engine.windows import Fit
 from ..context.view import render_messages
 from ..events import RoundStarted, Warning_
-from ..models import Contribution, ConversationConfig, Summary, SummaryTrigger, ViewRecord
+from ..models.config import ConversationConfig
+from ..models.state import Contribution, Summary, ViewRecord
+from ..models.terms import SummaryTrigger
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged
 from ..storage.state import find_contribution

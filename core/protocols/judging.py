@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import ProviderError
 from ..events import Converged, ConvergenceScored, SynthesisCompleted, Warning_
 from ..judge import parse_confidence, parse_json_object, parse_solution
-from ..models import ConvergenceScore
+from ..models.state import ConvergenceScore
 from .base import DebateAborted, DebateContext, SynthesisInput
 from ..providers.base import JsonAnswer
 

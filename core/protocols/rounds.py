@@ -23,7 +23,8 @@ from ..context.index import barrier
 from ..context.view import render_messages
 from ..errors import ProviderError
 from ..events import ContributionAdded, RoundStarted, Warning_
-from ..models import CallMetadata, Contribution, ContributionType, Phase, Summary, SummaryTrigger
+from ..models.state import CallMetadata, Contribution, Summary
+from ..models.terms import ContributionType, Phase, SummaryTrigger
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from ..storage.state import find_contribution

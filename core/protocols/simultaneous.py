@@ -16,7 +16,7 @@ from ..config import ResolvedAgent
 from ..context.rule_based import SourceItem, summarize_rule_based
 from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
-from ..models import Contribution, ViewRecord
+from ..models.state import Contribution, ViewRecord
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from ..storage.state import find_contribution

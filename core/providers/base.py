@@ -70,6 +70,9 @@ class Completion:
     """The server sent no usable usage: the token counts are moot's own (tiktoken)."""
     json_constrained: bool = False
     """The reply was constrained to JSON by the endpoint (`response_format` was accepted)."""
+    clipped_at: int | None = None
+    """moot stopped reading the reply at this many bytes (far past `max_tokens`; see
+    `providers.capped`): the content is what came before the cap."""
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from ..events import (
     Warning_,
     WindowLearned,
 )
-from ..models import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
+from ..models.state import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
 
 MAX_ROUND = 100_000
 """No debate has more steps (rounds ≤ 1000, turns ≤ 100,000); a larger number in an event is corruption."""

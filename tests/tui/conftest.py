@@ -11,7 +11,7 @@ from moot.core.clock import frozen_clock
 from moot.core.config import Overrides, load_config
 from moot.core.events import Event
 from moot.core.session import DebateSession, SessionOptions, new_session
-from moot.core.storage.store import read_events
+from moot.core.storage.log import read_events
 
 FIXED_TS = 1_700_000_000.0
 fixed_clock = frozen_clock(FIXED_TS)
@@ -91,7 +91,7 @@ def recorded_conversation(tmp_path_factory: pytest.TempPathFactory) -> list[Even
 def recorded_folder(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("recorded-folder")
     asyncio.run(_record(root))
-    from moot.core.storage.store import StateDir
+    from moot.core.storage.state_dir import StateDir
 
     return StateDir(root).open("recorded")
 

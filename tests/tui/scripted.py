@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterable
 
 from moot.core.clock import Clock
 from moot.core.events import Event, is_terminal
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.core.storage.state import new_state
 from moot.tui.runtime import READ_ONLY, ReadOnlyError, Runtime, Snapshot
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moot.core.models import DebateState
+from moot.core.models.state import DebateState
 from moot.tui.commands import COMMANDS, CommandError, Vocabulary, complete, lookup, palette_entries, parse, parse_round
 from moot.tui.format import clock_time, k
 from moot.core.events import DebateCompleted, DebateFailed, DebateInterrupted

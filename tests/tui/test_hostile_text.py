@@ -97,7 +97,7 @@ async def test_hostile_text_is_drawn_clean_and_literal(tmp_path: Path) -> None:
 
 
 async def test_saved_debates_list_shows_problems_literally(tmp_path: Path) -> None:
-    from moot.core.storage.store import StateDir
+    from moot.core.storage.state_dir import StateDir
 
     config = load_config(None, Overrides(rounds=1, provider="demo", roles=["kiss"]))
     session = new_session("Design [bold]this[/bold] \x1b]0;title\x07 now", config,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import DataTable, Label
 
 from moot.core.session import resume_session, SessionOptions  # noqa: F401
-from moot.core.storage.store import StateDir
+from moot.core.storage.state_dir import StateDir
 from moot.tui.activity import calls_in_flight
 from moot.tui.app import create_app
 from moot.tui.runtime import ReplayRuntime, WatchRuntime, replay_timeline
@@ -34,7 +34,7 @@ async def test_watch_shows_a_finished_debate_read_only(recorded_folder) -> None:
 
 async def test_watch_of_a_running_debate_with_no_writer_is_read_only(recorded, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A log that stops mid-debate (its process was killed): shown, not steerable."""
-    from moot.core.storage.store import EventLogWriter
+    from moot.core.storage.log_writer import EventLogWriter
 
     folder = StateDir(tmp_path).create("killed")
     half = upto(recorded, lambda e: e.type == "call_started" and e.view.phase == "critique" and e.view.round == 2)

@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
-from ...core.models import Clarification
+from ...core.models.state import Clarification
 from ...core.safety.sanitize import one_line_safe, terminal_safe
 
 MAX_ANSWER_CHARS = 2000

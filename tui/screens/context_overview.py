@@ -18,7 +18,7 @@ from textual.widgets import Footer, Label, ListItem, ListView
 
 from ...core.context.index import DebateIndex
 from ...core.context.outlook import Outlook, Trigger, outlook
-from ...core.models import AgentInfo, DebateState
+from ...core.models.state import AgentInfo, DebateState
 from ...core.safety.sanitize import one_line_safe
 from ..format import k
 from ..widgets.token_gauge import tier_bar
@@ -63,8 +63,9 @@ class Legend(_Styled):
 
 
 class AgentOutlook(_Styled):
-    """Four lines for one agent: its latest call, a bar over its whole window, the tiers, the
-    next summary."""
+    """Four lines for one agent: its latest call (its view against the view's budget, as the
+    pane's gauge shows it, and the window: that budget plus the answer's reserve), a bar over
+    the whole window, the tiers, the next summary."""
 
     DEFAULT_CSS = "AgentOutlook { height: auto; padding: 0 1; }"
 
@@ -92,9 +93,13 @@ class AgentOutlook(_Styled):
         step = "turn" if view.phase == "turn" else f"R{view.round} {view.phase}"
         room = view.budget + view.max_tokens
         used = view.tokens.total
-        head.append(f"  latest: {step}{target} · {k(used)} of {k(room)} tokens", self.tier_style("muted"))
+        # The same two numbers as the pane's gauge (`1.9k / 7k`: the view against its budget),
+        # then the window the bar and the percentages below are drawn against.
+        head.append(f"  latest: {step}{target} · view {k(used)} of {k(view.budget)} · window {k(room)}",
+                    self.tier_style("muted"))
         if view.window and view.window_source != "configured":
-            head.append(f" · window {k(view.window)} ({view.window_source})", self.tier_style("muted"))
+            model = "" if view.window == room else f"the model's {k(view.window)}, "
+            head.append(f" ({model}{view.window_source})", self.tier_style("muted"))
         t = view.tokens
         values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history)]
         free = max(0, view.budget - used)

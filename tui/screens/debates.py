@@ -11,7 +11,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
 from ...core.safety.sanitize import one_line_safe
-from ...core.storage.store import DebateFolder, StateDir, summarize_folder
+from ...core.storage.folder import DebateFolder
+from ...core.storage.state_dir import StateDir, summarize_folder
 
 
 class DebatesScreen(Screen):

@@ -12,7 +12,7 @@ from textual.markup import escape
 from textual.reactive import reactive
 from textual.widgets import Label
 
-from ...core.models import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
+from ...core.models.state import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
 from ..format import contribution_title, k, solution_markdown, solution_title, usd

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Label
 
-from ...core.models import AgentInfo, TierTokens
+from ...core.models.state import AgentInfo, TierTokens
 from ...core.safety.sanitize import one_line_safe
 from ..activity import STATUS_ICONS, Activity
 from .token_gauge import TokenGauge

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Collapsible, Static
 
-from ...core.models import Contribution, Solution, Summary, ViewRecord
+from ...core.models.state import Contribution, Solution, Summary, ViewRecord
 from ...core.safety.sanitize import terminal_safe
 from ..bridge import TokenChunk
 from ..format import k, solution_markdown, solution_title

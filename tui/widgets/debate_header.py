@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label
 
-from ...core.models import DebateState
+from ...core.models.state import DebateState
 from ..format import PHASE_LABELS, clock_time, first_line, k, usd
 
 

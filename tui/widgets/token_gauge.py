@@ -1,4 +1,7 @@
-"""A one-line gauge of an agent's latest view: tokens per tier against its budget."""
+"""A one-line gauge of an agent's latest view: tokens per tier against the view's budget.
+
+The budget is the window less the tokens kept for the answer (`max_context_tokens −
+reserve_output_tokens`: 7k of the default 8k); `/context` shows both numbers."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from ...core.models import TierTokens
+from ...core.models.state import TierTokens
 from ..format import k
 
 TIERS = ("system", "summary", "history", "task")
@@ -55,7 +58,8 @@ class TokenGauge(Widget):
         self.set_class(WARN_RATIO <= ratio < CRITICAL_RATIO, "-warn")
         self.set_class(ratio >= CRITICAL_RATIO, "-critical")
         self.tooltip = (f"system {tokens.system} · summary {tokens.summary} · history {tokens.history} · "
-                        f"task {tokens.task} · total {tokens.total} of {budget}")
+                        f"task {tokens.task} · view {tokens.total} of its {budget} budget (the window less "
+                        "the tokens kept for the answer)")
         self.refresh()
 
     @property

@@ -1,0 +1,265 @@
+"""The state of a debate: its rounds, contributions, summaries, the views its calls saw, its totals.
+
+Folded from the event log (`storage.state`) and saved as the snapshot beside it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .terms import (
+    JUDGE_ID,
+    ContributionType,
+    DebateStatus,
+    Phase,
+    ProtocolName,
+    SummaryMethod,
+    SummaryStrategy,
+    SummaryTrigger,
+)
+
+
+class CallMetadata(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: int = 0
+    model: str = ""
+    provider: str = ""
+    cost_usd: float = 0.0
+    call_id: str | None = None
+    attempts: int = 1
+    finish_reason: str | None = None
+    """How the reply ended, as the server said: `stop`, or `length` when it was cut at max_tokens."""
+    usage_estimated: bool = False
+    """The server reported no usable usage: the token counts are moot's own (tiktoken)."""
+    clipped_at: int | None = None
+    """The reply ran far past its token limit and moot stopped reading it at this many bytes:
+    the content is what came before (`max_tokens` × 32 bytes + 16 KiB of text)."""
+
+
+class Usage(BaseModel):
+    """Calls, tokens and cost summed: for the whole debate and per agent (every kind of call)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    summary_tokens: int = 0
+    """Of the tokens above, those spent on summarization calls."""
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Contribution(BaseModel):
+    id: str
+    agent_id: str
+    role: str
+    type: ContributionType
+    round: int
+    target_agent_id: str | None = None
+    content: str
+    metadata: CallMetadata = Field(default_factory=CallMetadata)
+    carried_from: str | None = None
+    """Set when a proposal reuses an earlier refinement (no LLM call was made)."""
+    ts: float = Field(default_factory=time.time)
+
+
+class SummaryMetadata(BaseModel):
+    before_chars: int = 0
+    after_chars: int = 0
+    before_tokens: int = 0
+    after_tokens: int = 0
+    latency_ms: int = 0
+    tokens_used: int = 0
+    """prompt_tokens + completion_tokens of the summarization calls (0 for rule-based)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    model: str | None = None
+    fallback_reason: str | None = None
+    input_tokens: int = 0
+    """Tokens fed to the summarizer (all chunks); what `rolling` keeps flat."""
+    chunks: int = 1
+
+
+class Summary(BaseModel):
+    id: str
+    agent_id: str
+    role: str
+    round: int
+    summary: str
+    method: SummaryMethod
+    strategy: SummaryStrategy
+    trigger: SummaryTrigger
+    covered_through: str | None = None
+    """The newest perspective item this summary stands in for (with all older ones);
+    later views show only the items after it verbatim. An id, not a list, so that
+    summaries stay small however long the debate."""
+    covered_count: int = 0
+    focus: str | None = None
+    """What the user asked the summary to focus on (`/summarize agent TEXT`)."""
+    scope: Literal["perspective", "conversation"] = "perspective"
+    """`conversation`: a rolling summary of a conversation's transcript (shared, or one agent's)."""
+    metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
+    ts: float = Field(default_factory=time.time)
+
+
+class TierTokens(BaseModel):
+    system: int = 0
+    summary: int = 0
+    history: int = 0
+    task: int = 0
+    total: int = 0
+    """Whole request in chat format (tiers plus per-message overhead)."""
+
+
+class ViewRecord(BaseModel):
+    """What one LLM call saw, by reference, so the exact messages can be rebuilt."""
+
+    call_id: str
+    agent_id: str
+    round: int
+    phase: Phase
+    target_agent_id: str | None = None
+    model: str = ""
+    system_key: str = ""
+    """Key into DebateState.prompts of the system prompt text."""
+    task_key: str = ""
+    """Key into DebateState.prompts of the task template."""
+    task_params: dict[str, Any] = Field(default_factory=dict)
+    summary_id: str | None = None
+    contribution_ids: list[str] = Field(default_factory=list)
+    """Verbatim history items, oldest first."""
+    dropped_ids: list[str] = Field(default_factory=list)
+    """History items that did not fit and were replaced by a marker."""
+    history_turns: tuple[int, int] | None = None
+    """A conversation's verbatim window as the turns `first..last` of the transcript, in place
+    of `contribution_ids` (so a 10,000-turn log does not repeat fifty ids a turn)."""
+    task_contribution_ids: list[str] = Field(default_factory=list)
+    """Contributions quoted inside the task (the critique's target, the critiques received)."""
+    inline: dict[str, str] = Field(default_factory=dict)
+    """Text used in the view that is not a stored contribution (e.g. summarization input)."""
+    tokens: TierTokens = Field(default_factory=TierTokens)
+    budget: int = 0
+    """Tokens (moot's count) the view was built to fit: the window's room divided by `count_ratio`."""
+    max_tokens: int = 0
+    window: int = 0
+    """The context window this call was fitted into (0 in debates recorded before it was kept)."""
+    window_source: Literal["configured", "discovered", "learned"] = "configured"
+    """Where the window came from: the config, the server (at start) or a refusal."""
+    count_ratio: float = 1.0
+    """The server's token count over moot's, as known when the view was built."""
+
+
+class Solution(BaseModel):
+    description: str
+    confidence: int | None = None
+    tradeoffs: list[str] = Field(default_factory=list)
+    recommendations: list[str] = Field(default_factory=list)
+    unresolved: list[str] = Field(default_factory=list)
+    synthesized_by: str = JUDGE_ID
+    parsed: bool = True
+    """False when the judge's reply was not JSON and was kept as plain text."""
+    metadata: CallMetadata = Field(default_factory=CallMetadata)
+
+
+class Clarification(BaseModel):
+    agent_id: str
+    question: str
+    answer: str = ""
+    """Empty: the user gave no answer."""
+    round: int = 1
+    """Which clarification round (1 = the first questions)."""
+
+
+class ModeratorNote(BaseModel):
+    id: str
+    text: str
+    after_round: int
+    """Agents see it verbatim from their next call on."""
+    ts: float = Field(default_factory=time.time)
+
+
+class ConvergenceScore(BaseModel):
+    round: int
+    confidence: int | None = None
+    """None: the judge's answer held no usable score ("not parsed"); never counts as converged."""
+    reason: str = ""
+    raw: str | None = None
+    """The judge's answer as given, kept when it could not be parsed (shown by the report)."""
+
+
+class Round(BaseModel):
+    number: int
+    contributions: list[Contribution] = Field(default_factory=list)
+    summaries: dict[str, Summary] = Field(default_factory=dict)
+    """Keyed by agent id (the anchor's layout): the agent's latest summary of the round."""
+    replaced_summaries: list[Summary] = Field(default_factory=list)
+    """Earlier summaries of the same round (an automatic one, then a manual one), kept
+    because calls made in between refer to them."""
+    calls: list[ViewRecord] = Field(default_factory=list)
+    started_at: float = Field(default_factory=time.time)
+
+
+class AgentInfo(BaseModel):
+    id: str
+    name: str
+    role: str
+    model: str
+    provider: str
+    temperature: float
+    budget: int
+
+
+class DebateState(BaseModel):
+    id: str
+    problem: str
+    protocol: ProtocolName = "rounds"
+    status: DebateStatus = "running"
+    current_round: int = 0
+    """The current step: a round (rounds, simultaneous) or a turn (conversation)."""
+    total_rounds: int = 3
+    """Steps in all: rounds, or turns for a conversation."""
+    rounds: list[Round] = Field(default_factory=list)
+    agents: list[AgentInfo] = Field(default_factory=list)
+    judge: AgentInfo | None = None
+    final_solution: Solution | None = None
+    judge_summary: Summary | None = None
+    prompts: dict[str, str] = Field(default_factory=dict)
+    """Every prompt text used, by key, so views can be rebuilt byte for byte."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The effective configuration (no secrets) so later commands can continue the debate."""
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    last_seq: int = 0
+    """Sequence number of the last event applied; resume replays the log after it."""
+    log_offset: int = 0
+    """In a snapshot: how many bytes of the event log it covers (loading reads only the rest)."""
+    error: str | None = None
+    exit_code: int = 0
+    """What `moot` exits with for this debate as it stands (0 running or done, 3 provider
+    failure, 4 config/budget failure, 130 interrupted): set by the terminal events."""
+    totals: Usage = Field(default_factory=Usage)
+    agent_totals: dict[str, Usage] = Field(default_factory=dict)
+    """Tokens and cost per agent id (the judge included), every kind of call counted."""
+    clarifications: list[Clarification] = Field(default_factory=list)
+    notes: list[ModeratorNote] = Field(default_factory=list)
+    convergence: list[ConvergenceScore] = Field(default_factory=list)
+    clarified: bool = False
+    """The clarification step finished (resume does not ask again)."""
+    pending_questions: list[Clarification] = Field(default_factory=list)
+    """Questions asked and not yet answered (a crash while the user answers keeps them)."""
+    pending_round: int = 0
+
+    def round(self, number: int) -> Round:
+        while len(self.rounds) < number:
+            self.rounds.append(Round(number=len(self.rounds) + 1))
+        return self.rounds[number - 1]
+
+    def all_contributions(self) -> list[Contribution]:
+        return [c for r in self.rounds for c in r.contributions]

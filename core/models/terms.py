@@ -1,0 +1,31 @@
+"""The debate's vocabulary, shared by its configuration and its state: roles, phases, protocols,
+statuses, the judge's id."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ROLES: tuple[str, ...] = (
+    "architect",
+    "performance",
+    "security",
+    "testing",
+    "kiss",
+    "generalist",
+    "data-modeling",
+)
+Role = Literal["architect", "performance", "security", "testing", "kiss", "generalist", "data-modeling"]
+ContributionType = Literal["proposal", "critique", "refinement", "answer", "message"]
+"""proposal/critique/refinement (rounds), answer (simultaneous), message (conversation)."""
+Phase = Literal["summarize", "proposal", "critique", "refinement", "answer", "turn", "synthesis", "clarify", "score"]
+ProtocolName = Literal["rounds", "conversation", "simultaneous"]
+SummaryScope = Literal["shared", "per-agent"]
+SummaryMethod = Literal["llm", "rule-based", "hybrid"]
+SummaryStrategy = Literal["fresh", "rolling"]
+SummaryTrigger = Literal["chars", "tokens", "turns", "manual", "judge"]
+ProviderName = Literal["openai", "demo"]
+DebateStatus = Literal["running", "completed", "failed", "interrupted", "stopped", "stopped_budget"]
+
+JUDGE_ID = "judge"
+MAX_FOCUS = 500
+"""Characters of a summary's focus text kept (it goes into the summarization prompt)."""

@@ -1,0 +1,293 @@
+"""One full-text index per debate: SQLite FTS5 with BM25 ranking, derived from the event log.
+
+The log (`events.jsonl`) is the truth; the index (`search.sqlite` beside it) is a cache of
+the texts worth finding again — contributions and messages, summaries, moderator notes —
+that can always be rebuilt from the log:
+
+- live, the debate's process adds each text as its event is emitted (`add_event`), so a view
+  built right after an event can already recall it;
+- on open, `catch_up` reads only the part of the log past the last event the index holds
+  (found by a binary search over the log's sequence numbers), so a resume after a kill -9
+  mid-write re-indexes what the log has and the index lacks, and a deleted index is rebuilt;
+- one SQLite transaction per event: an index is never half-written, and since it is derived it
+  runs with `synchronous=OFF` (a power cut may lose its tail, which the next catch-up restores; a
+  file SQLite cannot read is deleted and rebuilt).
+
+Appending costs the same at turn 10,000 as at turn 10 (FTS5 merges its segments
+incrementally). Queries come from people and from models: `match_expression` turns any text
+into a safe OR of quoted terms, so FTS5's own syntax is never interpreted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ..events import ContributionAdded, Event, NoteInjected, SummaryAdded, parse_event
+
+INDEX_FILE = "search.sqlite"
+SCHEMA_VERSION = "1"
+MAX_QUERY_TERMS = 48
+"""A query is cut to its first distinct terms: a 10 KB query is still one quick lookup."""
+MAX_TERM_CHARS = 64
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have he her his how i if in into is "
+    "it its let may me more most my no not of on or our out over she should so some such than that the their them "
+    "then there these they this those to too up us was we were what when where which while who why will with "
+    "would you your".split()
+)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One text found: where it is in the debate, how well it matched, and the words around the match."""
+
+    doc_id: str
+    """The contribution's, summary's or note's id."""
+    kind: str
+    """A contribution type (`proposal`, `critique`, `refinement`, `message`, `answer`, …), `summary` or `note`."""
+    agent_id: str
+    step: int
+    """The round, or a conversation's turn."""
+    score: float
+    """BM25, higher is better."""
+    excerpt: str
+    """The passage around the best match, matched terms between `[` and `]`."""
+
+
+def match_expression(text: str) -> str | None:
+    """A safe FTS5 query for any text: its distinct words (stop words left out, unless nothing
+    else is left), each quoted, joined by OR. None when the text has no word at all."""
+    words: list[str] = []
+    seen: set[str] = set()
+    for w in _WORD.findall(text.lower()):
+        w = w[:MAX_TERM_CHARS].replace('"', "")
+        if w and w not in seen:
+            seen.add(w)
+            words.append(w)
+    content = [w for w in words if w not in _STOP and not (len(w) == 1 and w.isalpha())] or words
+    content = content[:MAX_QUERY_TERMS]
+    if not content:
+        return None
+    return " OR ".join(f'"{w}"' for w in content)
+
+
+def _texts_of(event: Event) -> Iterator[tuple[str, str, str, int, str]]:
+    """(doc id, kind, agent id, step, text) for every text of an event worth finding again."""
+    match event:
+        case ContributionAdded(contribution=c) if c.content.strip():
+            yield c.id, c.type, c.agent_id, c.round, c.content
+        case SummaryAdded(summary=s) if s.summary.strip():
+            yield s.id, "summary", s.agent_id, s.round, s.summary
+        case NoteInjected(note=n) if n.text.strip():
+            yield n.id, "note", "", n.after_round, n.text
+        case _:
+            return
+
+
+class SearchIndex:
+    """A debate's index, open on its SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = self._connect(path)
+
+    @classmethod
+    def for_folder(cls, folder: Path) -> SearchIndex:
+        return cls(folder / INDEX_FILE)
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        for attempt in (1, 2):
+            try:
+                db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=OFF")
+                db.executescript(
+                    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5("
+                    " body, doc_id UNINDEXED, kind UNINDEXED, agent_id UNINDEXED, step UNINDEXED,"
+                    " tokenize='porter unicode61');"
+                )
+                version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+                if version is None:
+                    db.execute("INSERT INTO meta VALUES ('version', ?)", (SCHEMA_VERSION,))
+                elif version[0] != SCHEMA_VERSION:
+                    raise sqlite3.DatabaseError(f"index schema {version[0]}")
+                return db
+            except sqlite3.DatabaseError:
+                if attempt == 2:
+                    raise
+                # Not an index we can read (torn by a power cut, an older schema, a foreign file):
+                # it is only a cache of the log, so start it again.
+                for suffix in ("", "-wal", "-shm"):
+                    try:
+                        os.unlink(f"{path}{suffix}")
+                    except FileNotFoundError:
+                        pass
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ------------------------------------------------------------------ writing
+
+    @property
+    def last_seq(self) -> int:
+        row = self._db.execute("SELECT value FROM meta WHERE key='last_seq'").fetchone()
+        return int(row[0]) if row else 0
+
+    def add_event(self, event: Event) -> None:
+        """Index one event's texts (once: an event at or before `last_seq` is skipped)."""
+        self.add_events([event])
+
+    def add_events(self, events: Iterable[Event | int]) -> int:
+        """Index events in one transaction (an int stands for a logged event with no text: only
+        its sequence number counts); returns how many texts were added."""
+        last = self.last_seq
+        rows: list[tuple[str, str, str, str, int]] = []
+        newest = last
+        for event in events:
+            seq = event if isinstance(event, int) else event.seq
+            if seq and seq <= last:
+                continue
+            if not isinstance(event, int):
+                rows += [(text, doc_id, kind, agent, step) for doc_id, kind, agent, step, text in _texts_of(event)]
+            newest = max(newest, seq)
+        if newest == last and not rows:
+            return 0
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany("INSERT INTO docs(body, doc_id, kind, agent_id, step) VALUES (?,?,?,?,?)", rows)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(newest),))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    def catch_up(self, events_path: Path, batch: int = 500) -> int:
+        """Index what the log holds past `last_seq`; returns how many texts were added."""
+        added = 0
+        pending: list[Event | int] = []
+        for event in _events_after(events_path, self.last_seq):
+            pending.append(event)
+            if len(pending) >= batch:
+                added += self.add_events(pending)
+                pending = []
+        return added + self.add_events(pending)
+
+    # ------------------------------------------------------------------ reading
+
+    def search(self, query: str, *, limit: int = 10, kinds: Sequence[str] = (), agent_id: str | None = None,
+               before_step: int | None = None, exclude: Iterable[str] = (), excerpt_tokens: int = 24) -> list[Hit]:
+        """The best matches for `query`, best first. `before_step` keeps only texts from earlier
+        rounds or turns; `exclude` leaves out ids (what a view already holds verbatim)."""
+        expression = match_expression(query)
+        if expression is None or limit <= 0:
+            return []
+        where = ["docs MATCH ?"]
+        args: list[object] = [expression]
+        if kinds:
+            where.append(f"kind IN ({','.join('?' * len(kinds))})")
+            args += list(kinds)
+        if agent_id is not None:
+            where.append("agent_id = ?")
+            args.append(agent_id)
+        if before_step is not None:
+            where.append("CAST(step AS INTEGER) < ?")
+            args.append(before_step)
+        skip = set(exclude)
+        sql = (f"SELECT doc_id, kind, agent_id, step, bm25(docs), "
+               f"snippet(docs, 0, '[', ']', '…', {max(4, min(excerpt_tokens, 64))}) "
+               f"FROM docs WHERE {' AND '.join(where)} ORDER BY bm25(docs), rowid LIMIT ?")
+        args.append(limit + len(skip))
+        hits: list[Hit] = []
+        for doc_id, kind, agent, step, rank, excerpt in self._db.execute(sql, args):
+            if doc_id in skip:
+                continue
+            hits.append(Hit(doc_id, kind, agent, int(step), -float(rank), excerpt))
+            if len(hits) >= limit:
+                break
+        return hits
+
+    def text(self, doc_id: str) -> str | None:
+        """The whole indexed text of one document."""
+        row = self._db.execute("SELECT body FROM docs WHERE doc_id = ? LIMIT 1", (doc_id,)).fetchone()
+        return str(row[0]) if row else None
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM docs").fetchone()[0])
+
+
+def _seq_at(fh: BinaryIO, offset: int) -> tuple[int, int] | None:
+    """(seq, offset of that line) of the first whole line starting at or after `offset`."""
+    fh.seek(offset)
+    if offset:
+        fh.readline()  # the rest of a line begun before `offset`
+    while True:
+        start = fh.tell()
+        line = fh.readline()
+        if not line:
+            return None
+        if not line.endswith(b"\n"):
+            return None  # a torn last line
+        m = re.search(rb'"seq":(\d+)', line)
+        if m:
+            return int(m.group(1)), start
+
+
+def _events_after(path: Path, seq: int) -> Iterator[Event | int]:
+    """The log's events with a sequence number above `seq`, found by a binary search over the
+    log's byte offsets (lines are in sequence order), then read to the end."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, after the generator is exhausted
+    except FileNotFoundError:
+        return
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        lo, hi = 0, size
+        while hi - lo > 64 * 1024:
+            mid = (lo + hi) // 2
+            found = _seq_at(fh, mid)
+            if found is None or found[0] > seq:
+                hi = mid
+            else:
+                lo = mid
+        fh.seek(lo)
+        if lo:
+            fh.readline()
+        for line in fh:
+            if not line.endswith(b"\n"):
+                break
+            if not _may_hold_text(line):
+                m = re.search(rb'"seq":(\d+)', line)
+                if m and int(m.group(1)) > seq:
+                    yield int(m.group(1))
+                continue
+            try:
+                event = parse_event(line)
+            except (ValueError, RecursionError):
+                continue
+            if event.seq > seq:
+                yield event
+
+
+_TEXT_TYPES = (b'"type":"contribution_added"', b'"type":"summary_added"', b'"type":"note_injected"')
+
+
+def _may_hold_text(line: bytes) -> bool:
+    return any(t in line for t in _TEXT_TYPES)
+
+
+def dump_hits(hits: Sequence[Hit]) -> str:
+    return json.dumps([h.__dict__ for h in hits], ensure_ascii=False)

@@ -1,0 +1,121 @@
+"""The disk subscriber: every non-token event appended to the log, the state checkpointed.
+
+Appending event k costs O(size of event k). The snapshot is rewritten only when the
+log has grown threefold since the last one (and at the end), so total bytes written stay
+linear in the debate's length. Between checkpoints, state = snapshot + later events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import aiofiles
+from pydantic import ValidationError
+
+from ..errors import StoreError
+from ..events import Event, Subscription, Token, dump_event, is_terminal, parse_event
+from .files import open_regular, require_real_folder, write_all, write_atomic
+from .folder import DebateFolder
+
+MIN_CHECKPOINT_BYTES = 64 * 1024
+CHECKPOINT_GROWTH = 3
+"""A snapshot is rewritten when the log has grown this many times over since the last one: the
+snapshots written add up to about half the final state's size on top of the final one (total
+bytes stay under 3× the log), and a crash leaves at most two thirds of the log to replay."""
+
+
+class EventLogWriter:
+    """The disk subscriber: appends every non-token event and checkpoints the state.
+
+    It keeps its own fold of what it has written, so the snapshot always matches
+    the log it sits beside."""
+
+    def __init__(self, folder: DebateFolder) -> None:
+        self.folder = folder
+        self.bytes_written = 0
+        self.log_bytes = os.lstat(folder.events_path).st_size if folder.events_path.exists() else 0
+        self._checkpoint_at = max(MIN_CHECKPOINT_BYTES, CHECKPOINT_GROWTH * self.log_bytes)
+        self.snapshots = 0
+        self.snapshot_error: OSError | None = None
+
+    async def run(self, sub: Subscription) -> None:
+        require_real_folder(self.folder.path)
+        fd = open_regular(self.folder.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        events = aiter(sub)
+        try:
+            while self.folder.pending:
+                # The first event of a new debate is written, synced and its folder renamed to
+                # the real name in one step, without yielding to the event loop: a busy engine
+                # (the first call's imports) would otherwise keep the folder half-made.
+                event = await anext(events, None)
+                if event is None:
+                    os.close(fd)
+                    return
+                if not isinstance(event, Token):
+                    data = (self.encode(event) + "\n").encode("utf-8")
+                    write_all(fd, data)
+                    os.fsync(fd)
+                    self.folder.publish()
+                    await self._written(event, len(data), fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        async with aiofiles.open(fd, "a", encoding="utf-8") as fh:
+            async for event in events:
+                if isinstance(event, Token):
+                    continue
+                line = self.encode(event) + "\n"
+                await fh.write(line)
+                await fh.flush()
+                await self._written(event, len(line.encode("utf-8")), fh.fileno())
+
+    async def _written(self, event: Event, n: int, fd: int) -> None:
+        """Count a line that is in the log; checkpoint at the end and when the log has grown."""
+        self.bytes_written += n
+        self.log_bytes += n
+        terminal = is_terminal(event)
+        if terminal or self.log_bytes >= self._checkpoint_at:
+            # The log reaches the disk before a snapshot that covers it, so even a
+            # power cut never leaves a snapshot ahead of its log.
+            await asyncio.to_thread(os.fsync, fd)
+            await self.checkpoint()
+            if not terminal:
+                self._checkpoint_at = CHECKPOINT_GROWTH * self.log_bytes
+
+    @staticmethod
+    def encode(event: Event) -> str:
+        """The log line of an event, checked to read back: a line the loader would reject
+        (a NaN cost serializes as null, say) would make the whole debate unreadable, so
+        writing stops there instead, with everything before it intact."""
+        try:
+            line = dump_event(event)
+            parse_event(line)
+        except (ValidationError, ValueError) as exc:
+            detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
+            where = ".".join(str(p) for p in detail["loc"][1:]) + ": " if detail else ""
+            why = detail["msg"] if detail else str(exc)
+            raise StoreError(f"event {event.seq} ({event.type}) cannot be saved: {where}{why}") from None
+        return line
+
+    async def checkpoint(self) -> None:
+        """Rewrite the snapshot: the last one plus the log written since, folded from the disk
+        (so it matches the log it sits beside, and no second copy of the state is kept in
+        memory). A failure here loses nothing (the log is the truth and a missing or stale
+        snapshot is rebuilt from it), so it is noted, not raised."""
+        try:
+            state = await asyncio.to_thread(self.folder.load)
+        except StoreError as exc:
+            self.snapshot_error = OSError(str(exc))
+            return
+        state.log_offset = self.log_bytes
+        # Fields at their defaults are left out (they come back on load): a smaller snapshot,
+        # rewritten less expensively as a long debate grows.
+        data = state.model_dump_json(exclude_defaults=True).encode("utf-8")
+        try:
+            await asyncio.to_thread(write_atomic, self.folder.state_path, data)
+        except OSError as exc:
+            self.snapshot_error = exc
+            return
+        self.bytes_written += len(data)
+        self.snapshots += 1

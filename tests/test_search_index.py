@@ -1,0 +1,119 @@
+"""The per-debate search index: derived from the log, rebuilt when deleted, caught up after a kill."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from moot.core.search.index import INDEX_FILE, SearchIndex, match_expression
+from tests.conftest import run_debate
+
+
+@pytest.fixture(scope="module")
+def debate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 40-turn demo conversation, shared by the tests that only read it (copied before any write)."""
+    import asyncio
+
+    tmp = tmp_path_factory.mktemp("debate")
+    cwd = os.getcwd()
+    os.chdir(tmp)
+    try:
+        _, folder = asyncio.run(run_debate(tmp, "Design a rate limiter for a public API",
+                                           {"debate": {"protocol": "conversation", "turns": 40}}, rounds=None))
+    finally:
+        os.chdir(cwd)
+    return folder.path
+
+
+def _copy(debate: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / debate.name
+    shutil.copytree(debate, dest)
+    (dest / INDEX_FILE).unlink(missing_ok=True)
+    return dest
+
+
+def _contents(folder: Path) -> dict[str, str]:
+    from moot.core.storage.folder import DebateFolder
+
+    state = DebateFolder(folder).load()
+    return {c.id: c.content for c in state.all_contributions()}
+
+
+def test_catch_up_indexes_every_message_and_a_second_catch_up_adds_nothing(debate: Path, tmp_path: Path) -> None:
+    folder = _copy(debate, tmp_path)
+    index = SearchIndex.for_folder(folder)
+    contents = _contents(folder)
+    added = index.catch_up(folder / "events.jsonl")
+    assert added >= len(contents) == 40
+    assert index.catch_up(folder / "events.jsonl") == 0
+    some_id, text = next(iter(contents.items()))
+    assert index.text(some_id) == text
+
+
+def test_a_message_is_found_by_its_own_words(debate: Path, tmp_path: Path) -> None:
+    folder = _copy(debate, tmp_path)
+    index = SearchIndex.for_folder(folder)
+    index.catch_up(folder / "events.jsonl")
+    contents = _contents(folder)
+    cid, text = list(contents.items())[7]
+    words = [w for w in text.split() if len(w) > 6][:6]
+    hits = index.search(" ".join(words), limit=5)
+    assert cid in [h.doc_id for h in hits]
+    assert all("[" in h.excerpt for h in hits)
+    # excluded ids and earlier steps
+    assert cid not in [h.doc_id for h in index.search(" ".join(words), limit=5, exclude=[cid])]
+    assert all(h.step < 5 for h in index.search(" ".join(words), limit=20, before_step=5))
+
+
+def test_deleted_index_is_rebuilt_and_a_torn_index_file_is_started_again(debate: Path, tmp_path: Path) -> None:
+    folder = _copy(debate, tmp_path)
+    first = SearchIndex.for_folder(folder)
+    n = first.catch_up(folder / "events.jsonl")
+    first.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{folder / INDEX_FILE}{suffix}").unlink(missing_ok=True)
+    again = SearchIndex.for_folder(folder)
+    assert again.catch_up(folder / "events.jsonl") == n
+    again.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{folder / INDEX_FILE}{suffix}").unlink(missing_ok=True)
+    (folder / INDEX_FILE).write_bytes(b"not a database at all, a torn page " * 100)
+    third = SearchIndex.for_folder(folder)
+    assert third.catch_up(folder / "events.jsonl") == n
+
+
+def test_an_index_behind_the_log_catches_up_from_where_it_stopped(debate: Path, tmp_path: Path) -> None:
+    """A kill between the log's append and the index's commit leaves the index behind: the
+    next open indexes only what it lacks (found by a binary search over the log)."""
+    from moot.core.storage.log import read_events
+
+    folder = _copy(debate, tmp_path)
+    events = list(read_events(folder / "events.jsonl"))
+    index = SearchIndex.for_folder(folder)
+    half = len(events) // 2
+    first = index.add_events(events[:half])
+    rest = index.catch_up(folder / "events.jsonl")
+    total = SearchIndex(tmp_path / "fresh.sqlite").catch_up(folder / "events.jsonl")
+    assert first + rest == total == index.count()
+    assert index.last_seq == events[-1].seq
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "NEAR(a b", "a AND OR NOT", "*", "col:umn", "x" * 10_000,
+                                   "; DROP TABLE docs; --", "\x1b[2J\x00", "", "   ", "🙂 ünïcödé ωmega"])
+def test_hostile_queries_are_results_or_nothing_never_an_error(debate: Path, tmp_path: Path, query: str) -> None:
+    folder = _copy(debate, tmp_path)
+    index = SearchIndex.for_folder(folder)
+    index.catch_up(folder / "events.jsonl")
+    hits = index.search(query, limit=5)
+    assert isinstance(hits, list)
+
+
+def test_match_expression_quotes_terms_and_caps_them() -> None:
+    assert match_expression("") is None
+    assert match_expression("the and of") == '"the" OR "and" OR "of"'
+    assert match_expression('Token "bucket" AND refill') == '"token" OR "bucket" OR "refill"'
+    long = match_expression(" ".join(f"word{i}" for i in range(1000)))
+    assert long is not None and long.count(" OR ") == 47
