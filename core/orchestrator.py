@@ -230,6 +230,9 @@ class Orchestrator:
                 elif kind == "summarize":
                     override = a.config.summary_prompt_path or a.summarization.prompt_path
                 out[f"{a.id}/{kind}"] = prompts.load(a.role, kind, override)
+                small = None if override else prompts.compact(a.role, kind)
+                if small:
+                    out[f"{a.id}/{kind}{prompts.COMPACT}"] = small
         j = self.judge
         judge_kinds = prompts.JUDGE_KINDS + (("summarize_conversation",) if self.protocol.name == "conversation"
                                              else ())
@@ -237,6 +240,9 @@ class Orchestrator:
             override = j.config.system_prompt_path if kind == "system" else (
                 j.config.summary_prompt_path if kind == "summarize" else None)
             out[f"{j.id}/{kind}"] = prompts.load("judge", kind, override)
+            small = None if override else prompts.compact("judge", kind)
+            if small:
+                out[f"{j.id}/{kind}{prompts.COMPACT}"] = small
         return out
 
     async def run(self) -> DebateState:
@@ -261,6 +267,7 @@ class Orchestrator:
                 await asyncio.sleep(0)
             self.accepting = True
             await self.engine.discover([*self.agents, self.judge])
+            self.protocol.check_windows()
             if self.config.debate.clarify and not self.state.clarified:
                 await ctx.phase(1, "clarify", lambda: clarify(ctx, self.clarifier))
             status: str = "completed"

@@ -27,6 +27,32 @@ SHARED: dict[str, tuple[str, str]] = {
 """Prompt kinds every role shares, by protocol: kind → (folder, file). The role's own voice
 comes from its system prompt."""
 
+COMPACT = "@compact"
+"""Suffix of a prompt's key in a debate's prompts for its compact variant (`architect/system@compact`)."""
+_COMPACT_KINDS = {"propose", "critique", "refine", "summarize", "clarify", "answer", "turn",
+                  "summarize_conversation", "synthesize", "score"}
+
+
+def compact(role: str, kind: str) -> str | None:
+    """The compact variant of a built-in prompt, for views whose window is small (None: none).
+
+    `core/prompts/compact/`: one short system prompt per role (`system-<role>.md`) and one
+    task template per kind, shared by every role (the role's voice is in its system prompt);
+    the judge's summary of the final round is `summarize_final.md`."""
+    if kind == "system":
+        name = f"system-{role}"
+    elif role == "judge" and kind == "summarize":
+        name = "summarize_final"
+    elif kind in _COMPACT_KINDS:
+        name = kind
+    else:
+        return None
+    try:
+        return resources.files("moot.core").joinpath("prompts", "compact", f"{name}.md").read_text("utf-8")
+    except FileNotFoundError:
+        return None
+
+
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
 

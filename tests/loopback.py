@@ -416,6 +416,7 @@ class _Handler(BaseHTTPRequestHandler):
             if owner.send_usage:
                 payload["usage"] = usage
             self._send_json(200, payload)
+            owner._answered()
 
     def _stream(
         self, n: int, model: str, reply: str, usage: Any, include_usage: bool, cut: bool, finish: str = "stop",
@@ -454,6 +455,7 @@ class _Handler(BaseHTTPRequestHandler):
                 event([], {"usage": usage})
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")  # end of the chunked body; the connection stays open
+            owner._answered()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -487,6 +489,9 @@ class LoopbackServer:
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
+        self._answered_before: list[int] = []
+        self.answered = 0
+        """Replies sent in full so far (an error answer or a cut stream is not one)."""
         self._conns: set[socket.socket] = set()
         self.connections = 0
         """TCP connections accepted so far (keep-alive reuse keeps this low)."""
@@ -502,7 +507,20 @@ class LoopbackServer:
         with self._lock:
             self._requests.append(body)
             self._headers.append(headers)
+            self._answered_before.append(self.answered)
             return len(self._requests)
+
+    def _answered(self) -> None:
+        with self._lock:
+            self.answered += 1
+
+    @property
+    def answered_before(self) -> list[int]:
+        """For each request (parallel to `requests`): how many replies had been sent in full
+        when it arrived. A request with 0 was built before the client could learn anything
+        from an answer (its server's token count, say)."""
+        with self._lock:
+            return list(self._answered_before)
 
     def _hung_up(self, path: str) -> None:
         with self._lock:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from .terms import (
     JUDGE_ID,
@@ -82,6 +82,9 @@ class SummaryMetadata(BaseModel):
     cost_usd: float = 0.0
     model: str | None = None
     fallback_reason: str | None = None
+    """Why the configured method did not write this summary (the summary's `method` says what did)."""
+    requested_method: SummaryMethod | None = None
+    """The configured method, when another one wrote the text (a failed LLM summary's rule-based fallback)."""
     input_tokens: int = 0
     """Tokens fed to the summarizer (all chunks); what `rolling` keeps flat."""
     chunks: int = 1
@@ -107,6 +110,21 @@ class Summary(BaseModel):
     """`conversation`: a rolling summary of a conversation's transcript (shared, or one agent's)."""
     metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
     ts: float = Field(default_factory=time.time)
+
+    @property
+    def written_by(self) -> str:
+        """What wrote the text, as shown everywhere: the method, and the one it stood in for."""
+        asked = self.metadata.requested_method
+        return f"{self.method} (fallback from {asked})" if asked and asked != self.method else self.method
+
+    @model_validator(mode="after")
+    def _method_that_wrote_it(self) -> Summary:
+        """`method` is what produced the text. Debates recorded before that rule kept the configured
+        method beside a fallback reason; a fallback has always been the rule-based summary."""
+        if self.metadata.fallback_reason and self.method != "rule-based":
+            self.metadata.requested_method = self.metadata.requested_method or self.method
+            self.method = "rule-based"
+        return self
 
 
 class TierTokens(BaseModel):

@@ -145,7 +145,7 @@ def _describe(event: Event) -> Line | None:
             fb = f" · fallback: {_safe(md.fallback_reason, 160)}" if md.fallback_reason else ""
             return Line("manual" if s.trigger == "manual" else "summary",
                         f"⇣ summary of {who}, {how}{why}: {k(md.before_tokens)} → {k(md.after_tokens)} tokens, "
-                        f"{s.method}/{s.strategy}{focus}{fb}")
+                        f"{s.written_by}/{s.strategy}{focus}{fb}")
         case SummaryRequested(agent_id=agent_id, focus=focus):
             about = f", focus: {_safe(focus, 80)}" if focus else ""
             return Line("manual", f"⇣ summary requested for {agent_id} (at its next call{about})")

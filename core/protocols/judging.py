@@ -89,8 +89,10 @@ async def synthesize(ctx: DebateContext, material: SynthesisInput) -> None:
         if sum(len(c.content) for c in final) >= cfg.threshold:
             summary = ctx.state.judge_summary
             if summary is None or summary.round != material.step:
+                # The summary is the synthesis view's whole material: it may fill that view's room.
+                cap = ctx.summaries.reader_cap(j, "synthesis", "synthesize", share=0.9)
                 job = ctx.summaries.job(j, step=material.step, trigger="judge", items=final, strategy="fresh",
-                                        judge=True)
+                                        judge=True, max_tokens=min(cfg.max_summary_tokens, cap))
                 summary = await ctx.summaries.make(job)
             summary_id, ids = summary.id, []
     record = ctx.record(j, material.step, "synthesis", task_ids=ids,

@@ -13,10 +13,13 @@ from __future__ import annotations
 from functools import partial
 
 from ..config import ResolvedAgent
+from ..context.view import ViewTooLarge
+from ..engine.windows import reply_floor
 from ..context.rule_based import SourceItem, summarize_rule_based
 from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
 from ..models.state import Contribution, ViewRecord
+from ..models.terms import Phase
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from ..storage.state import find_contribution
@@ -25,6 +28,16 @@ from ..storage.state import find_contribution
 class SimultaneousProtocol(DebateProtocol):
     name = "simultaneous"
     task_kinds = ("answer", "summarize", "clarify")
+    opening_phase = "answer"
+
+    def opening_params(self, agent: ResolvedAgent) -> dict[str, object]:
+        return {"round": 1, "total_rounds": self.total_steps, "role": agent.role}
+
+    def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
+        """From round 2 an answer quotes every agent's previous answer."""
+        if self.total_steps < 2:
+            return []
+        return [("answer", {"round": 2, "total_rounds": self.total_steps, "role": agent.role}, len(self.ctx.agents))]
 
     async def run(self) -> None:
         ctx = self.ctx
@@ -71,9 +84,13 @@ class SimultaneousProtocol(DebateProtocol):
         """Over budget with the answers verbatim: quote a summary of each instead."""
         if not previous:
             return
-        budget = self.ctx.engine.fit(agent).input_budget
+        fit = self.ctx.engine.fit(agent)
+        budget = fit.input_budget
         scratch = record.model_copy(deep=True)
-        self.ctx.engine.builder.build(scratch, [], budget)
+        try:
+            self.ctx.engine.builder.build(scratch, [], budget, fit.stretch(reply_floor("answer", fit.max_tokens)))
+        except ViewTooLarge:
+            pass  # briefs are the most that can be done; the call itself says what does not fit
         if "quote_limit" not in scratch.task_params:
             return  # fits verbatim
         share = max(64, scratch.tokens.total // max(1, len(previous) + 1))

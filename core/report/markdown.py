@@ -154,7 +154,7 @@ def _summary_rows(summaries: Iterable[Summary], replaced: set[str] | None = None
         m = s.metadata
         who = f"{s.agent_id} (replaced later this round)" if replaced and s.id in replaced else s.agent_id
         trigger = f"{s.trigger}: {s.focus}" if s.focus else s.trigger
-        rows.append((who, trigger, f"{s.method}/{s.strategy}", f"{m.before_tokens} → {m.after_tokens}",
+        rows.append((who, trigger, f"{s.written_by}/{s.strategy}", f"{m.before_tokens} → {m.after_tokens}",
                      f"{m.before_chars} → {m.after_chars}", s.covered_count, m.fallback_reason or "—"))
     return rows
 

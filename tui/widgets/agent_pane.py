@@ -275,7 +275,7 @@ class AgentPane(Vertical, can_focus=True):
                           + (" -fallback" if md.fallback_reason else ""))
         badge.tooltip = Text(one_line_safe(  # Text: the fallback reason quotes a server, never markup
             f"summary {s.id}: {md.before_tokens} → {md.after_tokens} tokens, "
-            f"{md.before_chars} → {md.after_chars} chars, {s.method}/{s.strategy}, trigger {s.trigger}"
+            f"{md.before_chars} → {md.after_chars} chars, {s.written_by}/{s.strategy}, trigger {s.trigger}"
             + (f"; focus: {s.focus}" if s.focus else "")
             + (f"; fallback: {md.fallback_reason}" if md.fallback_reason else "")))
         if show_block:
@@ -289,7 +289,7 @@ class AgentPane(Vertical, can_focus=True):
         md = s.metadata
         key = f"summary:{s.id}"
         focus = f" · focus: {one_line_safe(s.focus, 60)}" if s.focus else ""
-        title = f"summary R{s.round} · {k(md.before_tokens)} → {k(md.after_tokens)} tok · {s.method} ({how}){focus}"
+        title = f"summary R{s.round} · {k(md.before_tokens)} → {k(md.after_tokens)} tok · {s.written_by} ({how}){focus}"
         manual = s.trigger == "manual"
         self._add_block(Entry(key, title, text=s.summary, kind="history", expanded=manual))
         self._summary_key = key
