@@ -347,7 +347,7 @@ def test_torn_last_line_and_corrupt_snapshot_then_cli_resume(tmp_path: Path) -> 
     _cut_log(folder, k, torn=lines[k][: len(lines[k]) // 2])  # killed mid-append
     folder.state_path.write_bytes(b'{"id": "x", "problem": ')  # killed mid-rename cannot do this; a disk can
     shown = cli("show", folder.id, "--state-dir", str(tmp_path))
-    assert shown.returncode == 0 and " · running · " in shown.stdout, shown.stderr
+    assert shown.returncode == 0 and " · unfinished · " in shown.stdout, shown.stderr  # no process runs it
     r = cli("resume", folder.id, "--state-dir", str(tmp_path), "--headless")
     assert r.returncode == 0, r.stderr
     check_complete(folder.path, 2, AGENTS)
