@@ -117,6 +117,7 @@ def test_parse_ranking() -> None:
     assert parse_ranking("FINAL RANKING:\n1. Response Z", 2) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["vote", "council"])
 def test_killed_and_resumed_on_the_openai_provider(tmp_path: Path, protocol: str) -> None:
     proc, url = start_loopback("--delay", "0.3", "--chunk-delay", "0.01", "--arithmetic", "0.6")

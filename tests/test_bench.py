@@ -162,6 +162,7 @@ def test_bench_jsonl_with_choices(tmp_path: Path) -> None:
     assert code == 2 and "bad.jsonl:1: missing answer" in err
 
 
+@pytest.mark.slow
 def test_bench_killed_with_sigkill_loses_no_finished_question(tmp_path: Path) -> None:
     """kill -9 in the middle of a run; the rerun finishes the rest and repeats no finished
     question's request (only calls that were in flight at the kill are made again)."""
