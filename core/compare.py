@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
 from .models.state import Contribution, DebateState
 
@@ -203,23 +202,20 @@ def _conversation(state: DebateState, a: str, b: str, step: int) -> list[Pairing
 
 def _votes(state: DebateState, out: Comparison) -> None:
     """Vote and council debates record a tally with their solution: the answers and their votes,
-    or each author's mean rank (read by name, so debates from before those protocols read too)."""
-    tally: Any = getattr(state.final_solution, "tally", None) if state.final_solution is not None else None
+    or each author's mean rank."""
+    tally = state.final_solution.tally if state.final_solution is not None else None
     if tally is None:
         return
-    ranks: dict[str, float] = dict(getattr(tally, "ranks", {}) or {})
-    answers: dict[str, str | None] = dict(getattr(tally, "answers", {}) or {})
-    counts: dict[str, int] = dict(getattr(tally, "counts", {}) or {})
+    ranks, answers, counts = tally.ranks, tally.answers, tally.counts
     mark = {out.a: "◀", out.b: "▶"}
-    kind: Literal["council", "vote"] = "council" if ranks else "vote"
-    if kind == "council":
+    if tally.kind == "council":
         out.table_title = "council: mean position in the others' rankings (1 = best)"
         out.table = [["", "agent", "mean rank", "answer"]]
         for agent, rank in ranks.items():
             out.table.append([mark.get(agent, ""), agent, f"{rank:.2f}", _short(answers.get(agent))])
     else:
-        winner = getattr(tally, "winner", None)
-        out.table_title = f"vote: {getattr(tally, 'rule', '') or 'majority'}"
+        winner = tally.winner
+        out.table_title = f"vote: {tally.rule or 'majority'}"
         out.table = [["", "agent", "answer", "votes for it"]]
         for agent, answer in answers.items():
             votes = counts.get(answer, 0) if answer is not None else 0

@@ -4,11 +4,8 @@ claims only one makes, and the votes or ranks of vote and council debates."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
-
 from moot.core.compare import compare, distinct_claims, word_diff
-from moot.core.models.state import Solution
+from moot.core.models.state import Solution, Tally
 
 from .conftest import run_debate
 
@@ -65,23 +62,31 @@ async def test_compare_in_a_conversation_takes_the_latest_messages(tmp_path: Pat
     assert compare(state, "architect", "security", 4).pairings[0].title == "latest messages by turn 4 (turns 4 and 3)"
 
 
-class _TalliedSolution(Solution):
-    """A solution of a vote or council debate (those protocols record a tally with it)."""
-
-    tally: Any = None
-
-
 async def test_votes_and_ranks_become_a_small_table(tmp_path: Path) -> None:
     state, _ = await run_debate(tmp_path, rounds=1, roles=["architect", "kiss", "security"])
-    vote = SimpleNamespace(answers={"architect": "42", "kiss": "42", "security": "41"}, counts={"42": 2, "41": 1},
-                           winner="42", rule="majority of 3", ranks={})
-    state.final_solution = _TalliedSolution(description="42", tally=vote)
+    vote = Tally(answers={"architect": "42", "kiss": "42", "security": "41"}, counts={"42": 2, "41": 1},
+                 winner="42", rule="majority of 3")
+    state.final_solution = Solution(description="42", tally=vote)
     c = compare(state, "architect", "security")
     assert c.table_title == "vote: majority of 3"
     assert c.table == [["", "agent", "answer", "votes for it"], ["◀", "architect", "42", "2 ★"],
                        ["", "kiss", "42", "2 ★"], ["▶", "security", "41", "1"]]
-    council = SimpleNamespace(answers={"architect": None, "kiss": "B"}, counts={}, ranks={"kiss": 1.5, "architect": 2.0})
-    state.final_solution = _TalliedSolution(description="B", tally=council)
+    council = Tally(answers={"architect": None, "kiss": "B"}, ranks={"kiss": 1.5, "architect": 2.0}, kind="council")
+    state.final_solution = Solution(description="B", tally=council)
     c = compare(state, "kiss", "architect")
     assert c.table == [["", "agent", "mean rank", "answer"], ["◀", "kiss", "1.50", "B"],
                        ["▶", "architect", "2.00", "(none parsed)"]]
+
+
+async def test_council_and_vote_debates_compare_answers_and_show_the_tally(tmp_path: Path) -> None:
+    state, _ = await run_debate(tmp_path / "council", config={"debate": {"protocol": "council"}}, rounds=None,
+                                roles=["architect", "kiss", "security"])
+    c = compare(state, "architect", "kiss")
+    assert [p.title for p in c.pairings] == ["round 1 · answer", "round 1 · ranking"]
+    assert c.table_title.startswith("council: mean position")
+    assert [row[1] for row in c.table[1:]] == list(state.final_solution.tally.ranks)  # best first
+    state, _ = await run_debate(tmp_path / "vote", config={"debate": {"protocol": "vote"}}, rounds=None,
+                                roles=["architect", "kiss", "security"])
+    c = compare(state, "architect", "kiss")
+    assert [p.title for p in c.pairings] == ["round 1 · answer"]
+    assert c.table[0] == ["", "agent", "answer", "votes for it"] and len(c.table) == 4
