@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import moot, read_jsonl
 
 PROPOSAL = ("Start with one Postgres table keyed by a base62 counter.\n"
@@ -43,6 +45,7 @@ def test_headless_reads_each_turn_from_stdin_until_a_dot(tmp_path: Path) -> None
     assert [c["content"] for c in mine] == [PROPOSAL.strip(), CRITIQUE.strip(), CRITIQUE.strip(), REFINEMENT.strip()]
 
 
+@pytest.mark.slow
 def test_killed_while_typing_resumes_with_what_was_typed(tmp_path: Path) -> None:
     state_dir = tmp_path / "d"
     env = {**os.environ, **_env(tmp_path), "PYTHONUNBUFFERED": "1"}
@@ -80,6 +83,7 @@ def test_killed_while_typing_resumes_with_what_was_typed(tmp_path: Path) -> None
     assert not list((state_dir / debate_id / "drafts").iterdir())  # recorded: the drafts are gone
 
 
+@pytest.mark.slow
 def test_ctl_say_answers_a_debate_running_elsewhere(tmp_path: Path) -> None:
     state_dir = tmp_path / "d"
     env = {**os.environ, **_env(tmp_path)}

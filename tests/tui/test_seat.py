@@ -143,6 +143,7 @@ async def test_a_conversation_docks_the_editor_under_the_transcript(tmp_path: Pa
     assert "Ada" in after.content.split("\n")[0]  # the architect answers her by name
 
 
+@pytest.mark.slow
 async def test_an_attached_watch_answers_a_debate_run_elsewhere(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     env = {**os.environ, "MOOT_CONFIG_DIR": str(tmp_path / "config")}
