@@ -134,3 +134,16 @@ def test_ctl_say_answers_a_debate_running_elsewhere(tmp_path: Path) -> None:
     messages = {c["agent_id"]: c["content"] for c in _contributions(state_dir, "ada") + _contributions(state_dir, "grace")}
     assert messages == {"ada": "What traffic do we expect in year one?",
                         "grace": "Year one is small: a few thousand links a day."}
+
+
+def test_the_readmes_headless_seat_example_runs_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("### Take a seat in the debate", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    piped = block[block.index("printf"):].strip()
+    env = {**os.environ, **_env(tmp_path), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("OPENAI_API_KEY", None)
+    r = subprocess.run(["bash", "-c", piped], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("✎ ada answered") == 4 and r.stdout.startswith("## Recommended solution")
+    assert [c["content"] for c in _contributions(tmp_path / "debates", "ada")] == [
+        "One Postgres table and a base62 counter.", "Too many moving parts.", "Fine as a start.", "I keep the table."]
