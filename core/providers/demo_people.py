@@ -40,9 +40,11 @@ def person_words(messages: Sequence[Message], people: Sequence[str]) -> tuple[st
 
 
 def quote_of(text: str, max_words: int = 14) -> str:
-    """A short quote: the first sentence of at least four words, without markdown, cut to `max_words`."""
-    plain = re.sub(r"[*_`#>]", "", text)
-    sentences = [s.strip(" -•\n") for s in _SENTENCE.split(" ".join(plain.split()))]
+    """A short quote: the first sentence of at least four words, without headings or markdown, cut to
+    `max_words`; each line ends a sentence (a list item is one)."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    plain = re.sub(r"[*_`>]", "", "\n".join(lines) or text)
+    sentences = [s.strip(" -•") for ln in plain.splitlines() for s in _SENTENCE.split(" ".join(ln.split()))]
     pick = next((s for s in sentences if len(s.split()) >= 4), sentences[0] if sentences else "")
     words = pick.split()
     return " ".join(words[:max_words]).rstrip(".,;:!?") + ("…" if len(words) > max_words else "")

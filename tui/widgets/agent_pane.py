@@ -85,7 +85,8 @@ class AgentPane(Vertical, can_focus=True):
         title = info.name if info.name.lower() == info.role.lower() else f"{info.name} · {info.role}"
         self.border_title = ("⚖ " if self.judge else "") + escape(one_line_safe(title))
         with Horizontal(classes="pane-meta"):
-            yield Label(Text(one_line_safe(f"{info.provider}:{info.model}")), classes="pane-model")
+            where = "a person: typed answers, no model" if info.provider == "human" else f"{info.provider}:{info.model}"
+            yield Label(Text(one_line_safe(where)), classes="pane-model")
             yield Label("", classes="pane-badge")
         yield TokenGauge()
         yield Transcript(classes="pane-body")
