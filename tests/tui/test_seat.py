@@ -134,7 +134,7 @@ async def test_a_conversation_docks_the_editor_under_the_transcript(tmp_path: Pa
         assert editor.has_class("-docked") and editor.parent is screen
         row = screen.query_one("#row-ada")
         assert "✎ your turn" in str(row.query_one(".row-status", Label).render())
-        await pilot.press(*keys(MORE), "ctrl+s")
+        await pilot.press(*keys(MORE), "ctrl+enter")  # where the terminal reports it (ctrl+s everywhere)
         await wait_for(pilot, lambda: session.state.status == "completed", timeout=60)
         await settle(pilot)
         assert not screen.editors
