@@ -20,6 +20,7 @@ from .models.config import MootConfig
 from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
 from .providers.pool import ProviderPool, default_provider_name
+from .search.live import LiveIndex
 from .storage.folder import DebateFolder
 from .storage.lock import DebateLock
 from .storage.log_writer import EventLogWriter
@@ -48,6 +49,8 @@ class DebateSession:
     lock: DebateLock
     providers: ProviderPool
     writer: EventLogWriter
+    search: LiveIndex | None = None
+    """The debate's search index, fed as events are emitted (see `moot.core.search.live`)."""
     _writer_sub: Subscription | None = None
     _writer_task: asyncio.Task[None] | None = None
     _inbox_task: asyncio.Task[None] | None = None
@@ -138,6 +141,8 @@ class DebateSession:
                 pass
             self._writer_sub = None
         await self.providers.aclose()
+        if self.search is not None:
+            self.search.close()
         self.folder.discard()  # never started (no first event on disk): leave nothing behind
         self.lock.release()
 
@@ -174,7 +179,20 @@ def new_session(
     except BaseException:
         folder.discard()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder), _search(orch, folder))
+
+
+def _search(orch: Orchestrator, folder: DebateFolder, log_seq: int | None = None) -> LiveIndex:
+    """The debate's search index, listening to its events (opened now for a resumed debate, whose
+    index is synced with its log first; at its first text for a new one)."""
+    def warn(message: str) -> None:
+        orch.emit(Warning_(message=message))
+
+    live = LiveIndex(folder, warn)
+    if log_seq is not None:
+        live.open(log_seq)
+    orch.attach_search(live)
+    return live
 
 
 def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | None = None) -> DebateSession:
@@ -201,10 +219,11 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
                             clock=opts.clock, clarifier=opts.clarifier)
         for agent in [*orch.agents, orch.judge]:
             providers.get(agent)
+        search = _search(orch, folder, state.last_seq)
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder), search)
 
 
 __all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session"]

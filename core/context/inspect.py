@@ -46,6 +46,7 @@ def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
         "summary_id": record.summary_id,
         "contribution_ids": history_ids(record, index),
         "dropped_ids": record.dropped_ids,
+        "recall": record.recall.model_dump() if record.recall is not None else None,
     }
 
 
@@ -117,6 +118,7 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
         target = f" → {c['target_agent_id']}" if c["target_agent_id"] else ""
         out.append(f"═══ {c['agent_id']} {c['phase']}{target} · {c['model']} · {t['total']} / {c['budget']} tokens"
                    + (f" · {len(c['dropped_ids'])} items dropped" if c["dropped_ids"] else ""))
+        out += recall_lines(c.get("recall"))
         tiers = message_tiers(c)
         for (tier, n), m in zip(tiers, c["messages"]):
             out.append(f"─── [{m['role']}] {tier} · {n} tokens")
@@ -125,12 +127,27 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def recall_lines(recall: dict[str, Any] | None) -> list[str]:
+    """Why each item of a view's recall tier is there: the words searched, each item's score and words."""
+    if not recall or not recall.get("items"):
+        return []
+    lines = [f"recall: searched {', '.join(recall['query'])} (rare words of the latest messages and the task); "
+             f"{len(recall['items'])} recalled within {recall['cap']} tokens"
+             + (f", {recall['dropped']} gave way to fit" if recall.get("dropped") else "")]
+    for item in recall["items"]:
+        part = " (passage)" if item.get("span") else ""
+        lines.append(f"  {item['id']}{part} · score {item['score']:.2f} · {', '.join(item['terms'])}")
+    return lines
+
+
 def message_tiers(view: dict[str, Any]) -> list[tuple[str, int]]:
     """(tier, tokens) for each message of a call view, in order (system, summary, history, task)."""
     t = view["tokens"]
     tiers = [("system", t["system"])]
     if t["summary"]:
         tiers.append(("summary", t["summary"]))
+    if t.get("recall"):
+        tiers.append(("recall", t["recall"]))
     if t["history"]:
         tiers.append(("history", t["history"]))
     tiers.append(("task", t["task"]))
