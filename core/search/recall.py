@@ -37,9 +37,10 @@ fewer) is what the summary carries anyway."""
 SCAN = 4 * RARE
 """Postings read per word when the eligible texts are an explicit set (an agent's perspective):
 a word in more texts of those kinds than this is not rare among them either (taken as common)."""
-MAX_TERMS = 64
-"""Words of a query looked up at most (the first distinct ones, the latest message's first)."""
+MAX_TERMS = 96
+"""Words of a query looked up at most: names first (see `query_words`), then the others in order."""
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;#*>\-|]\s*|\n\s*)$")
 
 
 class Postings(Protocol):
@@ -83,20 +84,25 @@ class Ranking:
 
 
 def query_words(texts: Iterable[str], limit: int = MAX_TERMS) -> list[str]:
-    """Distinct words of `texts`, in order, without stop words and one-character words; at most `limit`."""
+    """Distinct words of `texts` (lower case, without stop words and one-character words), at most
+    `limit`: first those that look like names — capitalized inside a sentence, or letters and
+    digits mixed (`Kestrel`, `v2`, `p99`), what a debate comes back to — then the others, each
+    group in the order of the texts."""
     stop = stop_words()
-    out: list[str] = []
+    names: list[str] = []
+    others: list[str] = []
     seen: set[str] = set()
     for text in texts:
-        for w in _WORD.findall(text.lower()):
-            w = w[:MAX_TERM_CHARS]
+        for m in _WORD.finditer(text):
+            raw = m.group()
+            w = raw.lower()[:MAX_TERM_CHARS]
             if w in seen or w in stop or len(w) < 2:
                 continue
             seen.add(w)
-            out.append(w)
-            if len(out) >= limit:
-                return out
-    return out
+            mixed = any(ch.isdigit() for ch in w) and any(ch.isalpha() for ch in w)
+            capital = raw[0].isupper() and not _SENTENCE_START.search(text[max(0, m.start() - 3):m.start()])
+            (names if mixed or capital else others).append(w)
+    return (names + others)[:limit]
 
 
 def idf(population: int, df: int) -> float:
