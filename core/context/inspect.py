@@ -85,6 +85,25 @@ def carried_proposal(state: DebateState, round_no: int, agent: str) -> Carried |
     return Carried(source.round, source.type, [call_view(r, index) for r in records] if call_id else [])
 
 
+def first_view_holding(state: DebateState, index: DebateIndex, text_id: str,
+                       steps: int = 400) -> ViewRecord | None:
+    """The first recorded call whose view holds a contribution (verbatim, quoted or recalled) or a
+    summary, looking at most `steps` rounds or turns past its own; else the call that wrote the
+    contribution (None when neither is recorded)."""
+    c = index.contributions.get(text_id)
+    s = index.summaries.get(text_id)
+    first = c.round if c is not None else s.round if s is not None else 1
+    for rnd in state.rounds[max(0, first - 1): first - 1 + steps]:
+        for record in rnd.calls:
+            held = (record.summary_id == text_id if s is not None else
+                    text_id in record.task_contribution_ids or text_id in history_ids(record, index)
+                    or (record.recall is not None and any(it.id == text_id for it in record.recall.items)))
+            if held:
+                return record
+    call_id = c.metadata.call_id if c is not None else None
+    return next((r for rnd in state.rounds for r in rnd.calls if call_id and r.call_id == call_id), None)
+
+
 def calls_at_turn_in_log(folder: DebateFolder, turn: int, agent: str | None = None,
                          phase: str | None = None) -> list[dict[str, Any]]:
     """`calls_at_turn`, reading only what the turn's views need from the event log (fast on a
