@@ -91,7 +91,7 @@ def query_texts(history: Sequence[Contribution], record: ViewRecord, task: str, 
     quoted material, the moderator's notes."""
     fixed = " ".join([template, *(str(v) for v in record.task_params.values())])
     own = set(re.findall(r"\w+", fixed.lower()))
-    variable = " ".join(w for w in re.findall(r"\w+", task.lower()) if w not in own)
+    variable = " ".join(w for w in re.findall(r"\w+", task) if w.lower() not in own)  # case kept: names first
     return [c.content for c in reversed(history[-QUERY_ITEMS:])] + [variable]
 
 

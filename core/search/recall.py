@@ -111,10 +111,11 @@ def idf(population: int, df: int) -> float:
 
 
 def rank(index: Postings, words: Sequence[str], scope: RecallScope, *, exclude: Iterable[str] = (),
-         rare: int = RARE) -> Ranking:
-    """The eligible texts holding rare words of the query, best first (see the module doc)."""
+         rare: int = RARE, share: float = 0.1) -> Ranking:
+    """The eligible texts holding rare words of the query, best first (see the module doc): words in
+    at most `rare` of them and at most `share` of them count."""
     skip = set(exclude)
-    rare = max(1, min(rare, scope.population // 10))
+    rare = max(1, min(rare, int(scope.population * share)))
     per_word: list[tuple[str, dict[str, int]]] = []
     seen_sets: set[frozenset[str]] = set()
     scan = rare + 1 if scope.only is None else SCAN + 1
