@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from .. import tokens
 from ..models.state import Contribution, RecalledItem, RecallRecord, ViewRecord
 from ..providers.base import Message
-from ..search.recall import Postings, RecallScope, query_words, rank
+from ..search.recall import CachedPostings, Postings, RecallScope, query_words, rank
 from .index import DebateIndex
 
 QUERY_ITEMS = 2
@@ -124,8 +124,10 @@ class Recaller:
     """Chooses a view's recall tier from the debate's search index."""
 
     def __init__(self, search: Postings, index: DebateIndex) -> None:
-        self.search = search
+        self.search = CachedPostings(search)
         self.index = index
+        self._tokens: dict[tuple[str, tuple[int, int] | None, str, str], int] = {}
+        """(item, passage, label, model) → tokens of its block (items never change once written)."""
 
     def choose(self, record: ViewRecord, request: RecallRequest, texts: Sequence[str], label: Label,
                exclude: Sequence[str] = ()) -> RecallRecord | None:
@@ -139,14 +141,14 @@ class Recaller:
         model = record.model
         left = request.tokens - tokens.count_text(header(record), model) - HEADER_MARGIN
         chosen: list[RecalledItem] = []
-        for found in ranking.found:
+        for found in ranking.found[: 2 * MAX_ITEMS]:
             if len(chosen) >= MAX_ITEMS or left < 48:
                 break
             c = self.index.contributions.get(found.doc_id)
             if c is None or not c.content.strip():
                 continue
             span: tuple[int, int] | None = None
-            n = tokens.count_text(item_block(c, None, label(c)), model) + 2
+            n = self._block_tokens(c, None, label(c), model)
             if n > left:
                 span, n = self._fit_passage(c, found.terms, left, label(c), model)
                 if span is None:
@@ -155,8 +157,16 @@ class Recaller:
             chosen.append(RecalledItem(id=c.id, score=found.score, terms=list(found.terms), span=span))
         return RecallRecord(query=ranking.terms, items=chosen, cap=request.tokens)
 
-    @staticmethod
-    def _fit_passage(c: Contribution, terms: Sequence[str], room: int, label: str,
+    def _block_tokens(self, c: Contribution, span: tuple[int, int] | None, label: str, model: str) -> int:
+        key = (c.id, span, label, model)
+        n = self._tokens.get(key)
+        if n is None:
+            if len(self._tokens) >= 20_000:
+                self._tokens.clear()
+            n = self._tokens[key] = tokens.count_text(item_block(c, span, label), model) + 2
+        return n
+
+    def _fit_passage(self, c: Contribution, terms: Sequence[str], room: int, label: str,
                      model: str) -> tuple[tuple[int, int] | None, int]:
         """The longest passage (at least `MIN_PASSAGE_CHARS`) that fits `room` tokens; (None, 0) if none."""
         if len(c.content) <= MIN_PASSAGE_CHARS:
@@ -164,7 +174,7 @@ class Recaller:
         chars = room * 4
         for _ in range(6):
             span = passage(c.content, terms, chars)
-            n = tokens.count_text(item_block(c, span, label), model) + 2
+            n = self._block_tokens(c, span, label, model)
             if n <= room:
                 return span, n
             if chars <= MIN_PASSAGE_CHARS:

@@ -50,6 +50,39 @@ class Postings(Protocol):
                  limit: int) -> list[tuple[str, int]]: ...
 
 
+class CachedPostings:
+    """Postings of a closed part of the debate never change (texts at or before a covered step are
+    all written before any view reads them), so each word's are read once per last step: the next
+    turns, whose queries share most of their words, ask SQLite only for new ones. And a word that
+    is common up to some step is common up to any later one: once seen common, it is never asked
+    for again. Bounded."""
+
+    def __init__(self, source: Postings, size: int = 20_000) -> None:
+        self.source = source
+        self.size = size
+        self._cache: dict[tuple[str, tuple[str, ...], int, int], list[tuple[str, int]]] = {}
+        self._common: dict[tuple[str, tuple[str, ...], int], int] = {}
+        """(word, kinds, limit) → the first last step at which it filled `limit` postings."""
+
+    def postings(self, term: str, *, kinds: Sequence[str], max_step: int, limit: int) -> list[tuple[str, int]]:
+        common = (term, tuple(kinds), limit)
+        since = self._common.get(common)
+        if since is not None and since <= max_step:
+            return [("", 0)] * limit  # only its count matters
+        key = (term, tuple(kinds), max_step, limit)
+        rows = self._cache.get(key)
+        if rows is None:
+            rows = self.source.postings(term, kinds=kinds, max_step=max_step, limit=limit)
+            if len(self._cache) >= self.size or len(self._common) >= 4 * self.size:
+                self._cache.clear()
+                self._common.clear()
+            if len(rows) >= limit:
+                self._common[common] = min(max_step, since if since is not None else max_step)
+                return [("", 0)] * limit
+            self._cache[key] = rows
+        return rows
+
+
 @dataclass(frozen=True)
 class RecallScope:
     """The texts a view may recall: what its summary covers, and nothing newer."""
