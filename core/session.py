@@ -129,6 +129,14 @@ class DebateSession:
         )
 
     async def close(self) -> None:
+        """Stop the inbox, flush the log, close the providers; the lock is released whatever
+        happens on the way (a cancel while the log flushes must not leave it held)."""
+        try:
+            await self._close()
+        finally:
+            self.lock.release()
+
+    async def _close(self) -> None:
         if self._inbox_task is not None:
             self._inbox_task.cancel()
             await asyncio.wait({self._inbox_task})  # its own end, not ours: a cancel of close() still propagates
@@ -144,7 +152,6 @@ class DebateSession:
         if self.search is not None:
             self.search.close()
         self.folder.discard()  # never started (no first event on disk): leave nothing behind
-        self.lock.release()
 
 
 def _cancelling() -> bool:

@@ -145,6 +145,9 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
             f"### {index.name(index.contributions[i].agent_id)} ({index.contributions[i].role})\n\n"
             f"{_brief(record, index, i, limit)}" for i in ids if i != own
         ) or ("(none: this is the first round)" if first else "(no other answers were recorded)")
+    elif phase == "rank":  # anonymized: "Response A", "Response B"… in the record's order
+        p["answers"] = "\n\n".join(f"### Response {chr(65 + k)}\n\n{_quote(index.contributions[i].content, limit, m)}"
+                                   for k, i in enumerate(ids))
     elif phase in ("synthesis", "score") and transcript:
         parts: list[str] = []
         if record.summary_id:
@@ -162,6 +165,8 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
                 for c in (index.contributions[i] for i in ids)
             )
         p["material"] = material
+    if phase == "synthesis" and "ranking" in record.inline:  # a council's aggregate ranking
+        p["material"] = f"{p['material']}\n\n{record.inline['ranking']}"
     p.pop("owner", None)
     text = render(index.prompts[record.task_key], **p)
     if focus:

@@ -219,7 +219,8 @@ class CallEngine:
             record.max_tokens = max(1, min(fit.max_tokens + extra_room, fit.reply_room(record.tokens.total)))
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
-                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer)
+                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
+                                  seed=agent.config.seed)
             self.emit(CallStarted(view=record))
             started = self.clock.monotonic()
             try:

@@ -205,6 +205,38 @@ class ViewRecord(BaseModel):
     """The server's token count over moot's, as known when the view was built."""
 
 
+class Tally(BaseModel):
+    """How a final answer was reached without (or beside) the judge: the answers extracted, the votes,
+    the tie and how it was broken; for a council, each author's mean rank."""
+
+    answers: dict[str, str | None] = Field(default_factory=dict)
+    """Agent id → its extracted answer (None: none could be parsed), in agent order."""
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Answer → votes, most first."""
+    winner: str | None = None
+    tied: list[str] = Field(default_factory=list)
+    """The answers that shared the most votes when there was a tie (empty otherwise)."""
+    rule: str = ""
+    """How the winner was chosen, in words (a tie's reproducible break included)."""
+    ranks: dict[str, float] = Field(default_factory=dict)
+    """Council: author id → mean position in the others' rankings (1 = best), best first."""
+    rankings_parsed: int = 0
+    """Council: how many rankings could be read."""
+    kind: Literal["vote", "council"] = "vote"
+
+    def summary(self) -> str:
+        """One line: the winner and how it was reached, or a council's ranks."""
+        if self.kind == "council":
+            ranks = ", ".join(f"{a} {r:.2f}" for a, r in self.ranks.items()) or "none read"
+            return f"mean ranks (1 = best): {ranks}"
+        if self.winner is None:
+            return "no answer in the asked form"
+        if self.winner.startswith("text#"):  # free-form replies vote by their whole text
+            return f"{len(self.counts)} distinct free-form answers · {self.rule}"
+        shown = self.winner if len(self.winner) <= 60 else self.winner[:59] + "…"
+        return f"answer {shown} · {self.rule}"
+
+
 class Solution(BaseModel):
     description: str
     confidence: int | None = None
@@ -215,6 +247,8 @@ class Solution(BaseModel):
     parsed: bool = True
     """False when the judge's reply was not JSON and was kept as plain text."""
     metadata: CallMetadata = Field(default_factory=CallMetadata)
+    tally: Tally | None = None
+    """The vote (vote, single, simultaneous by majority) or the council's aggregate ranks."""
 
 
 class Clarification(BaseModel):

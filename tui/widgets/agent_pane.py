@@ -15,7 +15,7 @@ from textual.widgets import Label
 from ...core.models.state import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
-from ..format import contribution_title, k, solution_markdown, solution_title, usd
+from ..format import contribution_title, dom_id, k, solution_markdown, solution_title, usd
 from .token_gauge import TokenGauge
 from .transcript import Entry, Transcript
 
@@ -53,7 +53,7 @@ class AgentPane(Vertical, can_focus=True):
     status: reactive[str] = reactive("waiting")
 
     def __init__(self, info: AgentInfo, *, judge: bool = False, **kwargs: Any) -> None:
-        super().__init__(id=f"pane-{info.id}", classes="agent-pane" + (" -judge" if judge else ""), **kwargs)
+        super().__init__(id=dom_id("pane", info.id), classes="agent-pane" + (" -judge" if judge else ""), **kwargs)
         self.info = info
         self.judge = judge
         self._active: list[str] = []

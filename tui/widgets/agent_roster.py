@@ -19,6 +19,7 @@ from textual.widgets import Label
 from ...core.models.state import AgentInfo, TierTokens
 from ...core.safety.sanitize import one_line_safe
 from ..activity import STATUS_ICONS, Activity, Status
+from ..format import dom_id
 from .token_gauge import TokenGauge
 
 
@@ -42,7 +43,7 @@ class AgentRow(Vertical):
 
     def __init__(self, info: AgentInfo, number: int, judge: bool = False,
                  clock: Callable[[], float] | None = None) -> None:
-        super().__init__(id=f"row-{info.id}")
+        super().__init__(id=dom_id("row", info.id))
         self.clock = clock
         """The debate's clock (live, watched or replayed), for the time a call has been in flight."""
         self.info = info
