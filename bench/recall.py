@@ -158,8 +158,9 @@ def cost_ratio(per_turn: dict[int, float], turns: int) -> tuple[float, float, fl
     return early * 1e3, late * 1e3, late / early
 
 
-def search_latency(folder: Path, word: str) -> tuple[float, float, int]:
-    """(median seconds of `moot search` from process start, of the search in this process, hits)."""
+def search_latency(folder: Path, word: str) -> tuple[float, float, float, int]:
+    """Median seconds of `moot search` from process start, of `moot search --help` (start-up alone),
+    of the search in this process; and the hits."""
     walls = []
     for _ in range(5):
         t0 = time.perf_counter()
@@ -167,6 +168,11 @@ def search_latency(folder: Path, word: str) -> tuple[float, float, int]:
                            capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
         walls.append(time.perf_counter() - t0)
         assert r.returncode == 0, r.stderr
+    bare = []
+    for _ in range(5):  # the same process doing nothing but parse its arguments: what start-up costs here
+        t0 = time.perf_counter()
+        subprocess.run([*MOOT, "search", "--help"], capture_output=True, text=True)
+        bare.append(time.perf_counter() - t0)
     index = SearchIndex(folder / INDEX_FILE)
     inner = []
     for _ in range(20):
@@ -174,7 +180,7 @@ def search_latency(folder: Path, word: str) -> tuple[float, float, int]:
         hits = index.search(word, limit=20)
         inner.append(time.perf_counter() - t0)
     index.close()
-    return statistics.median(walls), statistics.median(inner), len(hits)
+    return statistics.median(walls), statistics.median(bare), statistics.median(inner), len(hits)
 
 
 def main() -> None:
@@ -198,9 +204,9 @@ def main() -> None:
                   f"ratio {ratio:.2f}")
         print(f"index {on['index'] / 1e6:.1f} MB / log {on['log'] / 1e6:.1f} MB = {on['index'] / on['log']:.2f}")
         word = planted(next(iter(on["plants"].values()))).name
-        wall, inner, hits = search_latency(on["folder"], word)
-        print(f"moot search {word} on the {turns}-turn debate: {wall:.3f} s from process start (median of 5), "
-              f"{inner * 1e3:.2f} ms the search itself, {hits} hits")
+        wall, bare, inner, hits = search_latency(on["folder"], word)
+        print(f"moot search {word} on the {turns}-turn debate: {wall:.3f} s from process start (median of 5; "
+              f"`moot search --help` {bare:.3f} s), {inner * 1e3:.2f} ms the search itself, {hits} hits")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ def _unlink_index(folder: Path) -> None:
         Path(f"{folder / INDEX_FILE}{suffix}").unlink(missing_ok=True)
 
 
+@pytest.mark.slow
 def test_deleting_the_index_mid_debate_then_killing_and_resuming_rebuilds_it(tmp_path: Path) -> None:
     config = write_config(tmp_path, extra="recall_tokens = 400")
     sd = tmp_path / "debates"
@@ -66,6 +67,7 @@ def test_deleting_the_index_mid_debate_then_killing_and_resuming_rebuilds_it(tmp
         assert old.strip() in "\n".join(m["content"] for m in body["messages"])
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_loses_nothing_and_indexes_nothing_twice(tmp_path: Path) -> None:
     """Killed three times while it writes (the index commits before the log line of the same event
     is written, so a kill often leaves it ahead of the log, sometimes behind), resumed each time:
@@ -160,6 +162,7 @@ def test_a_query_with_no_word_is_one_line_exit_2(two_debates: tuple[Path, str, s
     assert r.returncode == 2 and "no debate 'nope'" in r.stderr
 
 
+@pytest.mark.slow
 def test_moot_search_from_another_process_while_the_debate_runs(tmp_path: Path) -> None:
     """A running debate's index is read as it is (its process keeps it current), never written."""
     config = write_config(tmp_path, turns=60)
