@@ -13,7 +13,8 @@ planted). Summaries are rule-based (offline). It reports, each figure measured w
   (goal: ≥ 90 % on, whatever off is);
 - the per-turn view-build cost (the overflow check, choosing the recall tier, building the
   view; medians) at the last 41 turns over turns 80–120 (goal ≤ 1.2), with recall on and off;
-- the index's size over the event log's;
+- the index's size over the event log's, and the cost of indexing one message (its own
+  transaction, as the debate's process does) at turns 80–120 and at the last 41 (goal: flat);
 - `moot search` on the finished debate: the command's wall time from process start (median of
   5; goal < 0.3 s), and the search alone in this process.
 """
@@ -158,6 +159,28 @@ def cost_ratio(per_turn: dict[int, float], turns: int) -> tuple[float, float, fl
     return early * 1e3, late * 1e3, late / early
 
 
+def append_cost(turns: int, tmp: Path) -> tuple[float, float, float]:
+    """Indexing one message (its own SQLite transaction, as the debate's process does) at turns
+    80–120 and at the last 41 of a `turns`-message index built here: medians in ms, and the ratio."""
+    from moot.core.events import ContributionAdded
+    from moot.core.models.state import Contribution
+    from tests.prose import reply
+
+    index = SearchIndex(tmp / "append.sqlite")
+    cost: dict[int, float] = {}
+    for t in range(1, turns + 1):
+        event = ContributionAdded(contribution=Contribution(id=f"c-{t}", agent_id=AGENTS[t % 4], role=AGENTS[t % 4],
+                                                            type="message", round=t, content=reply(t, 700).text))
+        event.seq = t
+        t0 = time.perf_counter()
+        index.add_event(event)
+        cost[t] = time.perf_counter() - t0
+    index.close()
+    early = statistics.median(cost[t] for t in range(80, 121))
+    late = statistics.median(cost[t] for t in range(turns - 40, turns + 1))
+    return early * 1e3, late * 1e3, late / early
+
+
 def search_latency(folder: Path, word: str) -> tuple[float, float, float, int]:
     """Median seconds of `moot search` from process start, of `moot search --help` (start-up alone),
     of the search in this process; and the hits."""
@@ -203,6 +226,8 @@ def main() -> None:
             print(f"view build, recall {name:3}: turns 80-120 {early:.2f} ms, last 41 turns {late:.2f} ms, "
                   f"ratio {ratio:.2f}")
         print(f"index {on['index'] / 1e6:.1f} MB / log {on['log'] / 1e6:.1f} MB = {on['index'] / on['log']:.2f}")
+        early, late, ratio = append_cost(turns, Path(tmp))
+        print(f"indexing a message: turns 80-120 {early:.3f} ms, last 41 of {turns} {late:.3f} ms, ratio {ratio:.2f}")
         word = planted(next(iter(on["plants"].values()))).name
         wall, bare, inner, hits = search_latency(on["folder"], word)
         print(f"moot search {word} on the {turns}-turn debate: {wall:.3f} s from process start (median of 5; "

@@ -179,3 +179,25 @@ def test_moot_search_from_another_process_while_the_debate_runs(tmp_path: Path) 
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+def test_a_linked_index_is_refused_like_any_file_of_the_folder(tmp_path: Path, monkeypatch: Any) -> None:
+    """moot never opens a debate's files through a link: `moot resume` refuses in one line and
+    changes nothing; `moot search` says it did not search that debate."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with LoopbackServer(reply=FactScript(PLANTS, {}, chars=400)) as srv:
+        _, folder = run(srv, tmp_path, write_config(tmp_path, turns=6))
+    path = Path(folder.path)
+    _unlink_index(path)
+    elsewhere = tmp_path / "elsewhere.sqlite"
+    elsewhere.write_bytes(b"")
+    (path / INDEX_FILE).symlink_to(elsewhere)
+    lines = (path / "events.jsonl").read_bytes().splitlines(keepends=True)
+    (path / "events.jsonl").write_bytes(b"".join(lines[:-3]))  # unfinished, so there is something to resume
+    (path / "state.json").unlink(missing_ok=True)
+    before = (path / "events.jsonl").read_bytes()
+    r = cli("resume", folder.id, "--headless", "--state-dir", str(path.parent))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "symbolic link" in r.stderr, r.stderr
+    assert (path / "events.jsonl").read_bytes() == before and elsewhere.read_bytes() == b""
+    s = cli("search", "lease", "--state-dir", str(path.parent))
+    assert s.returncode == 0 and s.stdout == "" and "not searched" in s.stderr and "symbolic link" in s.stderr
