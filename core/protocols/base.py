@@ -143,6 +143,9 @@ class DebateContext:
                    recall: RecallRequest | None = None) -> CallResult:
         """One call through the engine (`recall`: its view gets a recall tier)."""
         more = dict(extra or {})
+        people = [a.name for a in self.agents if a.is_person and a.id != agent.id]
+        if people:  # the demo provider answers what they wrote by name
+            more["people"] = people
         if self.settings.answer is not None:  # a question: the demo provider answers in the asked form
             more["answer_kind"] = self.settings.answer.kind
             more["choices"] = list(self.settings.answer.choices)

@@ -32,6 +32,9 @@ def register(sub: Subcommands) -> None:
     run.add_argument("--protocol", choices=list(PROTOCOL_NAMES), help="debate shape (default rounds; see the README)")
     run.add_argument("--samples", type=bounded("samples"), help="vote: how many independent answers (default: one "
                                                                 "per agent)")
+    run.add_argument("--human", action="append", metavar="NAME",
+                     help="take a seat as NAME: you propose, critique and refine (or speak in turn) like an agent; "
+                          "type in the TUI, on stdin headless, or with `moot ctl ID say` (repeat for more people)")
     run.add_argument("-r", "--rounds", type=bounded("rounds"), help="number of rounds (default 3)")
     run.add_argument("--turns", type=bounded("turns"), help="turns of a conversation (default 200)")
     run.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, solution on stdout")
