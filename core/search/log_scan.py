@@ -67,8 +67,6 @@ def events_after(path: Path, seq: int) -> Iterator[Event | int]:
         fh = open(path, "rb")  # noqa: SIM115 - closed below, after the generator is exhausted
     except FileNotFoundError:
         return
-    from ..events import parse_event
-
     with fh:
         size = os.fstat(fh.fileno()).st_size
         lo, hi = 0, size
@@ -85,11 +83,15 @@ def events_after(path: Path, seq: int) -> Iterator[Event | int]:
         for line in fh:
             if not line.endswith(b"\n"):
                 break
+            m = re.search(rb'"seq":(\d+)', line)
+            if m and int(m.group(1)) <= seq:
+                continue  # held already (the search lands up to 64 KiB before the first new line)
             if not _may_hold_text(line):
-                m = re.search(rb'"seq":(\d+)', line)
-                if m and int(m.group(1)) > seq:
+                if m:
                     yield int(m.group(1))
                 continue
+            from ..events import parse_event  # only for a new line with text: a current index imports no pydantic
+
             try:
                 event = parse_event(line)
             except (ValueError, RecursionError):
