@@ -25,13 +25,14 @@ from typing import assert_never
 from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
-from ..context.view import ViewBuilder
+from ..context.recall_tier import Recaller, RecallRequest, query_texts
+from ..context.view import ViewBuilder, item_label, render_task
 from .gate import Gate, StopRequested
 from .windows import Fit, Windows, reply_floor
 from ..context.view import ViewTooLarge
 from ..errors import ContextOverflow, ContextTooLong, ProviderError
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
-from ..models.state import CallMetadata, Contribution, ViewRecord
+from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
 from ..pricing import call_cost
 from ..providers.base import (
     CallHint,
@@ -88,6 +89,8 @@ class CallSpec:
     limit is asked again once with more room."""
     context_setting: str = "context.max_context_tokens"
     """The setting `context_tokens` comes from, named when a view cannot fit it."""
+    recall: RecallRequest | None = None
+    """A recall tier for this view: which old items may come back, and its token cap."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,8 @@ class CallEngine:
     endpoint_limits: dict[str, int] = field(default_factory=dict)
     """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
     windows: Windows = field(default_factory=Windows)
+    recaller: Recaller | None = None
+    """The debate's search index, once open: without it views recall nothing."""
 
     def __post_init__(self) -> None:
         self._sem = asyncio.Semaphore(self.max_concurrency)
@@ -208,11 +213,13 @@ class CallEngine:
         refusals = 0
         extra_room = 0
         spent: list[Completion] = []
+        recalled = self.recall(spec)
         while True:
             fit = self.fit(agent, spec.context_tokens, spec.max_tokens, model)
             budget = min(spec.budget, fit.input_budget) if spec.budget else fit.input_budget
             floor = reply_floor(record.phase, fit.max_tokens)
             record.window, record.window_source, record.count_ratio = fit.window, fit.source, fit.ratio
+            record.recall = recalled  # the builder lets it give way by replacing it, never by changing it
             try:
                 messages = self.builder.build(record, list(spec.history), budget, fit.stretch(floor))
             except ViewTooLarge as exc:
@@ -289,6 +296,19 @@ class CallEngine:
             self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
         return CallResult(completion, meta)
+    def recall(self, spec: CallSpec) -> RecallRecord | None:
+        """The recall tier chosen for a call, before its view is fitted (None: none asked for, no
+        index, or nothing found)."""
+        if spec.recall is None or self.recaller is None:
+            return None
+        record = spec.record
+        index = self.builder.index
+        history = list(spec.history)
+        texts = query_texts(history, record, render_task(record, index), index.prompts.get(record.task_key, ""))
+        in_view = [c.id for c in history] + list(record.task_contribution_ids)
+        return self.recaller.choose(record, spec.recall, texts, lambda c: item_label(c, record.agent_id, index),
+                                    exclude=in_view)
+
     def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, quotes: int = 0, context_tokens: int | None = None,
                    max_tokens: int | None = None, setting: str = "context.max_context_tokens") -> None:
         """Raise `ContextOverflow` (naming the limit that binds) when even the smallest form of

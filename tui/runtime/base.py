@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from ...core.clock import SYSTEM_CLOCK, Clock
@@ -69,6 +70,11 @@ class Runtime:
     def can_steer(self) -> bool:
         """Do commands reach the engine (this process runs it, or another one we attach to)?"""
         return False
+
+    @property
+    def debate_path(self) -> Path | None:
+        """The debate's folder on disk (None before it has its name): `/search` reads its index."""
+        return None
 
     def refresh(self) -> None:
         """Once a second: look again at what may change outside (another process's lock)."""

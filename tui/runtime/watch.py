@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiofiles
 from pydantic import ValidationError
@@ -45,6 +46,11 @@ class WatchRuntime(Runtime):
         """False once no process writes the debate and the whole log was read."""
         self._paused = False
         self._writer = writer_alive(folder)
+
+    @property
+    def debate_path(self) -> Path | None:
+        folder = self.folder
+        return None if folder.pending else folder.path
 
     @property
     def can_steer(self) -> bool:
