@@ -11,11 +11,13 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 from .describe import describe
 from ..errors import ExitCode, StoreError
-from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
+from ..events import DebateInterrupted, DebateResumed, Subscription, is_terminal, parse_event
 from ..models.state import DebateState
 from .printer import print_events, solution_text
 from ..session import DebateSession
@@ -47,25 +49,39 @@ def ending_line(state: DebateState, folder: Path) -> str | None:
     return None
 
 
-async def run_headless(session: DebateSession) -> DebateState:
+Printer = Callable[[Subscription], Coroutine[Any, Any, None]]
+"""Prints a debate's events as they come (`print_events`; plain mode's `print_plain`)."""
+Steering = Callable[[Callable[[str], None]], Coroutine[Any, Any, None]]
+"""Takes commands while the debate runs (plain mode's stdin); given the function that
+interrupts the debate at once with a cause, as a signal does."""
+
+
+async def run_headless(session: DebateSession, printer: Printer | None = None,
+                       steering: Steering | None = None) -> DebateState:
     """Run the debate to its end, printing progress; signals interrupt it (saved, resumable)."""
     printer_sub = session.bus.subscribe("printer")
     # The debate's own end line is left to `finish_headless`, which says it once, with the resume hint.
-    printer = asyncio.create_task(print_events(printer_sub, skip=(DebateInterrupted,)))
+    printing = asyncio.create_task(printer(printer_sub) if printer is not None
+                                   else print_events(printer_sub, skip=(DebateInterrupted,)))
     session.start_writer()
     loop = asyncio.get_running_loop()
     engine = asyncio.ensure_future(session.run())
     interrupted = False
 
-    def on_signal(sig: signal.Signals) -> None:
+    def interrupt(cause: str) -> None:
         # Ctrl-C / SIGTERM: cancel the debate at once (it records `interrupted` and
         # flushes the log). Signals that come while it flushes are ignored, so a
         # second Ctrl-C cannot tear the log.
         nonlocal interrupted
         if not interrupted and not engine.done():
             interrupted = True
-            session.orchestrator.interrupted_by = sig.name
+            session.orchestrator.interrupted_by = cause
             engine.cancel()
+
+    def on_signal(sig: signal.Signals) -> None:
+        interrupt(sig.name)
+
+    steer = asyncio.create_task(steering(interrupt)) if steering is not None else None
 
     stop_signals = []
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -85,21 +101,31 @@ async def run_headless(session: DebateSession) -> DebateState:
     finally:
         for sig in stop_signals:
             loop.remove_signal_handler(sig)
+        if steer is not None:
+            steer.cancel()
         session.bus.unsubscribe(printer_sub)
-        await printer
+        await printing
     return state
 
 
-def finish_headless(session: DebateSession, state: DebateState) -> int:
-    """Print the solution (stdout) or the ending line (stderr); the exit code for the debate."""
+def finish_headless(session: DebateSession, state: DebateState, plain: bool = False) -> int:
+    """Print the solution (stdout) or the ending line (stderr); the exit code for the debate.
+
+    Plain mode reads the solution out last, under a heading, and says where it was saved on
+    stdout too, so everything is read in order."""
     folder = session.folder.path
     line = ending_line(state, folder)
     if line is not None:
         print(line, file=sys.stderr)
         return state.exit_code if state.status != "running" else int(ExitCode.INTERRUPTED)
+    if plain:
+        print("\nFinal solution.\n", flush=True)
     sys.stdout.write(solution_text(state))
     sys.stdout.flush()
-    print(f"saved in {folder}", file=sys.stderr)
+    if plain:
+        print(f"\nEnd of the final solution. The debate is saved in {folder}.", flush=True)
+    else:
+        print(f"saved in {folder}", file=sys.stderr)
     return int(ExitCode.OK)
 
 
