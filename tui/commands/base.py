@@ -53,6 +53,9 @@ class CommandContext(Protocol):
 
     def open_help(self) -> None: ...
 
+    def open_debates(self) -> None:
+        """The saved debates (the sessions screen), to open another one."""
+
     def controls_changed(self) -> None:
         """Pause/resume changed: redraw the header's status and the footer's keys."""
 

@@ -26,6 +26,7 @@ def palette_entries(agents: Iterable[tuple[str, str]], themes: Iterable[str]) ->
         ("Context overview", COMMANDS["context"].help, "/context"),
         ("Save the final solution", COMMANDS["save"].help, "/save"),
         ("Copy the final solution", COMMANDS["copy"].help, "/copy"),
+        ("Saved debates", COMMANDS["debates"].help, "/debates"),
         ("Help: commands and keys", COMMANDS["help"].help, "/help"),
         ("Quit moot", COMMANDS["quit"].help, "/quit"),
     ]

@@ -43,6 +43,7 @@ class DebateScreen(DebateEvents):
         Binding("left_square_bracket", "next_agent(-1)", "Previous agent", show=False),
         Binding("s", "summarize", "Summarize"),
         Binding("c", "context", "Context"),
+        Binding("d", "debates", "Debates", show=False),
         Binding("i", "inspect", "Inspect", show=False),
         Binding("p", "toggle_pause", "Pause"),
         Binding("x", "stop", "Stop"),
@@ -127,6 +128,12 @@ class DebateScreen(DebateEvents):
         from .help import HelpScreen
 
         self.app.push_screen(HelpScreen())
+
+    def open_debates(self) -> None:
+        from ..app import MootApp
+
+        if isinstance(self.app, MootApp):
+            self.app.open_sessions()
 
     def controls_changed(self) -> None:
         self._refresh_header()
@@ -223,6 +230,9 @@ class DebateScreen(DebateEvents):
         for pane in ([self._focused_pane()] if self._focused_pane() else self.panes.values()):
             if pane is not None:
                 pane.follow()
+
+    def action_debates(self) -> None:
+        self.run_command_line("/debates")
 
     def action_help(self) -> None:
         self.run_command_line("/help")
