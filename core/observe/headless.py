@@ -185,5 +185,8 @@ async def tail_events(folder: DebateFolder, poll_s: float = 0.2) -> int:
 
 
 def wants_tui(headless: bool) -> bool:
-    """The TUI when asked for and a terminal is there (not in CI)."""
+    """The TUI when asked for and a terminal is there (not in CI), or when textual-serve runs
+    this process for a browser (`moot serve`: its pipes stand for the terminal)."""
+    if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):
+        return not headless
     return not headless and sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("CI") is None
