@@ -176,6 +176,21 @@ async def test_filter_as_you_type(debates: Path) -> None:
         assert order(screen) == ["killed"]
 
 
+async def test_a_burst_after_the_slash_reaches_the_filter(debates: Path) -> None:
+    """`/queue` sent in one burst (tmux send-keys, a paste): every key is in the filter, none
+    reaches the table's keys (`q` would quit); a `/` inside the filter is text."""
+    from tests.tui.test_key_bursts import burst
+
+    app = sessions_app(debates)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await loaded(pilot)
+        burst(app, "/queue")
+        await wait_for(pilot, lambda: screen.query_one(Input).value == "queue")
+        assert order(screen) == ["queue"] and app.is_running
+        burst(app, "/x")
+        await wait_for(pilot, lambda: screen.query_one(Input).value == "queue/x")
+
+
 async def test_open_watch_and_replay_then_come_back(debates: Path) -> None:
     app = sessions_app(debates)
     async with app.run_test(size=(140, 45)) as pilot:

@@ -13,6 +13,7 @@ import time
 
 from rich.text import Text
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.events import Resize
@@ -39,7 +40,10 @@ class DebatesScreen(Screen[None]):
         Binding("r", "replay", "Replay"),
         Binding("s", "sort", "Sort"),
         Binding("S", "reverse", "Reverse", key_display="S"),
-        Binding("slash,ctrl+f", "filter", "Filter", key_display="/"),
+        # A priority binding runs as the app reads the key, so the keys right after the slash
+        # (typed fast, pasted, tmux send-keys) already go to the filter.
+        Binding("slash", "filter", "Filter", key_display="/", priority=True),
+        Binding("ctrl+f", "filter", "Filter", show=False),
         Binding("f5", "reload", "Reload"),
         Binding("escape", "back", "Back", show=False),
         Binding("q", "app.quit", "Quit"),
@@ -187,7 +191,13 @@ class DebatesScreen(Screen[None]):
             self.sort_by(str(event.column_key.value))
 
     def action_filter(self) -> None:
-        self.query_one("#debates-filter", Input).focus()
+        """`/` or ctrl+f: type in the filter; a `/` typed in
+        the filter is text. Focus now, not later (Widget.focus defers): the keys right after the
+        slash (typed fast, pasted) must reach the filter, not the table's keys (`q` would quit)."""
+        field = self.query_one("#debates-filter", Input)
+        if self.focused is field:
+            raise SkipAction()
+        self.set_focus(field)
 
     @on(Input.Changed, "#debates-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -197,7 +207,7 @@ class DebatesScreen(Screen[None]):
 
     @on(Input.Submitted, "#debates-filter")
     def _filter_done(self) -> None:
-        self.query_one(DataTable).focus()
+        self.set_focus(self.query_one(DataTable))
 
     def action_back(self) -> None:
         """esc: leave the filter (a second esc clears it), then go back (or quit at the top)."""
