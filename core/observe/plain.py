@@ -167,7 +167,8 @@ class PlainNarrator:
         focus = f" It focuses on: {one_line_safe(s.focus, 200)}." if s.focus else ""
         fallback = (f" The {s.method} summary failed ({one_line_safe(md.fallback_reason, 200)}); "
                     "a rule-based one was used." if md.fallback_reason else "")
-        return (f"Summary of {who}, because {why}: {md.before_tokens:,} tokens became {md.after_tokens:,}, "
+        because = "" if judge else f", because {why}"
+        return (f"Summary of {who}{because}: {md.before_tokens:,} tokens became {md.after_tokens:,}, "
                 f"covering {s.covered_count} items.{focus}{fallback}")
 
 
