@@ -224,3 +224,22 @@ def test_cli_html_to_stdout_and_bad_flags(debate: tuple[DebateState, DebateFolde
     assert out.returncode == 0 and out.stdout == render_html(folder.load())
     bad = cli("report", state.id, "--max-calls", "3", "--state-dir", sd)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--html" in bad.stderr
+
+
+@pytest.mark.parametrize("protocol", ["vote", "council"])
+def test_votes_and_rankings(tmp_path: Path, protocol: str) -> None:
+    """A vote's answers and counts, a council's mean ranks and each ranking's anonymized labels."""
+    config = {"debate": {"protocol": protocol, "answer": {"kind": "number"}}}
+    state, _ = asyncio.run(run_debate(tmp_path, "What is 17 * 23?", config=config, rounds=None))
+    tally = state.final_solution.tally if state.final_solution else None
+    assert tally is not None
+    page = Page(render_html(state))
+    assert page.errors == [] and "votes" in page.ids()
+    assert f"Decided: {tally.summary()}" in page.text
+    if protocol == "vote":
+        assert tally.winner is not None and tally.counts[tally.winner] >= 2
+        assert "AnswerVotes" in page.text.replace("\n", "") and tally.winner in page.text
+    else:
+        assert tally.ranks and "Mean rank (1 = best)" in page.text
+        rankings = [c for c in state.all_contributions() if c.type == "ranking"]
+        assert rankings and page.text.count("Anonymized as: Response A = ") == len(rankings)

@@ -25,7 +25,7 @@ from ..core.storage.folder import DebateFolder
 from ..core.storage.state_dir import StateDir
 from .collector import QuietCollector
 from .commands.palette import MootCommandProvider
-from .screens.debates import DebatesScreen
+from .screens.debates import DebatesScreen, ShowSessions
 from ..core.clock import Clock
 from ..core.errors import ExitCode
 from .runtime.base import Runtime
@@ -202,6 +202,10 @@ class MootApp(App[int]):
             return self.state_dir
         folder = next((f for f in (r.debate_folder() for r in self.runtimes) if f is not None), None)
         return StateDir(folder.path.parent) if folder is not None else StateDir()
+
+    @on(ShowSessions)
+    def _show_sessions(self) -> None:
+        self.open_sessions()
 
     def open_sessions(self) -> None:
         """The sessions screen over the debate shown (`d`, `/debates`): back to the one already

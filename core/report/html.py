@@ -292,11 +292,10 @@ def _votes(h: Html, state: DebateState) -> str:
     out = ['<section id="votes"><h2>Votes and rankings</h2>']
     answers = dict(getattr(tally, "answers", {}))
     if answers:
-        out.append(table(h, ["Agent", "Answer"], [(a, v if v is not None else "(none in the asked form)")
-                                                  for a, v in answers.items()]))
+        out.append(table(h, ["Agent", "Answer"], [(a, _answer(v)) for a, v in answers.items()]))
     counts = dict(getattr(tally, "counts", {}))
-    if counts:
-        out.append(table(h, ["Answer", "Votes"], counts.items(), numeric=(1,)))
+    if counts and not all(str(k).startswith(FREE_FORM) for k in counts):
+        out.append(table(h, ["Answer", "Votes"], [(_answer(k), n) for k, n in counts.items()], numeric=(1,)))
     ranks = dict(getattr(tally, "ranks", {}))
     if ranks:
         out.append(table(h, ["Author", "Mean rank (1 = best)"], [(a, f"{r:.2f}") for a, r in ranks.items()],
@@ -305,6 +304,16 @@ def _votes(h: Html, state: DebateState) -> str:
     if summary:
         out.append(f"<p><strong>Decided:</strong> {h.text(summary)}</p>")
     return "".join(out) + "</section>"
+
+
+FREE_FORM = "text#"
+"""How a tally keys a free-form reply (its whole text votes, by a hash of it)."""
+
+
+def _answer(value: str | None) -> str:
+    if value is None:
+        return "(none in the asked form)"
+    return "(a free-form reply: its text is in the rounds above)" if value.startswith(FREE_FORM) else value
 
 
 def _synthesis(h: Html, state: DebateState, index: DebateIndex) -> str:

@@ -54,8 +54,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def check_run_args(run_args: list[str]) -> None:
     """The args are `moot run`'s (checked now: one line and exit 2, not a broken page later), and
     keep the TUI (a browser tab shows nothing of a headless run)."""
-    from moot.cli import build_parser
+    from . import run
+    from .flags import Parser
 
-    parsed = build_parser().parse_args(["run", *run_args])
+    parser = Parser(prog="moot")
+    run.register(parser.add_subparsers(dest="command", required=True, parser_class=Parser))
+    parsed = parser.parse_args(["run", *run_args])
     if parsed.headless or parsed.plain:
         raise InputError("moot serve shows the TUI: leave out --headless and --plain")

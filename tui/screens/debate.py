@@ -25,6 +25,7 @@ from .context import ContextScreen
 from .context_overview import ContextOverviewScreen
 from .debate_events import DebateEvents, agent_usage
 from .debate_layout import GRID_CHROME, grid_shape, needs_focus_layout
+from .debates import ShowSessions
 
 __all__ = ["DebateScreen", "GRID_CHROME", "agent_usage", "grid_shape", "needs_focus_layout"]
 
@@ -130,10 +131,7 @@ class DebateScreen(DebateEvents):
         self.app.push_screen(HelpScreen())
 
     def open_debates(self) -> None:
-        from ..app import MootApp
-
-        if isinstance(self.app, MootApp):
-            self.app.open_sessions()
+        self.post_message(ShowSessions())
 
     def controls_changed(self) -> None:
         self._refresh_header()

@@ -33,6 +33,10 @@ TEXT_FIRST = (PROBLEM, "status", "protocol")
 """Columns that sort A to Z when first chosen (the others: newest, largest first)."""
 
 
+class ShowSessions(Message):
+    """A debate screen asks for the saved debates (`d`, `/debates`); the app shows them."""
+
+
 class DebatesScreen(Screen[None]):
     CSS_PATH = "debates.tcss"
     BINDINGS = [
