@@ -37,10 +37,17 @@ class ShowSessions(Message):
     """A debate screen asks for the saved debates (`d`, `/debates`); the app shows them."""
 
 
+class SessionsTable(DataTable[Text]):
+    """The table of debates: its `enter` says what it does in the footer (the DataTable's own
+    binding, "select", hides the screen's)."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Watch")]
+
+
 class DebatesScreen(Screen[None]):
     CSS_PATH = "debates.tcss"
     BINDINGS = [
-        Binding("enter", "open", "Watch"),
+        Binding("enter", "open", "Watch", show=False),
         Binding("r", "replay", "Replay"),
         Binding("s", "sort", "Sort"),
         Binding("S", "reverse", "Reverse", key_display="S"),
@@ -78,7 +85,7 @@ class DebatesScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Label(Text(f"moot · saved debates in {self.state_dir.root}"), id="debates-title")
         yield Input(placeholder="/ filter: words of the problem, id, protocol, status, DEMO", id="debates-filter")
-        yield DataTable(id="debates", cursor_type="row", zebra_stripes=True)
+        yield SessionsTable(id="debates", cursor_type="row", zebra_stripes=True)
         yield Label("", id="debates-empty")
         yield Label("", id="debates-detail")
         yield Footer()
