@@ -70,7 +70,8 @@ def _header(h: Html, state: DebateState, title: str) -> str:
     word = _step_word(state)
     out = [f"<header><h1>Debate report: {h.text(title)}</h1>",
            f'<p class="meta"><strong>Status:</strong> {h.text(status)} · <strong>Protocol:</strong> '
-           f"{h.text(state.protocol)} · <strong>{word.capitalize()}s:</strong> {len(state.rounds)}/{state.total_rounds}"
+           f"{h.text(state.protocol)} · <strong>{word.capitalize()}s:</strong> "
+           f"{len(state.rounds)}/{state.total_rounds}"
            f" · <strong>Debate:</strong> <code>{h.text(state.id)}</code> · <strong>Created:</strong> {created}</p>"]
     if uses_demo(state):
         out.append('<p class="banner">DEMO — agents in this debate used the offline demo provider: every answer '
@@ -90,7 +91,8 @@ def _toc(h: Html, state: DebateState) -> str:
     links += [("synthesis", "Final synthesis"), ("costs", "Tokens and cost"), ("what-they-saw", "What each agent saw")]
     items = "".join(f'<li><a href="#{a}">{h.text(label)}</a></li>' for a, label in links)
     agents = "".join(f'<li><a href="#{agent_anchor(p.id)}">{h.text(p.name)}</a></li>' for p in people(state))
-    return f'<nav class="toc"><strong>Contents</strong><ul>{items}</ul><strong>Per agent</strong><ul>{agents}</ul></nav>'
+    return (f'<nav class="toc"><strong>Contents</strong><ul>{items}</ul>'
+            f"<strong>Per agent</strong><ul>{agents}</ul></nav>")
 
 
 def _problem(h: Html, state: DebateState) -> str:
@@ -101,8 +103,10 @@ def _agents(h: Html, state: DebateState) -> str:
     rows = []
     for p in people(state):
         judge = state.judge is not None and p.id == state.judge.id
-        name = f'<a href="#{agent_anchor(p.id)}">{h.text(p.name)}</a>' + (' <span class="tag">judge</span>' if judge else "")
-        cells = [h.text(p.id), name, h.text(p.role), h.text(p.model), h.text("DEMO" if p.provider == "demo" else p.provider),
+        name = f'<a href="#{agent_anchor(p.id)}">{h.text(p.name)}</a>'
+        name += ' <span class="tag">judge</span>' if judge else ""
+        provider = "DEMO" if p.provider == "demo" else p.provider
+        cells = [h.text(p.id), name, h.text(p.role), h.text(p.model), h.text(provider),
                  h.text(f"{p.temperature:g}"), count(p.budget)]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells[:-1]) + f'<td class="num">{cells[-1]}</td></tr>')
     head = "".join(f"<th>{c}</th>" for c in ("Id", "Name", "Role", "Model", "Provider", "Temperature"))
@@ -163,8 +167,8 @@ def _steps(h: Html, state: DebateState, index: DebateIndex) -> str:
         what = ", ".join(f"{n} {TYPE_WORDS.get(t, t).lower()}{'s' if n != 1 else ''}" for t, n in kinds.items())
         summaries = len(rnd.summaries) + len(rnd.replaced_summaries)
         what += f"; {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else ""
-        out.append(collapsible(f"<strong>Round {rnd.number}</strong> <span class=\"muted\">{h.text(what or 'nothing recorded')}"
-                               "</span>", body or '<p class="muted">No contributions recorded in this round.</p>',
+        head = f'<strong>Round {rnd.number}</strong> <span class="muted">{h.text(what or "nothing recorded")}</span>'
+        out.append(collapsible(head, body or '<p class="muted">No contributions recorded in this round.</p>',
                                open_=True, anchor=f"round-{rnd.number}"))
     return "".join(out) + "</section>"
 
@@ -268,8 +272,9 @@ def _after(h: Html, state: DebateState, number: int) -> str:
     word = _step_word(state)
     for s in state.convergence:
         if s.round == number:
+            raw = " ".join((s.raw or "").split())[:200]
             text = (f"{s.confidence} — {s.reason}" if s.confidence is not None
-                    else "not parsed" + (f" (the judge answered: {' '.join((s.raw or '').split())[:200]})" if s.raw else ""))
+                    else "not parsed" + (f" (the judge answered: {raw})" if raw else ""))
             out.append(f"<p><strong>Convergence score after {word} {number}:</strong> {h.text(text)}</p>")
     for n in state.notes:
         if n.after_round == number:

@@ -90,7 +90,8 @@ def _call(h: Html, state: DebateState, view: dict[str, Any], shared_system: str 
 
 def _message(h: Html, message: dict[str, Any], tier: str, tokens: int, shared_system: str | None) -> str:
     about = f" · result of {message['tool_call_id']}" if message.get("tool_call_id") else ""
-    head = f'<div class="head">[{h.text(message["role"])}] {h.text(tier)} · {count(tokens)} tokens{h.text(about)}</div>'
+    head = (f'<div class="head">[{h.text(message["role"])}] {h.text(tier)} · {count(tokens)} tokens'
+            f"{h.text(about)}</div>")
     content = message.get("content") or ""
     if message["role"] == "system" and shared_system is not None and content == shared_system:
         body = '<p class="muted">(the system prompt shown at the top of this section)</p>'
