@@ -21,10 +21,7 @@ import logging
 import secrets
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from aiohttp import web
+from typing import Any
 
 INSTALL_HINT = "moot serve needs textual-serve: pip install 'moot[serve]'"
 REFUSED = "moot serve: this address needs the token printed when the server started\n"
@@ -49,7 +46,7 @@ def serve(command: str, *, host: str, port: int, token: str, public_url: str | N
     try:
         import aiohttp_jinja2
         import jinja2
-        from aiohttp import WSMsgType, web  # noqa: F401 - textual-serve's own dependencies
+        from aiohttp import web
         from textual_serve.server import Server
     except ImportError:
         from ..core.errors import ConfigError
