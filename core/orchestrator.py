@@ -13,7 +13,7 @@ each honoured at the next call boundary (the gate), never in the middle of a cal
 from __future__ import annotations
 
 import asyncio
-from typing import assert_never
+from typing import assert_never, cast
 
 from . import prompts
 from .agents import find_agent
@@ -37,12 +37,14 @@ from .events import (
     Event,
     EventBus,
     NoteInjected,
+    SeatAnswered,
     SummaryRequested,
     Warning_,
 )
 from .models.config import MootConfig
 from .models.state import AgentInfo, DebateState, ModeratorNote
-from .models.terms import MAX_FOCUS
+from .models.terms import MAX_FOCUS, Phase
+from .human.desk import Answer, Turn, Via
 from .protocols import PROTOCOLS
 from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
@@ -60,6 +62,9 @@ def endpoint_limits(config: MootConfig, agents: list[ResolvedAgent]) -> dict[str
     the `max_concurrency` of the agents that use it."""
     limits: dict[str, int] = {}
     for a in agents:
+        if a.is_person:  # a person answers one thing at a time
+            limits[endpoint_of(a)] = 1
+            continue
         endpoint = config.providers.get(a.config.base_url or "")
         for n in (a.config.max_concurrency, endpoint.max_concurrency if endpoint else None):
             if n is not None:
@@ -104,6 +109,9 @@ class Orchestrator:
         self.agents = [resolve_agent(a, config, default_provider) for a in seats]
         self.judge = resolve_agent(config.judge, config, default_provider)
         self.bus.listen(self._fold)
+        self.desk = providers.desk
+        """The people's open turns (`--human`): their answers come in through `say`."""
+        self.desk.on_answer = self._answered
         self.gate = Gate(config.debate, lambda: self.state.totals)
         self.engine = CallEngine(providers=providers, builder=self.builder, gate=self.gate, emit=self.emit,
                                  clock=clock, max_concurrency=config.debate.max_concurrency,
@@ -155,7 +163,25 @@ class Orchestrator:
         if not self.gate.stop():
             return False
         self.emit(ControlChanged(action="stop", command_id=command_id))
+        self.desk.stop()  # a person's open turn ends now (what they typed is in the drafts)
         return True
+
+    def say(self, agent_id: str, text: str, *, via: Via = "library", command_id: str | None = None) -> None:
+        """A person's answer to their open turn (`--human`): `agent_id` by id, name or role of a
+        person's seat. ValueError (one line) when no such seat waits, or the text is empty or
+        longer than a reply may be."""
+        people = [a for a in self.agents if a.is_person]
+        if not people:
+            raise ValueError("nobody takes a seat in this debate (start it with --human NAME)")
+        agent = find_agent(agent_id, people)
+        if agent is None:
+            raise ValueError(f"no person's seat {agent_id!r}; seats: {', '.join(a.id for a in people)}")
+        self.desk.submit(agent.id, redact(text, self.providers.secrets), via=via, command_id=command_id)
+
+    def _answered(self, turn: Turn, answer: Answer) -> None:
+        self.emit(SeatAnswered(agent_id=turn.agent_id, round=turn.round, phase=cast(Phase, turn.phase),
+                               target_agent_id=turn.target_agent_id, via=answer.via, chars=len(answer.text),
+                               command_id=answer.command_id))
 
     def inject(self, text: str, *, command_id: str | None = None) -> ModeratorNote:
         """A moderator note every agent sees verbatim, from its next call on."""
@@ -193,6 +219,13 @@ class Orchestrator:
                     self.request_summary(agent_id, command.text, command_id=command.id)
             case "inject":
                 self.inject(command.text or "", command_id=command.id)
+            case "say":
+                seats = [a.id for a in self.agents if a.is_person]
+                who = command.agent or (seats[0] if len(seats) == 1 else "")
+                if not who:
+                    raise ValueError(f"say as whom? seats: {', '.join(seats)} (moot ctl ID --as NAME say …)"
+                                     if seats else "nobody takes a seat in this debate")
+                self.say(who, command.text or "", via="ctl", command_id=command.id)
             case _:
                 assert_never(command.action)
 

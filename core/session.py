@@ -16,6 +16,7 @@ from .config import Overrides, build_config
 from .control.commands import Inbox
 from .errors import StoreError
 from .events import EventBus, Subscription, Warning_
+from .human.drafts import Drafts
 from .models.config import MootConfig
 from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
@@ -59,6 +60,16 @@ class DebateSession:
     @property
     def state(self) -> DebateState:
         return self.orchestrator.state
+
+    def seat_people(self) -> None:
+        """Keep the people's drafts in this debate's folder (it may still be renamed: asked lazily)."""
+        folder = self.folder
+        self.orchestrator.desk.drafts = Drafts(lambda: folder.path)
+
+    @property
+    def people(self) -> dict[str, str]:
+        """The people who take a seat: agent id → name."""
+        return {a.id: a.name for a in self.orchestrator.agents if a.is_person}
 
     def start_writer(self) -> None:
         self._writer_sub = self.bus.subscribe("event-log")
@@ -145,6 +156,9 @@ class DebateSession:
             except Exception:  # noqa: BLE001 - reported by run() as a StoreError
                 pass
             self._writer_sub = None
+            drafts = self.orchestrator.desk.drafts
+            if self.writer_error is None and self.people and drafts is not None:
+                drafts.prune(self.state.all_contributions(), set(self.people))  # the log holds them all
         await self.providers.aclose()
         self.folder.discard()  # never started (no first event on disk): leave nothing behind
 
@@ -181,7 +195,9 @@ def new_session(
     except BaseException:
         folder.discard()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session.seat_people()
+    return session
 
 
 def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | None = None) -> DebateSession:
@@ -211,7 +227,11 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session.seat_people()
+    if session.people and orch.desk.drafts is not None:  # turns recorded before a kill: their drafts go
+        orch.desk.drafts.prune(state.all_contributions(), set(session.people))
+    return session
 
 
 __all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session"]

@@ -26,7 +26,7 @@ from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
 from ..context.view import ViewBuilder
-from .gate import Gate
+from .gate import Gate, StopRequested
 from .windows import Fit, Windows, reply_floor
 from ..context.view import ViewTooLarge
 from ..errors import ContextOverflow, ContextTooLong, ProviderError
@@ -101,7 +101,10 @@ REFUSAL_RETRIES = 3
 
 
 def endpoint_of(agent: ResolvedAgent) -> str:
-    """The endpoint a call goes to: the provider, and the base URL for an OpenAI-compatible one."""
+    """The endpoint a call goes to: the provider, and the base URL for an OpenAI-compatible one;
+    a person's seat is an endpoint of its own (one call in flight: see `Orchestrator`)."""
+    if agent.is_person:
+        return f"{agent.provider}:{agent.id}"
     return f"{agent.provider}:{agent.config.base_url or ''}" if agent.provider == "openai" else agent.provider
 
 
@@ -122,6 +125,9 @@ class CallEngine:
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self.in_flight = 0
         """Calls past the gate and not yet ended."""
+        self.seats_open = 0
+        """Of those, the turns waiting for a person: no model runs for them, so a pause is in
+        effect without waiting for them (the person may still answer)."""
         self._pause_reported = False
         self._endpoint_sems = {e: asyncio.Semaphore(n) for e, n in self.endpoint_limits.items()}
 
@@ -130,7 +136,7 @@ class CallEngine:
         return self.providers.secrets
 
     def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int) -> float:
-        if agent.provider == "demo":
+        if agent.provider == "demo" or agent.is_person:
             return 0.0
         return call_cost(model, prompt, completion, self.prices)
 
@@ -176,13 +182,17 @@ class CallEngine:
             record.model = spec.model
         model = record.model or agent.model
         endpoint = endpoint_of(agent)
-        async with self._sem, self._endpoint_sems.get(endpoint, _NO_LIMIT):
+        # The endpoint's own limit first: a call queued behind it holds none of the shared slots.
+        # A person's turn takes no model slot at all (it may wait for minutes).
+        async with self._endpoint_sems.get(endpoint, _NO_LIMIT), (_NO_LIMIT if agent.is_person else self._sem):
             await self.gate.wait()
             self.in_flight += 1
+            self.seats_open += agent.is_person
             try:
                 return await self._run(spec, agent, record, provider, model, endpoint)
             finally:
                 self.in_flight -= 1
+                self.seats_open -= agent.is_person
                 # Said after the caller has recorded what the call wrote (it does so as soon as this
                 # returns): "paused, no call in flight" never comes before the last call's contribution.
                 asyncio.get_running_loop().call_soon(self.report_pause)
@@ -191,7 +201,7 @@ class CallEngine:
         """Once paused with no call in flight, say so (once): from then on nothing runs."""
         if not self.gate.paused:
             self._pause_reported = False
-        elif self.in_flight == 0 and not self._pause_reported:
+        elif self.in_flight == self.seats_open and not self._pause_reported:
             self._pause_reported = True
             self.emit(ControlChanged(action="pause", effective=True))
 
@@ -372,6 +382,10 @@ class CallEngine:
                     case _:
                         assert_never(item)
             raise ProviderError(f"{provider}: the stream ended without a completion")
+        except StopRequested:  # a person's turn that a stop ended: asked again on resume
+            self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error="stopped before an answer came",
+                                 will_retry=False))
+            raise
         except ProviderError as exc:
             message = redact(str(exc), secrets)
             exc.args = (message,)

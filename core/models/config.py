@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .terms import (
-    JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
+    HUMAN, JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
 )
 
 
@@ -113,6 +113,7 @@ class AgentConfig(_Strict):
     role: Role = "generalist"
     model: str | None = None
     provider: ProviderName | None = None
+    """`openai`, `demo`, or `human`: a seat a person takes (their turns are typed; see the README)."""
     temperature: float = Field(0.5, ge=0, le=2)
     system_prompt_path: str | None = None
     summary_prompt_path: str | None = None
@@ -267,6 +268,9 @@ class MootConfig(_Strict):
             if agent.id == self.judge.id:
                 raise ValueError(f"agent id {agent.id!r} is the judge's id")
             seen.add(agent.id)
+        if self.judge.provider == HUMAN:
+            raise ValueError("the judge cannot be a person (provider \"human\"): its synthesis is a JSON "
+                             "verdict; take a seat among the agents instead")
         return self
 
     @property

@@ -13,7 +13,7 @@ import signal
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .describe import describe
 from ..errors import ExitCode, StoreError
@@ -25,6 +25,9 @@ from ..safety.sanitize import one_line_safe
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder, writer_alive
 from ..storage.state_dir import default_state_dir
+
+if TYPE_CHECKING:
+    from ..human.stdin_seat import LineReader
 
 
 def resume_hint(folder: Path, debate_id: str) -> str:
@@ -57,13 +60,22 @@ interrupts the debate at once with a cause, as a signal does."""
 
 
 async def run_headless(session: DebateSession, printer: Printer | None = None,
-                       steering: Steering | None = None) -> DebateState:
-    """Run the debate to its end, printing progress; signals interrupt it (saved, resumable)."""
+                       steering: Steering | None = None, seat_out: TextIO | None = None,
+                       seat_lines: LineReader | None = None) -> DebateState:
+    """Run the debate to its end, printing progress; signals interrupt it (saved, resumable).
+
+    A person's turns are shown on `seat_out` (stderr) and read from `seat_lines` (stdin)."""
     printer_sub = session.bus.subscribe("printer")
     # The debate's own end line is left to `finish_headless`, which says it once, with the resume hint.
     printing = asyncio.create_task(printer(printer_sub) if printer is not None
                                    else print_events(printer_sub, skip=(DebateInterrupted,)))
     session.start_writer()
+    seat = None
+    if session.people:  # a person's turns: shown on stderr, answered on stdin (or `moot ctl say`)
+        from ..human.stdin_seat import StdinSeat
+
+        seat = asyncio.create_task(StdinSeat(session.orchestrator.desk, session.folder.id, session.people,
+                                             seat_out or sys.stderr, seat_lines).run())
     loop = asyncio.get_running_loop()
     engine = asyncio.ensure_future(session.run())
     interrupted = False
@@ -99,6 +111,8 @@ async def run_headless(session: DebateSession, printer: Printer | None = None,
             state = session.state
             await session.close()
     finally:
+        if seat is not None:
+            seat.cancel()
         for sig in stop_signals:
             loop.remove_signal_handler(sig)
         if steer is not None:

@@ -34,6 +34,7 @@ from ..events import (
     PhaseCompleted,
     PhaseStarted,
     RoundStarted,
+    SeatAnswered,
     SummaryAdded,
     SummaryRequested,
     SynthesisCompleted,
@@ -101,6 +102,10 @@ class PlainNarrator:
                 return self._contribution(c)
             case SummaryAdded(summary=s, judge=judge):
                 return self._summary(s, judge)
+            case SeatAnswered(agent_id=agent_id, via=via):
+                where = {"editor": " in the editor", "stdin": " on the keyboard", "ctl": " with moot ctl say",
+                         "library": ""}[via]
+                return f"{self.name(agent_id)} answered{where}; the answer is read out as it is recorded."
             case SummaryRequested(agent_id=agent_id, focus=focus):
                 about = f", focusing on: {one_line_safe(focus, 200)}" if focus else ""
                 return f"Summary requested for {self.name(agent_id)}, made at its next call{about}."

@@ -2,21 +2,22 @@
 
 `/pause`, `/resume`, `/stop`, `/inject TEXT`, `/summarize [agent|all] [focus]`, `/help` and
 `/quit` go through the same door as the TUI's (`Orchestrator.pause`, …); each answers in one
-sentence at once, and the event that records the effect is read out when it happens. Lines are
-read by a daemon thread (a blocked read never keeps the process alive), and while the agents'
-clarifying questions wait for answers, each line is the next answer instead.
+sentence at once, and the event that records the effect is read out when it happens. Lines come
+from the process's one reader of stdin (`human.stdin_lines`), and while the agents'
+clarifying questions wait for answers, or a person (`--human`) has a seat, each line that is no
+command is text for them instead (the person's seat reads it as it reads stdin headless).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-import threading
 from collections.abc import Callable
 from typing import TextIO
 
 from ..models.state import Clarification
 from ..models.terms import MAX_FOCUS
+from ..human.stdin_lines import StdinLines, stdin_lines
 from ..orchestrator import Orchestrator
 from ..safety.sanitize import one_line_safe
 
@@ -50,48 +51,48 @@ def lookup(name: str) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
-class PlainInput:
-    """Reads stdin lines and acts on them; also answers clarifying questions (`ask`)."""
+class TypedLines:
+    """The lines that are not commands, for whoever reads text: the clarifier, a person's seat
+    (`StdinSeat` reads it as it reads stdin: `readline()`, "" at the end, and `eof`)."""
 
-    def __init__(self, stdin: TextIO | None = None, out: TextIO | None = None) -> None:
-        self.stdin = stdin or sys.stdin
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self.eof = False
+
+    def put(self, line: str) -> None:
+        self._queue.put_nowait(line)
+
+    def end(self) -> None:
+        self.eof = True
+        self._queue.put_nowait("")
+
+    async def readline(self) -> str:
+        line = await self._queue.get()
+        if line == "":
+            self._queue.put_nowait("")  # the end of input, for every later reader too
+        return line
+
+
+class PlainInput:
+    """Reads stdin lines (through the process's one reader) and acts on the commands among them;
+    the other lines answer clarifying questions (`ask`) and a person's turns (`typed`)."""
+
+    def __init__(self, out: TextIO | None = None, source: StdinLines | None = None) -> None:
         self.out = out or sys.stdout
-        self._lines: asyncio.Queue[str | None] | None = None
-        self._answers: asyncio.Queue[str | None] = asyncio.Queue()
-        """Lines that answer clarifying questions, typed (or piped) before or while they are asked."""
+        self.source = source
+        self.typed = TypedLines()
         self._asking = False
+        self.people = False
+        """A person has a seat: lines that are no command are theirs, typed ahead or not."""
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
     # ------------------------------------------------------------------ reading
 
-    def _start_reader(self) -> asyncio.Queue[str | None]:
-        if self._lines is None:
-            loop = asyncio.get_running_loop()
-            lines: asyncio.Queue[str | None] = asyncio.Queue()
-            self._lines = lines
-
-            def read() -> None:
-                while True:
-                    try:
-                        line = self.stdin.readline()
-                    except (OSError, ValueError):
-                        line = ""
-                    try:
-                        loop.call_soon_threadsafe(lines.put_nowait, line if line else None)
-                    except RuntimeError:  # the loop is closed: the run is over
-                        return
-                    if not line:
-                        return
-
-            threading.Thread(target=read, name="moot-plain-stdin", daemon=True).start()
-        return self._lines
-
     async def ask(self, questions: list[Clarification]) -> list[str]:
         """The clarifier: each question read out, each next line its answer (empty: none; a
         line typed ahead answers the next question; end of input answers none of the rest)."""
-        self._start_reader()
         self._asking = True
         self.say(f"The agents ask {len(questions)} clarifying question{'s' if len(questions) != 1 else ''}. "
                  "Type each answer and press Enter; an empty line gives no answer.")
@@ -100,24 +101,22 @@ class PlainInput:
             for i, q in enumerate(questions, 1):
                 self.say(f"Question {i} of {len(questions)}, from {one_line_safe(q.agent_id, 60)}: "
                          f"{one_line_safe(q.question, 2000)}")
-                line = await self._answers.get()
-                if line is None:
-                    self._answers.put_nowait(None)  # the end of input answers every later question too
-                out.append((line or "").strip())
+                out.append((await self.typed.readline()).strip())
         finally:
             self._asking = False
         return out
 
     async def serve(self, orchestrator: Orchestrator, interrupt: Callable[[str], None]) -> None:
         """Act on each line until stdin ends (the debate goes on without input then)."""
-        lines = self._start_reader()
+        source = self.source or stdin_lines()
         while True:
-            line = await lines.get()
-            if line is None:
-                self._answers.put_nowait(None)
+            line = await source.readline()
+            if line == "":
+                self.typed.end()
                 return
-            if not line.lstrip().startswith("/") and (self._asking or _questions_to_come(orchestrator)):
-                self._answers.put_nowait(line)
+            if not line.lstrip().startswith("/") and (self._asking or self.people
+                                                      or _questions_to_come(orchestrator)):
+                self.typed.put(line)
                 continue
             if line.strip():
                 answer = self.run(orchestrator, line, interrupt)

@@ -140,6 +140,9 @@ class DebateContext:
                    context_setting: str = "context.max_context_tokens") -> CallResult:
         """One call through the engine."""
         more = dict(extra or {})
+        people = [a.name for a in self.agents if a.is_person and a.id != agent.id]
+        if people:  # the demo provider answers what they wrote by name
+            more["people"] = people
         if self.settings.answer is not None:  # a question: the demo provider answers in the asked form
             more["answer_kind"] = self.settings.answer.kind
             more["choices"] = list(self.settings.answer.choices)

@@ -36,6 +36,9 @@ def register(sub: Subcommands) -> None:
     run.add_argument("--protocol", choices=list(PROTOCOL_NAMES), help="debate shape (default rounds; see the README)")
     run.add_argument("--samples", type=bounded("samples"), help="vote: how many independent answers (default: one "
                                                                 "per agent)")
+    run.add_argument("--human", action="append", metavar="NAME",
+                     help="take a seat as NAME: you propose, critique and refine (or speak in turn) like an agent; "
+                          "type in the TUI, on stdin headless, or with `moot ctl ID say` (repeat for more people)")
     run.add_argument("-r", "--rounds", type=bounded("rounds"), help="number of rounds (default 3)")
     run.add_argument("--turns", type=bounded("turns"), help="turns of a conversation (default 200)")
     run.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, solution on stdout")
@@ -161,7 +164,8 @@ def start(session: DebateSession, *, tui: bool, theme: str | None, plain: PlainI
     def steering(interrupt: Callable[[str], None]) -> Coroutine[Any, Any, None]:
         return plain.serve(session.orchestrator, interrupt)
 
-    state = asyncio.run(run_headless(session, print_plain, steering))
+    plain.people = bool(session.people)  # a person's turns are shown in order on stdout, typed on stdin
+    state = asyncio.run(run_headless(session, print_plain, steering, seat_out=sys.stdout, seat_lines=plain.typed))
     return finish_headless(session, state, plain=True)
 
 
