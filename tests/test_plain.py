@@ -182,3 +182,23 @@ def test_clarifying_questions_are_read_out_and_answered_from_stdin(tmp_path: Pat
     assert "Question 1 of " in r.stdout and "Commands start with a slash" not in r.stdout
     answers = [c.answer for c in only_debate(sd).load().clarifications]
     assert answers[:3] == ["About ten thousand links a day", "", "A team of two"] and set(answers[3:]) <= {""}
+
+
+def test_a_persons_turns_are_read_out_and_typed_on_stdin(tmp_path: Path) -> None:
+    """With `--human`, the person's view is read out in words, each answer is the lines typed up
+    to a line holding only ".", typed ahead or not; the other agents answer them."""
+    sd = tmp_path / "debates"
+    answers = ["Keep one Postgres table of links and a small cache in front of it, since the load is modest.",
+               "The architect adds a queue before we know we need one.",
+               "I keep the single table and add a daily backup of it."]
+    r = moot("run", "Design a URL shortener", "--plain", "--human", "Ana", "-a", "architect", "-r", "1",
+             "--provider", "demo", "--state-dir", str(sd), input_text="".join(f"{a}\n.\n" for a in answers))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "Your turn, Ana: proposal, round 1 (what you are asked: " in out and "Message 2, user:" in out
+    assert "━━" not in out and "──" not in out and "Commands start with a slash" not in out
+    state = only_debate(sd).load()
+    ana = {c.type: c.content.strip() for c in state.all_contributions() if c.agent_id != "architect"}
+    assert [ana["proposal"], ana["critique"], ana["refinement"]] == answers
+    assert out.count("Ana answered on the keyboard") == 3
+    assert out.index("Final solution.") > out.index("End of Ana's refinement.")

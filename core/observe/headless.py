@@ -61,10 +61,11 @@ interrupts the debate at once with a cause, as a signal does."""
 
 async def run_headless(session: DebateSession, printer: Printer | None = None,
                        steering: Steering | None = None, seat_out: TextIO | None = None,
-                       seat_lines: LineReader | None = None) -> DebateState:
+                       seat_lines: LineReader | None = None, plain: bool = False) -> DebateState:
     """Run the debate to its end, printing progress; signals interrupt it (saved, resumable).
 
-    A person's turns are shown on `seat_out` (stderr) and read from `seat_lines` (stdin)."""
+    A person's turns are shown on `seat_out` (stderr), in words when `plain`, and read from
+    `seat_lines` (stdin)."""
     printer_sub = session.bus.subscribe("printer")
     # The debate's own end line is left to `finish_headless`, which says it once, with the resume hint.
     printing = asyncio.create_task(printer(printer_sub) if printer is not None
@@ -75,7 +76,7 @@ async def run_headless(session: DebateSession, printer: Printer | None = None,
         from ..human.stdin_seat import StdinSeat
 
         seat = asyncio.create_task(StdinSeat(session.orchestrator.desk, session.folder.id, session.people,
-                                             seat_out or sys.stderr, seat_lines).run())
+                                             seat_out or sys.stderr, seat_lines, plain=plain).run())
     loop = asyncio.get_running_loop()
     engine = asyncio.ensure_future(session.run())
     interrupted = False

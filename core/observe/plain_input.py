@@ -57,13 +57,18 @@ class TypedLines:
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self.eof = False
+        self._ended = False
+
+    @property
+    def eof(self) -> bool:
+        """stdin has ended and every line typed before was read (stdin is read ahead of them)."""
+        return self._ended and self._queue.qsize() <= 1
 
     def put(self, line: str) -> None:
         self._queue.put_nowait(line)
 
     def end(self) -> None:
-        self.eof = True
+        self._ended = True
         self._queue.put_nowait("")
 
     async def readline(self) -> str:

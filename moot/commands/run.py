@@ -165,7 +165,8 @@ def start(session: DebateSession, *, tui: bool, theme: str | None, plain: PlainI
         return plain.serve(session.orchestrator, interrupt)
 
     plain.people = bool(session.people)  # a person's turns are shown in order on stdout, typed on stdin
-    state = asyncio.run(run_headless(session, print_plain, steering, seat_out=sys.stdout, seat_lines=plain.typed))
+    state = asyncio.run(run_headless(session, print_plain, steering, seat_out=sys.stdout, seat_lines=plain.typed,
+                                     plain=True))
     return finish_headless(session, state, plain=True)
 
 
