@@ -15,6 +15,7 @@ from typing import ClassVar
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.events import Event
 from ...core.models.state import DebateState
+from ...core.storage.folder import DebateFolder
 
 READ_ONLY = "read-only: no process is running this debate"
 BACKLOG = 300
@@ -78,6 +79,10 @@ class Runtime:
 
     def refresh(self) -> None:
         """Once a second: look again at what may change outside (another process's lock)."""
+
+    def debate_folder(self) -> DebateFolder | None:
+        """The folder of the debate shown (None: a scripted one); its parent is the state dir."""
+        return None
 
     def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
         raise ReadOnlyError(READ_ONLY)

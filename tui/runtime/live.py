@@ -47,6 +47,9 @@ class LiveRuntime(Runtime):
         folder = self.session.folder
         return None if folder.pending else folder.path
 
+    def debate_folder(self) -> DebateFolder | None:
+        return self.session.folder
+
     def use_clarifier(self, ask: Clarifier) -> None:
         """Let `ask` (the app's dialog) answer the engine's clarifying questions.
 

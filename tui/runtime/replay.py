@@ -81,6 +81,9 @@ class ReplayRuntime(Runtime):
         self._playing.set()
         self.finished = False
 
+    def debate_folder(self) -> DebateFolder | None:
+        return self.folder
+
     async def start(self) -> Snapshot:
         events = await asyncio.to_thread(lambda: list(read_events(self.folder.events_path)))
         self._timeline = replay_timeline(events)

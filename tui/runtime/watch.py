@@ -47,6 +47,9 @@ class WatchRuntime(Runtime):
         self._paused = False
         self._writer = writer_alive(folder)
 
+    def debate_folder(self) -> DebateFolder | None:
+        return self.folder
+
     @property
     def debate_path(self) -> Path | None:
         folder = self.folder
