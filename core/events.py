@@ -288,27 +288,60 @@ def dump_event(event: Event) -> str:
 
 
 class Subscription:
-    """One subscriber's queue. Token events are dropped when it falls behind; others never."""
+    """One subscriber's queue. Token events are dropped when it falls behind; others never.
+
+    With a `limit`, the debate waits at its next call boundary while more than that many
+    events wait here (`EventBus.caught_up`): a consumer slower than the engine (the event
+    log's writer behind a zero-delay demo) then holds a bounded backlog, not the whole debate."""
 
     TOKEN_BACKLOG = 2000
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, limit: int | None = None) -> None:
         self.name = name
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self.dropped_tokens = 0
+        self.limit = limit
+        self.room = asyncio.Event()
+        """Set while the backlog is within `limit` (cleared past it, set again at half)."""
+        self.room.set()
+        self._ended = False
 
     def offer(self, event: Event) -> None:
         if isinstance(event, Token) and self.queue.qsize() > self.TOKEN_BACKLOG:
             self.dropped_tokens += 1
             return
         self.queue.put_nowait(event)
+        if self.limit is not None and self.queue.qsize() > self.limit:
+            self.room.clear()
+
+    def _taken(self) -> None:
+        if self.limit is None or self.queue.qsize() <= self.limit // 2:
+            self.room.set()
 
     async def __aiter__(self) -> AsyncIterator[Event]:
         while True:
             event = await self.queue.get()
+            self._taken()
             if event is None:
+                self._ended = True
                 return
             yield event
+
+    async def batch(self, most: int) -> list[Event]:
+        """The next events: waits for one, then takes those already waiting (at most `most`).
+        Empty once the subscription has ended."""
+        if self._ended:
+            return []
+        out: list[Event] = []
+        event = await self.queue.get()
+        while event is not None:
+            out.append(event)
+            if len(out) >= most or self.queue.empty():
+                break
+            event = self.queue.get_nowait()
+        self._ended = event is None
+        self._taken()
+        return out
 
 
 class EventBus:
@@ -332,8 +365,9 @@ class EventBus:
     def seq(self) -> int:
         return self._seq
 
-    def subscribe(self, name: str) -> Subscription:
-        sub = Subscription(name)
+    def subscribe(self, name: str, limit: int | None = None) -> Subscription:
+        """A new queue of every event from now on; `limit`: see `Subscription`."""
+        sub = Subscription(name, limit)
         self._subs.append(sub)
         return sub
 
@@ -341,6 +375,13 @@ class EventBus:
         if sub in self._subs:
             self._subs.remove(sub)
         sub.queue.put_nowait(None)
+        sub.room.set()
+
+    async def caught_up(self) -> None:
+        """Wait until no subscriber with a limit is behind by more than it."""
+        for sub in list(self._subs):
+            if sub in self._subs:
+                await sub.room.wait()
 
     def listen(self, fn: Callable[[Event], None]) -> None:
         self._listeners.append(fn)
@@ -370,4 +411,5 @@ class EventBus:
     def close(self) -> None:
         for sub in self._subs:
             sub.queue.put_nowait(None)
+            sub.room.set()
         self._subs.clear()

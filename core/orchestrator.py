@@ -210,8 +210,12 @@ class Orchestrator:
         return self.bus.emit(event)
 
     def _fold(self, event: Event) -> None:
+        archived = self.state.archived_rounds
         apply(self.state, event)
         self.index.on_event(event)
+        if self.state.archived_rounds != archived:  # older steps were let go: they are in the log
+            self.index.archive(self.state.archived_rounds)
+            self.builder.forget_archived()
 
     # ------------------------------------------------------------------ the debate
 

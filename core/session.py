@@ -20,10 +20,15 @@ from .models.config import MootConfig
 from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
 from .providers.pool import ProviderPool, default_provider_name
+from .storage.steps import contributions_of
 from .storage.folder import DebateFolder
 from .storage.lock import DebateLock
 from .storage.log_writer import EventLogWriter
 from .storage.state_dir import StateDir, default_state_dir, new_debate_id
+
+
+WRITER_BACKLOG = 2000
+"""Events the event log's writer may fall behind by before new calls wait for it."""
 
 
 @dataclass
@@ -61,7 +66,9 @@ class DebateSession:
         return self.orchestrator.state
 
     def start_writer(self) -> None:
-        self._writer_sub = self.bus.subscribe("event-log")
+        # The debate waits at its next call while the log's writer is this many events behind.
+        self._writer_sub = self.bus.subscribe("event-log", limit=WRITER_BACKLOG)
+        self.orchestrator.gate.backlog = self.bus.caught_up
         self._writer_task = asyncio.create_task(self.writer.run(self._writer_sub))
         # Commands from other processes (`moot ctl`, an attached `moot watch`) through the folder.
         orch = self.orchestrator
@@ -174,7 +181,14 @@ def new_session(
     except BaseException:
         folder.discard()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    return _bound(DebateSession(orch, folder, lock, providers, EventLogWriter(folder)))
+
+
+def _bound(session: DebateSession) -> DebateSession:
+    """Steps the state let go of are read back from this debate's log when a view needs them."""
+    folder = session.folder
+    session.orchestrator.index.read_archived = lambda through: contributions_of(folder.events_path, through)
+    return session
 
 
 def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | None = None) -> DebateSession:
@@ -204,7 +218,7 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    return _bound(DebateSession(orch, folder, lock, providers, EventLogWriter(folder)))
 
 
 __all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session"]

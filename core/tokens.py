@@ -176,10 +176,11 @@ def count_message(message: Mapping[str, object], model: str | None = None) -> in
     return _count_message(tuple((k, str(v)) for k, v in message.items()), encoding_name_for_model(model))
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=256)
 def _count_message(items: tuple[tuple[str, str], ...], encoding: str) -> int:
     # Cached: a view is counted when chosen and again per tier, and system prompts
-    # and tasks repeat across calls.
+    # and tasks repeat across calls. The key holds the text (a history message is tens of
+    # KB, twice over once tiktoken has read it as UTF-8): a few hundred, not thousands.
     enc = get_encoding(encoding)
     n = TOKENS_PER_MESSAGE
     for key, value in items:

@@ -196,6 +196,11 @@ class ViewBuilder:
             self._item_tokens[key] = n
         return n
 
+    def forget_archived(self) -> None:
+        """Drop the counts of items the index let go of (see `DebateIndex.archive`)."""
+        held = self.index.contributions
+        self._item_tokens = {k: n for k, n in self._item_tokens.items() if k[0] in held}
+
     def build(self, record: ViewRecord, history: list[Contribution], budget: int) -> list[Message]:
         """Fill `record` (history ids, tokens, budget) so the view fits; return its messages."""
         record.budget = budget

@@ -18,7 +18,7 @@ from ..errors import ExitCode, StoreError
 from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
 from ..models.state import DebateState
 from .printer import print_events, solution_text
-from ..session import DebateSession
+from ..session import WRITER_BACKLOG, DebateSession
 from ..safety.sanitize import one_line_safe
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder, writer_alive
@@ -49,7 +49,7 @@ def ending_line(state: DebateState, folder: Path) -> str | None:
 
 async def run_headless(session: DebateSession) -> DebateState:
     """Run the debate to its end, printing progress; signals interrupt it (saved, resumable)."""
-    printer_sub = session.bus.subscribe("printer")
+    printer_sub = session.bus.subscribe("printer", limit=WRITER_BACKLOG)  # never far behind: see Subscription
     # The debate's own end line is left to `finish_headless`, which says it once, with the resume hint.
     printer = asyncio.create_task(print_events(printer_sub, skip=(DebateInterrupted,)))
     session.start_writer()

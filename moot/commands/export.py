@@ -32,10 +32,11 @@ def register(sub: Subcommands) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from moot.core.report.markdown import render_report
+    from moot.core.report.markdown import report_chunks
 
-    state = open_debate(args).load()
-    deliver(render_report(state, verbose=bool(args.verbose)), args.output, "report")
+    folder = open_debate(args)
+    state = folder.load()
+    deliver(report_chunks(state, verbose=bool(args.verbose), steps=folder.steps()), args.output, "report")
     return ExitCode.OK
 
 

@@ -97,9 +97,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.output:
             write_solution(Path(args.output), state)
         if args.report:
-            from moot.core.report.markdown import render_report
+            from moot.core.report.markdown import report_chunks
 
-            write_file(Path(args.report), render_report(state))
+            write_file(Path(args.report), report_chunks(state, steps=session.folder.steps()))
             print(f"report written to {args.report}", file=sys.stderr)
     return code
 
