@@ -115,7 +115,11 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
         if bad:
             raise ConfigError(f"unknown role {bad[0]!r}{did_you_mean(bad[0], ROLES)}; "
                               f"expected one of {', '.join(ROLES)}")
-        data["agents"] = [{"id": r, "role": r} for r in ov.roles]
+        seen: dict[str, int] = {}
+        data["agents"] = []
+        for r in ov.roles:  # `-a generalist,generalist` → generalist, generalist-2
+            seen[r] = seen.get(r, 0) + 1
+            data["agents"].append({"id": r if seen[r] == 1 else f"{r}-{seen[r]}", "role": r})
     elif not data.get("agents"):
         data["agents"] = [{"id": r, "role": r} for r in DEFAULT_ROLES]
     flags = dict(ov.debate or {})

@@ -100,7 +100,8 @@ class Orchestrator:
         self.bus.set_seq(self.state.last_seq)
         self.index = DebateIndex(self.state)
         self.builder = ViewBuilder(self.index)
-        self.agents = [resolve_agent(a, config, default_provider) for a in config.active_agents]
+        seats = PROTOCOLS[config.debate.protocol].seats(config)
+        self.agents = [resolve_agent(a, config, default_provider) for a in seats]
         self.judge = resolve_agent(config.judge, config, default_provider)
         self.bus.listen(self._fold)
         self.gate = Gate(config.debate, lambda: self.state.totals)
@@ -225,6 +226,7 @@ class Orchestrator:
 
     def _collect_prompts(self) -> dict[str, str]:
         out: dict[str, str] = {}
+        question = self.config.debate.answer is not None
         kinds = ("system", *self.protocol.task_kinds)
         for a in self.agents:
             for kind in dict.fromkeys(kinds):
@@ -233,14 +235,22 @@ class Orchestrator:
                     override = a.config.system_prompt_path
                 elif kind == "summarize":
                     override = a.config.summary_prompt_path or a.summarization.prompt_path
-                out[f"{a.id}/{kind}"] = prompts.load(a.role, kind, override)
+                out[f"{a.id}/{kind}"] = prompts.load(a.role, kind, override, question=question)
+                small = None if override or (question and (False, kind) in prompts.QUESTION_KINDS) else (
+                    prompts.compact(a.role, kind))
+                if small:
+                    out[f"{a.id}/{kind}{prompts.COMPACT}"] = small
         j = self.judge
         judge_kinds = prompts.JUDGE_KINDS + (("summarize_conversation",) if self.protocol.name == "conversation"
                                              else ())
         for kind in judge_kinds:
             override = j.config.system_prompt_path if kind == "system" else (
                 j.config.summary_prompt_path if kind == "summarize" else None)
-            out[f"{j.id}/{kind}"] = prompts.load("judge", kind, override)
+            out[f"{j.id}/{kind}"] = prompts.load("judge", kind, override, question=question)
+            small = None if override or (question and (True, kind) in prompts.QUESTION_KINDS) else (
+                prompts.compact("judge", kind))
+            if small:
+                out[f"{j.id}/{kind}{prompts.COMPACT}"] = small
         return out
 
     async def run(self) -> DebateState:
@@ -265,6 +275,7 @@ class Orchestrator:
                 await asyncio.sleep(0)
             self.accepting = True
             await self.engine.discover([*self.agents, self.judge])
+            self.protocol.check_windows()
             if self.config.debate.clarify and not self.state.clarified:
                 await ctx.phase(1, "clarify", lambda: clarify(ctx, self.clarifier))
             status: str = "completed"
@@ -280,7 +291,11 @@ class Orchestrator:
                 if material is None:
                     raise DebateAborted("nothing to synthesize: no contribution was made")
                 self.gate.spending_allowed = True
-                await ctx.phase(material.step, "synthesis", lambda: synthesize(ctx, material))
+                async def conclude() -> None:
+                    if not await self.protocol.conclude(material):
+                        await synthesize(ctx, material)
+
+                await ctx.phase(material.step, "synthesis", conclude)
             for agent_id in sorted(self.summaries.pending):
                 self.emit(Warning_(message=f"the summary request for {agent_id} came after its last call; "
                                            "nothing to summarize into", agent_id=agent_id))

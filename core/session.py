@@ -133,6 +133,14 @@ class DebateSession:
         )
 
     async def close(self) -> None:
+        """Stop the inbox, flush the log, close the providers; the lock is released whatever
+        happens on the way (a cancel while the log flushes must not leave it held)."""
+        try:
+            await self._close()
+        finally:
+            self.lock.release()
+
+    async def _close(self) -> None:
         if self._inbox_task is not None:
             self._inbox_task.cancel()
             await asyncio.wait({self._inbox_task})  # its own end, not ours: a cancel of close() still propagates
@@ -146,7 +154,6 @@ class DebateSession:
             self._writer_sub = None
         await self.providers.aclose()
         self.folder.discard()  # never started (no first event on disk): leave nothing behind
-        self.lock.release()
 
 
 def _cancelling() -> bool:

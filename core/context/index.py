@@ -49,7 +49,8 @@ from ..events import (
 from ..models.state import AgentInfo, Contribution, DebateState, Summary
 
 PHASE_RANK: dict[str, int] = {
-    "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "refinement": 3,
+    "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "rank": 2, "ranking": 2,
+    "refinement": 3,
     "score": 4, "synthesis": 5,
 }
 """Where each phase (and the contribution type it makes) sits inside a step."""

@@ -17,16 +17,19 @@ a failure means for the debate.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
 from ..clock import Clock
 from ..config import ResolvedAgent
+from ..context.index import DebateIndex
 from ..context.view import ViewBuilder
 from .gate import Gate
-from .windows import Fit, Windows
-from ..errors import ContextTooLong, ProviderError
+from .windows import Fit, Windows, reply_floor
+from ..context.view import ViewTooLarge
+from ..errors import ContextOverflow, ContextTooLong, ProviderError
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, ViewRecord
 from ..pricing import call_cost
@@ -44,6 +47,9 @@ from ..providers.base import (
 )
 from ..providers.pool import ProviderPool
 from ..safety.secrets import StreamRedactor, redact, strip_userinfo
+
+
+STAND_IN = " ".join(["A quoted contribution of ordinary length, standing in for one not written yet."] * 12)
 
 
 class _NoLimit:
@@ -80,6 +86,8 @@ class CallSpec:
     json_answer: JsonAnswer | None = None
     """Ask the endpoint for JSON (`response_format`) when it takes it; a JSON answer cut at its
     limit is asked again once with more room."""
+    context_setting: str = "context.max_context_tokens"
+    """The setting `context_tokens` comes from, named when a view cannot fit it."""
 
 
 @dataclass(frozen=True)
@@ -193,12 +201,19 @@ class CallEngine:
         while True:
             fit = self.fit(agent, spec.context_tokens, spec.max_tokens, model)
             budget = min(spec.budget, fit.input_budget) if spec.budget else fit.input_budget
-            record.max_tokens = min(fit.max_tokens + extra_room, max(fit.max_tokens, fit.window - 64))
+            floor = reply_floor(record.phase, fit.max_tokens)
             record.window, record.window_source, record.count_ratio = fit.window, fit.source, fit.ratio
-            messages = self.builder.build(record, list(spec.history), budget)
+            try:
+                messages = self.builder.build(record, list(spec.history), budget, fit.stretch(floor))
+            except ViewTooLarge as exc:
+                raise ContextOverflow(self.overflow_message(agent, record, fit, floor, exc.need,
+                                                            spec.context_setting)) from None
+            # The reply gets what the view leaves (the full reserve unless the view took some of it).
+            record.max_tokens = max(1, min(fit.max_tokens + extra_room, fit.reply_room(record.tokens.total)))
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
-                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer)
+                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
+                                  seed=agent.config.seed)
             self.emit(CallStarted(view=record))
             started = self.clock.monotonic()
             try:
@@ -230,9 +245,9 @@ class CallEngine:
                                         reason=f"moot counted {record.tokens.total}, the server "
                                                f"{completion.prompt_tokens}"))
             if (spec.json_answer is not None and completion.finish_reason == "length" and not extra_room
-                    and fit.window - record.tokens.total - record.max_tokens > 64):
+                    and fit.reply_room(record.tokens.total) - record.max_tokens > 64):
                 # A JSON answer cut at its limit cannot be parsed: ask once more with more room.
-                extra_room = fit.window - record.tokens.total - record.max_tokens - 64
+                extra_room = fit.reply_room(record.tokens.total) - record.max_tokens - 64
                 spent.append(completion)
                 record = self._again(record, agent.id, f"the {record.phase} answer was cut at "
                                                        f"{record.max_tokens} tokens; asking again with room for "
@@ -264,6 +279,50 @@ class CallEngine:
             self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
         return CallResult(completion, meta)
+    def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, quotes: int = 0, context_tokens: int | None = None,
+                   max_tokens: int | None = None, setting: str = "context.max_context_tokens") -> None:
+        """Raise `ContextOverflow` (naming the limit that binds) when even the smallest form of
+        `record`'s view, quoting `quotes` texts, and its answer's floor cannot fit the window as
+        known now. For the start of a run: a debate that could not finish is refused before it
+        spends its rounds."""
+        fit = self.fit(agent, context_tokens, max_tokens, record.model or agent.model)
+        floor = reply_floor(record.phase, fit.max_tokens)
+        probe = record.model_copy(deep=True)
+        builder = self.builder
+        if quotes:  # stand-ins for what the task will quote, long enough to be cut to their minimum
+            live = builder.index
+            scratch = DebateIndex()
+            scratch.prompts, scratch.problem, scratch.names = live.prompts, live.problem, live.names
+            probe.task_contribution_ids = []
+            for i in range(quotes):
+                c = Contribution(id=f"check-{i}", agent_id=agent.id, role=agent.role, type="critique", round=1,
+                                 target_agent_id=agent.id, content=STAND_IN)
+                scratch.add_contribution(c)
+                probe.task_contribution_ids.append(c.id)
+            builder = ViewBuilder(scratch)
+        try:
+            builder.build(probe, [], fit.input_budget, fit.stretch(floor))
+        except ViewTooLarge as exc:
+            raise ContextOverflow(self.overflow_message(agent, probe, fit, floor, exc.need, setting)) from None
+
+    def overflow_message(self, agent: ResolvedAgent, record: ViewRecord, fit: Fit, floor: int, need: int,
+                         setting: str) -> str:
+        """Why a view cannot fit, naming the limit that binds (the server's window or moot's
+        budget) and what moves it."""
+        who = agent.id
+        total = math.ceil(need * fit.ratio) + floor
+        what = (f"the {record.phase} view of {who} needs {total:,} tokens even at its smallest (compact prompts, "
+                f"no history, quotes cut short, a {floor}-token answer)")
+        if fit.source == "configured":
+            own = agent.config.context is not None and agent.config.context.max_context_tokens is not None
+            where = f"{agent.id}'s own context.max_context_tokens" if own and setting.startswith("context.") else setting
+            return f"{what}, more than its {fit.window:,}-token budget; raise {where}"
+        how = "as the server states it" if fit.source == "discovered" else "as the server's refusals showed"
+        ratio = f", counting ×{fit.ratio:g} moot's tokens" if fit.ratio > 1 else ""
+        return (f"{what}, more than the {fit.window:,}-token window the server gives {record.model} ({how}{ratio}); "
+                f"give the model a larger window per request on the server (llama.cpp: a larger --ctx-size, or "
+                f"fewer --parallel slots); raising {setting} does not help")
+
     def _again(self, record: ViewRecord, agent_id: str, why: str, suffix: str) -> ViewRecord:
         """End an attempt whose answer is not kept (views show it failed) and start the next one's
         record: the same call, a new id (the state keeps both views: what each request held)."""

@@ -426,6 +426,8 @@ class TraceBuilder(SpanOutlet):
         })
         if md.fallback_reason:
             span.attributes["moot.summary.fallback"] = md.fallback_reason
+        if md.requested_method:
+            span.attributes["moot.summary.requested_method"] = md.requested_method
         if self.content:
             span.attributes["moot.summary.text"] = self._mask(s.summary)
         ok = [c for c in summary.calls if c.span_id not in summary.failed]

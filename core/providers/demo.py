@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import ProviderError
+from .demo_questions import design_rank, question_reply
 from ..tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
 from .base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
 from .demo_phrases import phrase_banks
@@ -121,6 +122,12 @@ class DemoProvider:
         rng = random.Random(
             stable_seed(hint.phase, hint.role, hint.agent_id, hint.round, hint.target_agent_id, hint.problem, last)
         )
+        if hint.extra.get("answer_kind"):  # a question with a checkable answer (moot bench)
+            reply = question_reply(messages, hint, rng)
+            if reply is not None:
+                return reply
+        if hint.phase == "rank":
+            return design_rank(messages, rng)
         nouns = problem_nouns(hint.problem)
         role = hint.role if hint.role in banks.roles else "generalist"
         ctx = {

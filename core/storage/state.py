@@ -116,7 +116,8 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
             _add_usage(state, s.metadata, s.agent_id, calls=llm_calls, summary=True)
         case SynthesisCompleted(solution=solution):
             state.final_solution = solution
-            _add_usage(state, solution.metadata, solution.synthesized_by)
+            if solution.metadata.call_id is not None or solution.metadata.prompt_tokens:
+                _add_usage(state, solution.metadata, solution.synthesized_by)  # not a vote's (no call)
         case ClarificationsAsked():
             state.pending_questions = list(event.questions)
             state.pending_round = event.round
