@@ -1,8 +1,9 @@
 """The disk subscriber: every non-token event appended to the log, the state checkpointed.
 
 Appending event k costs O(size of event k). The snapshot is rewritten only when the
-log has grown threefold since the last one (and at the end), so total bytes written stay
-linear in the debate's length. Between checkpoints, state = snapshot + later events.
+log has grown threefold since the last one, or by `SNAPSHOT_SPAN` times the snapshot's own
+size if that comes first (and at the end), so total bytes written stay linear in the
+debate's length. Between checkpoints, state = snapshot + later events.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ CHECKPOINT_GROWTH = 3
 """A snapshot is rewritten when the log has grown this many times over since the last one: the
 snapshots written add up to about half the final state's size on top of the final one (total
 bytes stay under 3× the log), and a crash leaves at most two thirds of the log to replay."""
+SNAPSHOT_SPAN = 4
+"""...or when it has grown by this many snapshots' worth, if that comes first. A long debate's
+snapshot is its bounded state (see `archive`), a small fraction of its log: it is then rewritten
+every few MB, so a resume folds a bounded tail, and snapshots add at most a quarter of the log."""
 
 
 class EventLogWriter:
@@ -35,7 +40,8 @@ class EventLogWriter:
         self.folder = folder
         self.bytes_written = 0
         self.log_bytes = os.lstat(folder.events_path).st_size if folder.events_path.exists() else 0
-        self._checkpoint_at = max(MIN_CHECKPOINT_BYTES, CHECKPOINT_GROWTH * self.log_bytes)
+        snapshot = os.lstat(folder.state_path).st_size if folder.state_path.exists() else 0
+        self._checkpoint_at = self._next_checkpoint(snapshot)
         self.snapshots = 0
         self.snapshot_error: OSError | None = None
 
@@ -88,9 +94,15 @@ class EventLogWriter:
             # The log reaches the disk before a snapshot that covers it, so even a
             # power cut never leaves a snapshot ahead of its log.
             await asyncio.to_thread(os.fsync, fd)
-            await self.checkpoint()
-            if not terminal:
-                self._checkpoint_at = CHECKPOINT_GROWTH * self.log_bytes
+            snapshot = await self.checkpoint()
+            if not terminal:  # (a snapshot that failed is tried again when the log has tripled)
+                growth = self._next_checkpoint(snapshot) if snapshot else CHECKPOINT_GROWTH * self.log_bytes
+                self._checkpoint_at = growth
+
+    def _next_checkpoint(self, snapshot: int) -> int:
+        """Where the log will be when the snapshot (`snapshot` bytes now) is next rewritten."""
+        growth = min((CHECKPOINT_GROWTH - 1) * self.log_bytes, SNAPSHOT_SPAN * snapshot)
+        return self.log_bytes + max(MIN_CHECKPOINT_BYTES, growth)
 
     @staticmethod
     def encode(event: Event) -> str:
@@ -107,16 +119,17 @@ class EventLogWriter:
             raise StoreError(f"event {event.seq} ({event.type}) cannot be saved: {where}{why}") from None
         return line
 
-    async def checkpoint(self) -> None:
+    async def checkpoint(self) -> int:
         """Rewrite the snapshot: the last one plus the log written since, folded from the disk
         (so it matches the log it sits beside, and no second copy of the state is kept in
         memory). A failure here loses nothing (the log is the truth and a missing or stale
-        snapshot is rebuilt from it), so it is noted, not raised."""
+        snapshot is rebuilt from it), so it is noted, not raised. Returns the snapshot's size
+        (0 when it could not be written)."""
         try:
             state = await asyncio.to_thread(self.folder.load)
         except StoreError as exc:
             self.snapshot_error = OSError(str(exc))
-            return
+            return 0
         state.log_offset = self.log_bytes
         # Fields at their defaults are left out (they come back on load): a smaller snapshot,
         # rewritten less expensively as a long debate grows.
@@ -125,6 +138,7 @@ class EventLogWriter:
             await asyncio.to_thread(write_atomic, self.folder.state_path, data)
         except OSError as exc:
             self.snapshot_error = exc
-            return
+            return 0
         self.bytes_written += len(data)
         self.snapshots += 1
+        return len(data)
