@@ -137,19 +137,27 @@ def _load_ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
-@lru_cache(maxsize=None)
+_loaded: dict[str, tiktoken.Encoding] = {}
+
+
 def get_encoding(name: str) -> tiktoken.Encoding:
-    """The named encoding, built from bundled files (thread-safe, loaded once)."""
+    """The named encoding, built from bundled files (thread-safe, loaded once: a caller that
+    comes while another thread builds it waits for that one, see `moot.commands.warmup`)."""
+    found = _loaded.get(name)
+    if found is not None:
+        return found
     if name not in _ENCODINGS:
         raise EncodingUnavailable(f"unknown encoding {name!r}; known: {', '.join(_ENCODINGS)}")
     with _lock:
-        spec = _ENCODINGS[name]
-        return tiktoken.Encoding(
-            name=name,
-            pat_str=spec["pat_str"],
-            mergeable_ranks=_load_ranks(name),
-            special_tokens=spec["special_tokens"],
-        )
+        if name not in _loaded:
+            spec = _ENCODINGS[name]
+            _loaded[name] = tiktoken.Encoding(
+                name=name,
+                pat_str=spec["pat_str"],
+                mergeable_ranks=_load_ranks(name),
+                special_tokens=spec["special_tokens"],
+            )
+        return _loaded[name]
 
 
 def encoding_name_for_model(model: str | None) -> str:
