@@ -307,11 +307,15 @@ class Subscription:
         self._ended = False
 
     def offer(self, event: Event) -> None:
-        if isinstance(event, Token) and self.queue.qsize() > self.TOKEN_BACKLOG:
-            self.dropped_tokens += 1
+        queue = self.queue
+        if isinstance(event, Token):
+            if queue.qsize() > self.TOKEN_BACKLOG:
+                self.dropped_tokens += 1
+            else:
+                queue.put_nowait(event)
             return
-        self.queue.put_nowait(event)
-        if self.limit is not None and self.queue.qsize() > self.limit:
+        queue.put_nowait(event)
+        if self.limit is not None and queue.qsize() > self.limit:
             self.room.clear()
 
     def _taken(self) -> None:

@@ -38,6 +38,7 @@ from .events import (
     EventBus,
     NoteInjected,
     SummaryRequested,
+    Token,
     Warning_,
 )
 from .models.config import MootConfig
@@ -211,6 +212,8 @@ class Orchestrator:
         return self.bus.emit(event)
 
     def _fold(self, event: Event) -> None:
+        if isinstance(event, Token):
+            return  # (most events: streamed text, which changes neither the state nor the index)
         archived = self.state.archived_rounds
         apply(self.state, event)
         self.index.on_event(event)

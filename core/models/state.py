@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from .terms import (
     JUDGE_ID,
@@ -311,6 +311,20 @@ class DebateState(BaseModel):
     """Steps 1..this many are not held here: their contributions, summaries and views are in the
     event log only (`storage.archive`), and `rounds` begins with step `archived_rounds + 1`.
     0 (every step held) in snapshots written before a debate could outgrow its memory."""
+
+    _held: int | None = PrivateAttr(default=None)
+
+    @property
+    def held_contributions(self) -> int:
+        """Contributions in `rounds`: counted once, then kept by `count_held` (what `apply` adds, what
+        `archive` lets go of), so asking at every step costs nothing however many steps are held."""
+        if self._held is None:
+            self._held = sum(len(r.contributions) for r in self.rounds)
+        return self._held
+
+    def count_held(self, change: int) -> None:
+        if self._held is not None:
+            self._held += change
 
     def round(self, number: int) -> Round:
         """Step `number` as held in memory (made when new). An archived step is given detached

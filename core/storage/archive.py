@@ -79,13 +79,9 @@ def needed_from(state: DebateState) -> int:
     return floor
 
 
-def held_contributions(state: DebateState) -> int:
-    return sum(len(r.contributions) for r in state.rounds)
-
-
 def archive_due(state: DebateState) -> int:
     """The step through which `state` can let go now (its `archived_rounds` when nothing is due)."""
-    held = held_contributions(state)
+    held = state.held_contributions
     if held <= HOLD:
         return state.archived_rounds
     limit = needed_from(state) - 1
@@ -104,4 +100,5 @@ def archive_steps(state: DebateState, through: int) -> list[Round]:
         return []
     gone, state.rounds = state.rounds[:n], state.rounds[n:]
     state.archived_rounds = through
+    state.count_held(-sum(len(r.contributions) for r in gone))
     return gone

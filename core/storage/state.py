@@ -102,6 +102,8 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
             rnd = _round(state, c.round)
             if not any(x.id == c.id for x in rnd.contributions):
                 rnd.contributions.append(c)
+                if c.round > state.archived_rounds:
+                    state.count_held(1)
                 _add_usage(state, c.metadata, c.agent_id, calls=0 if c.carried_from else 1)
         case SummaryAdded(summary=s, judge=judge):
             if judge:
