@@ -225,7 +225,8 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    return _bound(DebateSession(orch, folder, lock, providers, EventLogWriter(folder)))
+    writer = EventLogWriter(folder, bounded=state.archived_rounds > 0)
+    return _bound(DebateSession(orch, folder, lock, providers, writer))
 
 
 __all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session"]

@@ -25,9 +25,10 @@ CHECKPOINT_GROWTH = 3
 snapshots written add up to about half the final state's size on top of the final one (total
 bytes stay under 3× the log), and a crash leaves at most two thirds of the log to replay."""
 SNAPSHOT_SPAN = 4
-"""...or when it has grown by this many snapshots' worth, if that comes first. A long debate's
-snapshot is its bounded state (see `archive`), a small fraction of its log: it is then rewritten
-every few MB, so a resume folds a bounded tail, and snapshots add at most a quarter of the log."""
+"""...or, once the state lets go of old steps (see `archive`), when it has grown by this many
+snapshots' worth, if that comes first. Such a snapshot is a small fraction of its log: it is then
+rewritten every few MB, so a resume folds a bounded tail, and snapshots add at most a quarter of
+the log's bytes."""
 
 
 class EventLogWriter:
@@ -36,8 +37,10 @@ class EventLogWriter:
     It keeps its own fold of what it has written, so the snapshot always matches
     the log it sits beside."""
 
-    def __init__(self, folder: DebateFolder) -> None:
+    def __init__(self, folder: DebateFolder, bounded: bool = False) -> None:
+        """`bounded`: the state on disk has let go of old steps (a resumed long debate)."""
         self.folder = folder
+        self.bounded = bounded
         self.bytes_written = 0
         self.log_bytes = os.lstat(folder.events_path).st_size if folder.events_path.exists() else 0
         snapshot = os.lstat(folder.state_path).st_size if folder.state_path.exists() else 0
@@ -101,7 +104,9 @@ class EventLogWriter:
 
     def _next_checkpoint(self, snapshot: int) -> int:
         """Where the log will be when the snapshot (`snapshot` bytes now) is next rewritten."""
-        growth = min((CHECKPOINT_GROWTH - 1) * self.log_bytes, SNAPSHOT_SPAN * snapshot)
+        growth = (CHECKPOINT_GROWTH - 1) * self.log_bytes
+        if self.bounded:
+            growth = min(growth, SNAPSHOT_SPAN * snapshot)
         return self.log_bytes + max(MIN_CHECKPOINT_BYTES, growth)
 
     @staticmethod
@@ -131,6 +136,7 @@ class EventLogWriter:
             self.snapshot_error = OSError(str(exc))
             return 0
         state.log_offset = self.log_bytes
+        self.bounded = self.bounded or state.archived_rounds > 0
         # Fields at their defaults are left out (they come back on load): a smaller snapshot,
         # rewritten less expensively as a long debate grows.
         data = state.model_dump_json(exclude_defaults=True).encode("utf-8")
