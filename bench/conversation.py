@@ -218,8 +218,10 @@ def main() -> None:
         b_early = statistics.mean(window(sizes, 90, 110))
         b_late = statistics.mean(window(sizes, n - 20, n - 1))
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        # Read back from the log: a long debate's state holds its last turns only.
-        steps = list(DebateFolder(folder).steps())
+        # Read back from the log: a long debate's state holds its last turns only (a moot from
+        # before that held them all: the same script measures both).
+        saved = DebateFolder(folder)
+        steps = list(saved.steps()) if hasattr(saved, "steps") else state.rounds
         largest = max(c.tokens.total + c.max_tokens for r in steps for c in r.calls)
         summaries = sum(len(r.summaries) + len(r.replaced_summaries) for r in steps)
         del steps
