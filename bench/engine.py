@@ -60,8 +60,10 @@ async def run(rounds: int, state_dir: Path, roles: list[str]) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     state = await session.run()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    # Every call's record, read back from the log (a long debate's state holds its last rounds only).
-    calls = sum(len(r.calls) for r in session.folder.steps())
+    # Every call's record, read back from the log (a long debate's state holds its last rounds only;
+    # a moot from before that held them all: the same script measures both).
+    steps = session.folder.steps() if hasattr(session.folder, "steps") else state.rounds
+    calls = sum(len(r.calls) for r in steps)
     return {"state": state, "wall": wall, "cpu": cpu, "provider_s": provider_s, "calls": calls,
             "bytes_written": session.writer.bytes_written, "snapshots": session.writer.snapshots,
             "events_path": session.folder.events_path}
