@@ -38,7 +38,7 @@ summary, score and clarify prompts stay the role's."""
 
 COMPACT = "@compact"
 """Suffix of a prompt's key in a debate's prompts for its compact variant (`architect/system@compact`)."""
-_COMPACT_KINDS = {"propose", "critique", "refine", "summarize", "clarify", "answer", "turn",
+_COMPACT_KINDS = {"propose", "critique", "refine", "summarize", "clarify", "answer", "turn", "solo", "rank",
                   "summarize_conversation", "synthesize", "score"}
 
 

@@ -20,7 +20,8 @@ from moot.core.config import Overrides, build_config
 from moot.core.context.inspect import calls_at_turn_in_log
 from moot.core.context.view import render_messages
 from moot.core.context.index import DebateIndex
-from moot.core.models.state import DebateState
+from moot.core.models.state import Contribution, DebateState
+from moot.core.search.archived import ArchivedContributions
 from moot.core.session import SessionOptions, new_session, resume_session
 from moot.core.storage import archive
 from moot.core.storage.folder import DebateFolder
@@ -28,6 +29,7 @@ from moot.core.storage.log import numbered_events
 from moot.core.storage.state import apply, new_state
 from tests.conftest import cli
 from tests.loopback import LoopbackServer
+from tests.prose import FactScript, planted
 
 PROBLEM = "Design a rate limiter for a public API that thousands of tenants share"
 AGENTS = ["architect", "performance", "kiss"]
@@ -67,17 +69,33 @@ def _timeless(value: Any) -> Any:
 
 def test_a_long_conversation_lets_go_of_old_turns_and_sends_the_same_requests(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with LoopbackServer(reply_chars=600) as srv:
+    # Turn 2 plants a fact that turn 50 names again: the recall tier brings turn 2 back.
+    script = FactScript({2: 0}, {50: 0}, chars=600)
+    with LoopbackServer(reply=script) as srv:
         whole, whole_folder = _conversation(tmp_path / "whole", srv.base_url)
         sent_whole = _bodies(srv)
     monkeypatch.setattr(archive, "HOLD", 24)
     monkeypatch.setattr(archive, "KEEP", 6)
-    with LoopbackServer(reply_chars=600) as srv:
+    read_back: list[str] = []
+    read = ArchivedContributions._read
+
+    def counted(self: ArchivedContributions, cid: str) -> Contribution | None:
+        found = read(self, cid)
+        read_back.append(cid if found is not None else "")
+        return found
+
+    monkeypatch.setattr(ArchivedContributions, "_read", counted)
+    with LoopbackServer(reply=script) as srv:
         bounded, folder = _conversation(tmp_path / "bounded", srv.base_url)
         sent_bounded = _bodies(srv)
 
     assert whole.archived_rounds == 0 and whole.status == bounded.status == "completed"
     assert sent_bounded == sent_whole  # every request, byte for byte
+    # The recall tier brought back turn 2, which the state had let go of, read from the log.
+    (turn_2,) = [c for r in folder.steps() if r.number == 2 for c in r.contributions if c.type == "message"]
+    assert planted(0).sentence in turn_2.content and turn_2.id in read_back and all(read_back)
+    (turn_51,) = [m for m in sent_bounded if m[-1]["content"].startswith("# Turn 51 of")]
+    assert turn_2.content.strip() in "\n".join(m["content"] for m in turn_51)
     # The state held only the last steps, and the snapshot on disk is that bounded state.
     assert bounded.archived_rounds > 40 and len(bounded.rounds) < 30
     snapshot = json.loads((folder.path / "state.json").read_text())
@@ -102,6 +120,16 @@ def test_a_long_conversation_lets_go_of_old_turns_and_sends_the_same_requests(
             assert shown["archived_rounds"] == 0 and _timeless(shown["rounds"]) == _timeless(full["rounds"])
         if args == ("show", "conv"):
             assert "turns: 72 messages" in got.stdout and got.stdout == want.stdout
+    # Turn 1, long let go of, through the CLI: its request (`moot context --turn 1`), its message
+    # in the report and in `moot show --json`.
+    (turn_1,) = [c for r in folder.steps() if r.number == 1 for c in r.contributions if c.type == "message"]
+    got, want = (cli("context", "conv", "--turn", "1", "--json", "--state-dir", d) for d in (sd, wd))
+    assert got.returncode == want.returncode == 0, got.stderr
+    assert json.loads(got.stdout) == json.loads(want.stdout) and json.loads(got.stdout)[0]["round"] == 1
+    first_line = turn_1.content.strip().splitlines()[0]
+    assert first_line in cli("report", "conv", "--state-dir", sd).stdout
+    shown = json.loads(cli("show", "conv", "--json", "--state-dir", sd).stdout)
+    assert shown["rounds"][0]["contributions"][0]["content"] == turn_1.content
 
 
 def test_a_bounded_conversation_resumes_from_its_snapshot_and_tail(tmp_path: Path, small_memory: None) -> None:

@@ -40,6 +40,7 @@ from ..events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -97,9 +98,32 @@ class _Ordered:
         return len(self.ids)
 
 
+class Contributions(dict[str, Contribution]):
+    """Contributions by id: those the index holds, and through `read_back` (when set) those a long
+    debate let go of (`archive`), read from disk when asked for by id (`[id]`, `get`). Iterating,
+    `in` and `len` see only those held."""
+
+    read_back: Callable[[str], Contribution | None] | None = None
+
+    def __missing__(self, key: str) -> Contribution:
+        found = self.read_back(key) if self.read_back is not None else None
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def get(self, key: str, default: Contribution | None = None) -> Contribution | None:  # type: ignore[override]  # (the overloads of dict.get, narrowed to what the index asks)
+        found = super().get(key)
+        if found is not None:
+            return found
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
 class DebateIndex:
     def __init__(self, state: DebateState | None = None) -> None:
-        self.contributions: dict[str, Contribution] = {}
+        self.contributions = Contributions()
         self.summaries: dict[str, Summary] = {}
         self._perspective: dict[str, _Ordered] = {}
         """agent id → its proposals, refinements, answers and the critiques aimed at it."""
@@ -153,7 +177,7 @@ class DebateIndex:
                 self.problem = event.problem
                 self._people(event.agents, event.judge)
             case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
-                  | CallFailed() | SummaryRequested() | SynthesisCompleted() | Warning_() | ControlChanged()
+                  | CallFailed() | SummaryRequested() | SeatAnswered() | SynthesisCompleted() | Warning_() | ControlChanged()
                   | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
                   | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
                   | WindowLearned()):
@@ -193,7 +217,8 @@ class DebateIndex:
         self.archived_through = through
         for ordered in [self._transcript, *self._perspective.values()]:
             ordered.drop_before(through + 1)
-        self.contributions = {k: c for k, c in self.contributions.items() if c.round > through}
+        for cid in [k for k, c in self.contributions.items() if c.round <= through]:
+            del self.contributions[cid]
         latest = {s.id for s in self.latest_summary.values()}
         self.summaries = {k: s for k, s in self.summaries.items() if s.round > through or k in latest}
         self._covered = {k: v for k, v in self._covered.items() if k in self.summaries}
@@ -203,8 +228,11 @@ class DebateIndex:
     def _after(self, summary: Summary | None) -> Key | None:
         if summary is None or summary.covered_through is None:
             return None
+        known = self._covered.get(summary.id)
+        if known is not None:
+            return known
         covered = self.contributions.get(summary.covered_through)
-        return self.key(covered) if covered is not None else self._covered.get(summary.id)
+        return self.key(covered) if covered is not None else None
 
     def perspective_items(self, agent_id: str, before: tuple[int, int] | None = None) -> list[Contribution]:
         """The agent's whole perspective (read back from the log for steps that were let go)."""
@@ -224,6 +252,14 @@ class DebateIndex:
         if items is None:
             return []
         return [self.contributions[i] for i in items.window(self._after(summary), before)]
+
+    def covered_items(self, agent_id: str, summary: Summary | None) -> list[Contribution]:
+        """The agent's perspective items that `summary` stands in for (none without one)."""
+        items = self._perspective.get(agent_id)
+        after = self._after(summary)
+        if items is None or after is None:
+            return []
+        return [self.contributions[i] for i in items.ids[: bisect_right(items.keys, after)]]
 
     def perspective_size(self, agent_id: str) -> int:
         items = self._perspective.get(agent_id)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .terms import (
-    JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
+    HUMAN, JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
 )
 
 
@@ -27,6 +27,8 @@ MaxLength = Annotated[int, Field(ge=100)]
 MaxSummaryTokens = Annotated[int, Field(ge=32)]
 ContextTokens = Annotated[int, Field(ge=256)]
 ReserveTokens = Annotated[int, Field(ge=16)]
+RecallTokens = Annotated[int, Field(ge=0)]
+"""0 turns the recall tier off as `recall = false` does."""
 
 
 class SummarizationConfig(_Strict):
@@ -75,6 +77,11 @@ class ContextConfig(_Strict):
     """The whole request (messages) plus the reserved output must fit here."""
     reserve_output_tokens: ReserveTokens = 1000
     """Tokens kept free for the model's answer; also the call's max_tokens."""
+    recall: bool = False
+    """The recall tier (`rounds`, `simultaneous`): old items of the agent's own history that only its
+    summary covers come back verbatim when the debate returns to them (see README, Recall)."""
+    recall_tokens: RecallTokens | None = None
+    """Cap of the recall tier; default a tenth of the view's budget."""
 
     @model_validator(mode="after")
     def _reserve_fits(self) -> ContextConfig:
@@ -95,6 +102,8 @@ class ContextOverrides(_Strict):
 
     max_context_tokens: ContextTokens | None = None
     reserve_output_tokens: ReserveTokens | None = None
+    recall: bool | None = None
+    recall_tokens: RecallTokens | None = None
 
 
 def merge(base: _M, overrides: BaseModel | None) -> _M:
@@ -113,6 +122,7 @@ class AgentConfig(_Strict):
     role: Role = "generalist"
     model: str | None = None
     provider: ProviderName | None = None
+    """`openai`, `demo`, or `human`: a seat a person takes (their turns are typed; see the README)."""
     temperature: float = Field(0.5, ge=0, le=2)
     system_prompt_path: str | None = None
     summary_prompt_path: str | None = None
@@ -155,6 +165,12 @@ class ConversationConfig(_Strict):
     """Cap of the verbatim messages; past it the summary rolls forward early."""
     reserve_output_tokens: ReserveTokens = 1000
     """Kept free for each turn's answer (its max_tokens)."""
+    recall: bool = True
+    """The recall tier: old messages the summary covers come back verbatim when the conversation
+    returns to them (see README, Recall)."""
+    recall_tokens: RecallTokens | None = None
+    """Cap of the recall tier, taken from the verbatim window's share (`recent_tokens`); default a
+    tenth of `recent_tokens`."""
     score_every: int | None = Field(None, ge=1)
     """With `termination = "convergence"`: the judge scores convergence every this many turns."""
 
@@ -170,6 +186,19 @@ class ConversationConfig(_Strict):
     @property
     def input_budget(self) -> int:
         return self.max_context_tokens - self.reserve_output_tokens
+
+    @property
+    def recall_cap(self) -> int:
+        """Tokens of the recall tier (0: off)."""
+        if not self.recall:
+            return 0
+        return min(self.recent_tokens // 2, self.recent_tokens // 10 if self.recall_tokens is None
+                   else self.recall_tokens)
+
+    @property
+    def window_cap(self) -> int:
+        """The verbatim window's cap: `recent_tokens` less what the recall tier takes of it."""
+        return self.recent_tokens - self.recall_cap
 
 
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -267,6 +296,9 @@ class MootConfig(_Strict):
             if agent.id == self.judge.id:
                 raise ValueError(f"agent id {agent.id!r} is the judge's id")
             seen.add(agent.id)
+        if self.judge.provider == HUMAN:
+            raise ValueError("the judge cannot be a person (provider \"human\"): its synthesis is a JSON "
+                             "verdict; take a seat among the agents instead")
         return self
 
     @property

@@ -27,7 +27,9 @@ SummaryScope = Literal["shared", "per-agent"]
 SummaryMethod = Literal["llm", "rule-based", "hybrid"]
 SummaryStrategy = Literal["fresh", "rolling"]
 SummaryTrigger = Literal["chars", "tokens", "turns", "manual", "judge"]
-ProviderName = Literal["openai", "demo"]
+ProviderName = Literal["openai", "demo", "human"]
+HUMAN = "human"
+"""The provider of a seat a person takes (`--human NAME`): their words, typed, never a model call."""
 DebateStatus = Literal["running", "completed", "failed", "interrupted", "stopped", "stopped_budget"]
 
 JUDGE_ID = "judge"

@@ -31,6 +31,7 @@ from ..events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -151,6 +152,11 @@ def _describe(event: Event) -> Line | None:
         case SummaryRequested(agent_id=agent_id, focus=focus):
             about = f", focus: {_safe(focus, 80)}" if focus else ""
             return Line("manual", f"⇣ summary requested for {agent_id} (at its next call{about})")
+        case SeatAnswered(agent_id=agent_id, via=via, chars=chars, phase=phase, round=r):
+            where = {"editor": "in the editor", "stdin": "on stdin", "ctl": "with moot ctl say", "library": ""}[via]
+            return Line("manual", f"✎ {agent_id} answered ({'message' if phase == 'turn' else phase}, "
+                                  f"{'turn' if phase == 'turn' else 'round'} {r}){' ' + where if where else ''}: "
+                                  f"{chars} chars")
         case CallFailed(agent_id=agent_id, error=error, will_retry=True):
             return Line("warning", f"↻ {agent_id}: {_safe(error, 300)} (retrying)")
         case CallFailed(agent_id=agent_id, error=error):

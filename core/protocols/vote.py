@@ -16,7 +16,7 @@ from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
 from ..models.config import AgentConfig, MootConfig
 from ..models.state import Contribution
-from ..models.terms import Phase, ProtocolName
+from ..models.terms import HUMAN, Phase, ProtocolName
 from ..storage.state import find_contribution
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .majority import conclude_by_vote
@@ -38,12 +38,15 @@ class VoteProtocol(DebateProtocol):
         n = config.debate.samples or len(agents)
         seats: list[AgentConfig] = []
         taken = {a.id for a in config.agents} | {config.judge.id}
+        models = [a for a in agents if a.provider != HUMAN]  # a person answers once: more samples are models'
         for i in range(n):
-            base = agents[i % len(agents)]
             if i < len(agents):
-                seats.append(base)
+                seats.append(agents[i])
                 continue
-            new_id = f"{base.id}-s{i // len(agents) + 1}"  # its second sample: generalist-s2
+            if not models:
+                break
+            base = models[(i - len(agents)) % len(models)]
+            new_id = f"{base.id}-s{(i - len(agents)) // len(models) + 2}"  # its second sample: generalist-s2
             while new_id in taken:
                 new_id += "x"
             taken.add(new_id)

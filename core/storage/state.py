@@ -31,6 +31,7 @@ from ..events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -149,7 +150,8 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
             state.status = "failed"
             state.error = error
             state.exit_code = code
-        case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | Warning_() | ControlChanged()
+        case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | SeatAnswered() | Warning_()
+              | ControlChanged()
               | Converged() | BudgetReached() | WindowLearned()):
             pass  # shown as they happen; nothing in the state changes
         case _:

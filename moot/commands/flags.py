@@ -168,7 +168,7 @@ def overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Override
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None,
                      roles=getattr(args, "agents", None) or None,
                      provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,
-                     debate=debate)
+                     debate=debate, humans=getattr(args, "human", None))
 
 
 # ---------------------------------------------------------------- debates and files

@@ -8,6 +8,7 @@ import collections
 import itertools
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator
+from pathlib import Path
 
 from ...core.clock import Clock
 from ...core.events import CallStarted, ContributionAdded, Event, Token
@@ -99,6 +100,9 @@ class ReplayRuntime(Runtime):
         self._playing.set()
         self.finished = False
 
+    def debate_folder(self) -> DebateFolder | None:
+        return self.folder
+
     async def start(self) -> Snapshot:
         # Read as it plays (a long recording is never whole in memory); the first event is read now,
         # so that a log that cannot be read fails here.
@@ -123,6 +127,11 @@ class ReplayRuntime(Runtime):
         self.finished = True
         while True:  # stay open on the end of the recording
             await asyncio.sleep(3600)
+
+    @property
+    def debate_path(self) -> Path | None:
+        folder = self.folder
+        return None if folder.pending else folder.path
 
     def now(self) -> float:
         return self._virtual

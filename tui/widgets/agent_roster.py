@@ -86,6 +86,8 @@ class AgentRow(Vertical):
             name.update(self._name_text(status))
         since = self.activity.since
         text = f"{max(0, int(clock() - since))}s" if clock is not None and since is not None else ""
+        if self.info.provider == "human" and status in ("thinking", "streaming"):
+            text = f"✎ your turn {text}".rstrip()
         if text != self._status_text:
             self._status_text = text
             self.query_one(".row-status", Label).update(text)
