@@ -8,7 +8,6 @@ import collections
 import itertools
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator
-from pathlib import Path
 
 from ...core.clock import Clock
 from ...core.events import CallStarted, ContributionAdded, Event, Token
@@ -128,10 +127,6 @@ class ReplayRuntime(Runtime):
         while True:  # stay open on the end of the recording
             await asyncio.sleep(3600)
 
-    @property
-    def debate_path(self) -> Path | None:
-        folder = self.folder
-        return None if folder.pending else folder.path
 
     def now(self) -> float:
         return self._virtual

@@ -7,7 +7,6 @@ import asyncio
 import collections
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiofiles
 from pydantic import ValidationError
@@ -51,10 +50,6 @@ class WatchRuntime(Runtime):
     def debate_folder(self) -> DebateFolder | None:
         return self.folder
 
-    @property
-    def debate_path(self) -> Path | None:
-        folder = self.folder
-        return None if folder.pending else folder.path
 
     @property
     def can_steer(self) -> bool:
