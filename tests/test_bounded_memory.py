@@ -110,7 +110,8 @@ def test_a_long_conversation_lets_go_of_old_turns_and_sends_the_same_requests(
     for turn in (3, 20, 70):
         assert calls_at_turn_in_log(folder, turn) == calls_at_turn_in_log(whole_folder, turn)
     sd, wd = str(folder.path.parent), str(whole_folder.path.parent)
-    for args in (("report", "conv"), ("report", "conv", "--verbose"), ("show", "conv"), ("show", "conv", "--json")):
+    for args in (("report", "conv"), ("report", "conv", "--verbose"), ("show", "conv"), ("show", "conv", "--json"),
+                 ("watch", "conv", "--headless")):
         got, want = cli(*args, "--state-dir", sd), cli(*args, "--state-dir", wd)
         assert got.returncode == want.returncode == 0, got.stderr
         if args[0] == "report" and "--verbose" not in args:
@@ -120,6 +121,8 @@ def test_a_long_conversation_lets_go_of_old_turns_and_sends_the_same_requests(
             assert shown["archived_rounds"] == 0 and _timeless(shown["rounds"]) == _timeless(full["rounds"])
         if args == ("show", "conv"):
             assert "turns: 72 messages" in got.stdout and got.stdout == want.stdout
+        if args[0] == "watch":  # every event line, from the log
+            assert "✎ turn 1 architect" in got.stdout and got.stdout == want.stdout
     # Turn 1, long let go of, through the CLI: its request (`moot context --turn 1`), its message
     # in the report and in `moot show --json`.
     (turn_1,) = [c for r in folder.steps() if r.number == 1 for c in r.contributions if c.type == "message"]
