@@ -27,6 +27,7 @@ from .engine.calls import CallEngine, endpoint_of
 from .engine.gate import BudgetExhausted, Gate, StopRequested
 from .engine.summaries import Summaries
 from .errors import ContextOverflow
+from .event_bus import EventBus
 from .events import (
     BudgetReached,
     ControlChanged,
@@ -36,7 +37,6 @@ from .events import (
     DebateResumed,
     DebateStarted,
     Event,
-    EventBus,
     NoteInjected,
     SeatAnswered,
     SummaryRequested,

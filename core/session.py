@@ -15,7 +15,8 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import Overrides, build_config
 from .control.commands import Inbox
 from .errors import StoreError
-from .events import EventBus, Subscription, Warning_
+from .event_bus import EventBus, Subscription
+from .events import Warning_
 from .human.drafts import Drafts
 from .models.config import MootConfig
 from .models.state import DebateState

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .describe import describe
 from ..errors import ExitCode, StoreError
-from ..events import DebateInterrupted, DebateResumed, Subscription, is_terminal, parse_event
+from ..event_bus import Subscription
+from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
 from ..models.state import DebateState
 from .printer import print_events, solution_text
 from ..session import WRITER_BACKLOG, DebateSession

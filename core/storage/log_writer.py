@@ -15,7 +15,8 @@ import aiofiles
 from pydantic import ValidationError
 
 from ..errors import StoreError
-from ..events import Event, Subscription, Token, dump_event, is_terminal, parse_event
+from ..event_bus import Subscription
+from ..events import Event, Token, dump_event, is_terminal, parse_event
 from .files import open_regular, require_real_folder, write_all, write_atomic
 from .folder import DebateFolder
 
