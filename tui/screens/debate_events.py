@@ -120,8 +120,11 @@ class DebateEvents(DebateLayout):
     @on(EngineEvent)
     async def _engine_event(self, message: EngineEvent) -> None:
         event = message.event
+        archived = self.state.archived_rounds
         apply(self.state, event)
         self.index.on_event(event)
+        if self.state.archived_rounds != archived:  # a long debate's old steps: in its log only
+            self.index.archive(self.state.archived_rounds)
         self.query_one(EventLog).add_event(event)
         if (line := self.followups.on_event(event)) is not None:
             self.feedback(line)
