@@ -29,6 +29,7 @@ from textual import events
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from ...core.safety.sanitize import terminal_safe
 from ..format import first_line
@@ -196,12 +197,39 @@ class Transcript(ScrollView, can_focus=False):
             return
         self._ensure_layout()
         total = self._starts[-1] + len(self._lines[-1][1]) if self._lines else 0
-        self.virtual_size = Size(self._width(), total)
+        size = Size(self._width(), total)
+        if size != self.virtual_size:
+            if self.container_size:
+                self._grow(size)
+            else:
+                self.virtual_size = size  # not laid out yet: the first layout sizes it
         self.refresh()
+
+    def _grow(self, size: Size) -> None:
+        """The text grew: only this widget's scroll range changes, never its region (CSS sets
+        its height), so the scrollbar and the anchored position are updated here. Setting the
+        `virtual_size` reactive instead lays out the whole screen, for every chunk of every
+        pane (bench/tui_stream.py: most of the frames' CPU at 12 agents × 400 tokens/s).
+        A scrollbar that appears or goes still lays out (its reactive asks for it)."""
+        self.set_reactive(Widget.virtual_size, size)
+        self._scroll_update(size)
+        # Textual keeps the anchor in the layout pass (`_anchor_released` has no public reader).
+        if self.is_anchored and not getattr(self, "_anchor_released", False):
+            end = self.max_scroll_y
+            if self.scroll_y != end:
+                self.set_reactive(Widget.scroll_target_y, end)
+                self.scroll_y = end
 
     def on_resize(self, event: events.Resize) -> None:
         self._dirty = True
         self._update_virtual_size()
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        # The scrollbar took (or gave back) a column and the text wraps anew; no Resize says so.
+        # Without this, a pane whose last text brought the scrollbar kept the scroll range of
+        # the wider text and hid its newest line.
+        self._dirty = True
+        self.call_after_refresh(self._update_virtual_size)
 
     def on_mount(self) -> None:
         self.anchor()  # stay on the newest line until the user scrolls up (Textual releases it)

@@ -1,0 +1,76 @@
+"""A transcript's scroll range and what it shows: the newest line stays on screen while text
+streams in, and growing text costs no layout of the whole screen (issue 23 §2)."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.geometry import Region
+
+from moot.tui.widgets.transcript import Entry, Transcript
+
+REPLY = [
+    "A token bucket per API key keeps bursts short while the average rate stays fair. ",
+    "The bucket lives in Redis so that every edge node sees the same count, ",
+    "and a refill happens lazily on read instead of on a timer.\n\n",
+    "- Keys expire after an hour of silence\n",
+    "- Limits come from the customer's plan, not from the code\n\n",
+    "Measure the p99 under load before picking the bucket size; ",
+    "a sliding window only pays for itself where the product promises exact limits.",
+]
+
+
+class OnePane(App[None]):
+    CSS = "Transcript { width: 40; height: 8; }"
+
+    def compose(self) -> ComposeResult:
+        yield Transcript()
+
+
+def shown(transcript: Transcript) -> list[str]:
+    width, height = transcript.scrollable_content_region.size
+    strips = transcript.render_lines(Region(0, 0, width, height))
+    return ["".join(segment.text for segment in strip).rstrip() for strip in strips]
+
+
+async def test_the_newest_line_stays_on_screen_without_a_layout_per_append() -> None:
+    app = OnePane()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("call-1", "proposal · …"))
+        await pilot.pause()
+        screen = app.screen
+        layouts: list[int] = []
+        refresh_layout = screen._refresh_layout
+
+        def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+            layouts.append(1)
+            refresh_layout(*args, **kwargs)
+
+        screen._refresh_layout = counted  # type: ignore[method-assign]
+        streamed = ""
+        for piece in REPLY:
+            transcript.append_text("call-1", piece)
+            streamed += piece
+            await pilot.pause()
+            last_words = " ".join(streamed.split()[-2:])
+            text = [line for line in shown(transcript) if line]
+            assert last_words in " ".join(" ".join(text[-2:]).split()), (streamed, text)
+        assert transcript.show_vertical_scrollbar
+        # The scrollbar appearing lays the screen out (it takes a column); nothing else does.
+        assert len(layouts) <= 2, len(layouts)
+        assert transcript.scroll_y == transcript.max_scroll_y
+
+
+async def test_the_scroll_range_follows_the_narrower_text_once_the_scrollbar_shows() -> None:
+    """Text that brings the scrollbar in one go (nothing streams after it) wraps at the
+    narrower width, and the scroll range counts those lines: the last one is shown."""
+    app = OnePane()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("c-1", "proposal", text="".join(REPLY), state="done"))
+        await pilot.pause()
+        await pilot.pause()
+        assert transcript.show_vertical_scrollbar
+        assert transcript.virtual_size.width == transcript.scrollable_content_region.width
+        assert "exact limits." in shown(transcript)[-1]
+        assert transcript.scroll_y == transcript.max_scroll_y
