@@ -19,6 +19,7 @@ from textual.widgets import Label
 from ...core.models.state import AgentInfo, TierTokens
 from ...core.safety.sanitize import one_line_safe
 from ..activity import STATUS_ICONS, Activity, Status
+from .label_text import update_label
 from .token_gauge import TokenGauge
 
 
@@ -86,8 +87,8 @@ class AgentRow(Vertical):
         since = self.activity.since
         text = f"{max(0, int(clock() - since))}s" if clock is not None and since is not None else ""
         if text != self._status_text:
+            update_label(self.query_one(".row-status", Label), text, self._status_text)
             self._status_text = text
-            self.query_one(".row-status", Label).update(text)
         tip = one_line_safe(f"{self.info.name} ({self.info.role}) · {status}" + (
             f": {self.activity.error}" if status == "error" and self.activity.error else ""))
         if tip != self._tooltip_text:
