@@ -19,6 +19,7 @@ from textual.widgets import Label
 from ...core.models.state import AgentInfo, TierTokens
 from ...core.safety.sanitize import one_line_safe
 from ..activity import STATUS_ICONS, Activity, Status
+from ..format import dom_id
 from .label_text import update_label
 from .token_gauge import TokenGauge
 
@@ -43,7 +44,7 @@ class AgentRow(Vertical):
 
     def __init__(self, info: AgentInfo, number: int, judge: bool = False,
                  clock: Callable[[], float] | None = None) -> None:
-        super().__init__(id=f"row-{info.id}")
+        super().__init__(id=dom_id("row", info.id))
         self.clock = clock
         """The debate's clock (live, watched or replayed), for the time a call has been in flight."""
         self.info = info
@@ -86,6 +87,8 @@ class AgentRow(Vertical):
             name.update(self._name_text(status))
         since = self.activity.since
         text = f"{max(0, int(clock() - since))}s" if clock is not None and since is not None else ""
+        if self.info.provider == "human" and status in ("thinking", "streaming"):
+            text = f"✎ your turn {text}".rstrip()
         if text != self._status_text:
             update_label(self.query_one(".row-status", Label), text, self._status_text)
             self._status_text = text
