@@ -198,7 +198,9 @@ class CallEngine:
             finally:
                 self.in_flight -= 1
                 self.seats_open -= agent.is_person
-                self.report_pause()
+                # Said after the caller has recorded what the call wrote (it does so as soon as this
+                # returns): "paused, no call in flight" never comes before the last call's contribution.
+                asyncio.get_running_loop().call_soon(self.report_pause)
 
     def report_pause(self) -> None:
         """Once paused with no call in flight, say so (once): from then on nothing runs."""

@@ -80,6 +80,8 @@ COMMANDS: dict[str, CommandSpec] = {
                     run=solution.copy),
         CommandSpec("theme", "/theme [name]", "Switch theme (remembered); without a name, list the themes.",
                     1, ("theme",), "t", run=app_commands.theme),
+        CommandSpec("debates", "/debates", "The saved debates: sort, filter and open one (this one keeps "
+                    "running; esc comes back).", 0, (), "d", run=app_commands.debates),
         CommandSpec("help", "/help", "Show commands and keys.", 0, (), "?", run=app_commands.help_),
         CommandSpec("quit", "/quit", "Quit (asks first while a debate is running).", 0, (), "q",
                     run=app_commands.quit_),

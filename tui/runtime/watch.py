@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiofiles
 from pydantic import ValidationError
@@ -47,10 +46,9 @@ class WatchRuntime(Runtime):
         self._paused = False
         self._writer = writer_alive(folder)
 
-    @property
-    def debate_path(self) -> Path | None:
-        folder = self.folder
-        return None if folder.pending else folder.path
+    def debate_folder(self) -> DebateFolder | None:
+        return self.folder
+
 
     @property
     def can_steer(self) -> bool:
