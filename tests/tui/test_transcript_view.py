@@ -126,3 +126,27 @@ async def test_only_the_lines_in_view_are_rendered_and_scrollback_shows_the_whol
             transcript.scroll_to(y=y + height - 1, animate=False)
             await pilot.pause()
         assert transcript.virtual_size.height == len(whole)  # every estimate replaced on the way
+
+
+async def test_a_finished_reply_scrolled_to_its_start_moves_the_scrollbar_with_it() -> None:
+    """A pane that followed a long stream is scrolled to the start of the finished reply (as
+    the judge's solution is): the text, the scroll position and the scrollbar's thumb agree
+    (the thumb once stayed where the streamed end had put it, drawn half off the track)."""
+    app = OnePane()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("call-0", "proposal", text="\n\n".join(PARAGRAPHS), state="done"))
+        transcript.add(Entry("call-1", "solution · …"))
+        text = "\n\n".join(PARAGRAPHS * 2)
+        for at in range(0, len(text), 120):
+            transcript.append_text("call-1", text[at:at + 120])
+            await pilot.pause()
+        assert transcript.scroll_y == transcript.max_scroll_y > 0
+        transcript.set_text("call-1", text, title="Final solution", state="solution")
+        transcript.scroll_to_entry("call-1")
+        await pilot.pause()
+        await pilot.pause()
+        assert shown(transcript)[0] == "Final solution"
+        assert 0 < transcript.scroll_y < transcript.max_scroll_y
+        assert transcript.vertical_scrollbar.position == transcript.scroll_y
+        assert transcript.vertical_scrollbar.window_virtual_size == transcript.virtual_size.height
