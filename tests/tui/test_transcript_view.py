@@ -150,3 +150,46 @@ async def test_a_finished_reply_scrolled_to_its_start_moves_the_scrollbar_with_i
         assert 0 < transcript.scroll_y < transcript.max_scroll_y
         assert transcript.vertical_scrollbar.position == transcript.scroll_y
         assert transcript.vertical_scrollbar.window_virtual_size == transcript.virtual_size.height
+
+
+async def test_scrolled_up_the_view_stays_while_text_streams_and_follows_again_once_back() -> None:
+    """The user scrolls up (the wheel releases the anchor): text that keeps streaming does not
+    move what they read; back at the end (the follow key, or scrolling down to it) the pane
+    shows the newest line again and keeps showing it as more arrives."""
+    app = OnePane()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("call-1", "proposal · …"))
+        text = "\n\n".join(PARAGRAPHS * 3)
+        chunks = [text[at:at + 60] for at in range(0, len(text), 60)]
+        third = len(chunks) // 3
+        for chunk in chunks[:third]:
+            transcript.append_text("call-1", chunk)
+            await pilot.pause()
+        transcript.release_anchor()  # what a wheel turn up does before it scrolls
+        transcript.scroll_to(y=3, animate=False, immediate=True)
+        await pilot.pause()
+        before = shown(transcript)
+        for chunk in chunks[third:2 * third]:
+            transcript.append_text("call-1", chunk)
+            await pilot.pause()
+        assert transcript.scroll_y == 3 and shown(transcript) == before
+        assert transcript.max_scroll_y > 3
+
+        transcript.scroll_to(y=transcript.max_scroll_y, animate=False, immediate=True)  # the wheel, down to the end
+        await pilot.pause()
+        for chunk in chunks[2 * third:-4]:
+            transcript.append_text("call-1", chunk)
+            await pilot.pause()
+            assert transcript.scroll_y == transcript.max_scroll_y
+
+        transcript.release_anchor()
+        transcript.scroll_to(y=0, animate=False, immediate=True)
+        await pilot.pause()
+        transcript.follow_end()  # the follow key
+        for chunk in chunks[-4:]:
+            transcript.append_text("call-1", chunk)
+            await pilot.pause()
+            assert transcript.scroll_y == transcript.max_scroll_y
+        assert "expiry job still runs." in " ".join(" ".join(shown(transcript)).split())
+        assert transcript.vertical_scrollbar.position == transcript.scroll_y

@@ -166,6 +166,13 @@ class Transcript(TranscriptLines, can_focus=False):
     def on_mount(self) -> None:
         self.anchor()  # stay on the newest line until the user scrolls up (Textual releases it)
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # Scrolled back down to the end (the wheel, page keys): follow the newest text again.
+        # Textual's widgets do this in their watcher; ScrollView's leaves it out.
+        if self._anchored and self._anchor_released:
+            self._check_anchor()
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._layout_key = None
