@@ -13,6 +13,7 @@ each honoured at the next call boundary (the gate), never in the middle of a cal
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import assert_never
 
 from . import prompts
@@ -24,6 +25,7 @@ from .control.commands import ControlCommand
 from .context.view import ViewBuilder
 from .engine.calls import CallEngine, endpoint_of
 from .engine.gate import BudgetExhausted, Gate, StopRequested
+from .engine.grounding import Grounding
 from .engine.summaries import Summaries
 from .errors import ContextOverflow
 from .events import (
@@ -38,6 +40,7 @@ from .events import (
     EventBus,
     NoteInjected,
     SummaryRequested,
+    ToolsReady,
     Warning_,
 )
 from .models.config import MootConfig
@@ -50,6 +53,7 @@ from .protocols.judging import synthesize
 from .providers.pool import ProviderPool
 from .safety.secrets import redact
 from .storage.state import apply, new_state
+from .tools.references import changed_files
 from .trace_ids import new_trace_id
 
 __all__ = ["BudgetExhausted", "Clarifier", "DebateAborted", "Ids", "Orchestrator", "StopRequested"]
@@ -82,6 +86,7 @@ class Orchestrator:
         ids: Ids | None = None,
         clock: Clock = SYSTEM_CLOCK,
         clarifier: Clarifier | None = None,
+        grounding: Callable[[list[ResolvedAgent]], Grounding | None] | None = None,
     ) -> None:
         self.config = config
         self.problem = problem
@@ -108,6 +113,9 @@ class Orchestrator:
                                  clock=clock, max_concurrency=config.debate.max_concurrency,
                                  prices=dict(config.debate.prices),
                                  endpoint_limits=endpoint_limits(config, [*self.agents, self.judge]))
+        self.grounding = grounding([*self.agents, self.judge]) if grounding is not None else None
+        """The references and tools the agents may read (built by the session, which knows the folder)."""
+        self.engine.grounding = self.grounding
         people = {a.id: a for a in [*self.agents, self.judge]}
         self.summaries = Summaries(index=self.index, builder=self.builder, engine=self.engine, emit=self.emit,
                                    new_id=self.ids, clock=clock, people=people, problem=problem)
@@ -239,6 +247,22 @@ class Orchestrator:
             out[f"{j.id}/{kind}"] = prompts.load("judge", kind, override)
         return out
 
+    async def _ground(self) -> None:
+        """Start the tools (MCP servers) and record what the agents may read; on a resume, say which
+        reference files changed since the debate recorded them."""
+        grounding = self.grounding
+        assert grounding is not None
+        await grounding.start(self.emit)
+        before = self.state.tools
+        setup = grounding.setup()
+        if self.resuming and before is not None and grounding.refs is not None:
+            changed = changed_files([r.model_dump() for r in before.references], grounding.refs)
+            if changed:
+                shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+                self.emit(Warning_(message=f"{len(changed)} reference file{'s' if len(changed) != 1 else ''} changed "
+                                           f"since the debate started: {shown}; agents now read them as they are"))
+        self.emit(ToolsReady(setup=setup))
+
     async def run(self) -> DebateState:
         ctx = self.ctx
         try:
@@ -260,6 +284,8 @@ class Orchestrator:
                 # folder its real name) before the first call's work holds the loop.
                 await asyncio.sleep(0)
             self.accepting = True
+            if self.grounding is not None:
+                await self._ground()
             await self.engine.discover([*self.agents, self.judge])
             if self.config.debate.clarify and not self.state.clarified:
                 await ctx.phase(1, "clarify", lambda: clarify(ctx, self.clarifier))

@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tokens", type=_positive_int, metavar="N", help="stop starting calls past N tokens")
     run.add_argument("--report", metavar="FILE", help="write the markdown report at the end")
     run.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
+    run.add_argument("--ref", action="append", metavar="PATH",
+                     help="a file or folder the agents may read with tools (repeatable; .gitignore respected)")
     provider_args(run)
     state_dir(run)
 
@@ -218,6 +220,8 @@ def _overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Overrid
         debate["turns"] = args.turns
     if getattr(args, "trace", False):  # saved with a new debate, so that its resume traces too
         debate["trace"] = True
+    if getattr(args, "ref", None):  # saved (absolute) with the debate: a resume keeps them
+        debate["references"] = list(args.ref)
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None, roles=roles,
                      provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,
                      debate=debate)

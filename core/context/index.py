@@ -20,6 +20,7 @@ from typing import assert_never
 
 from ..events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -42,6 +43,9 @@ from ..events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -142,7 +146,7 @@ class DebateIndex:
                   | CallFailed() | SummaryRequested() | SynthesisCompleted() | Warning_() | ControlChanged()
                   | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
                   | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
-                  | WindowLearned()):
+                  | WindowLearned() | ToolCalled() | ToolReturned() | CallContinued() | ToolsReady()):
                 pass  # nothing to index
             case _:
                 assert_never(event)

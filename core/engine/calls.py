@@ -25,8 +25,10 @@ from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.view import ViewBuilder
 from .gate import Gate
+from .grounding import Grounding
+from .tool_loop import ToolLoop
 from .windows import Fit, Windows
-from ..errors import ContextTooLong, ProviderError
+from ..errors import ContextTooLong, ProviderError, ToolsRefused
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, ViewRecord
 from ..pricing import call_cost
@@ -86,6 +88,8 @@ class CallSpec:
 class CallResult:
     completion: Completion
     meta: CallMetadata
+    reads: tuple[str, ...] = ()
+    """What the call read with tools: one extract per result (kept with the contribution)."""
 
 
 REFUSAL_RETRIES = 3
@@ -109,6 +113,8 @@ class CallEngine:
     endpoint_limits: dict[str, int] = field(default_factory=dict)
     """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
     windows: Windows = field(default_factory=Windows)
+    grounding: Grounding | None = None
+    """The references and tools calls may read (None: a debate without them)."""
 
     def __post_init__(self) -> None:
         self._sem = asyncio.Semaphore(self.max_concurrency)
@@ -144,6 +150,8 @@ class CallEngine:
                 continue
             seen.add(key)
             provider = self.providers.get(agent)
+            if self.grounding is not None:
+                await provider.discover_tools()
             tokens = await provider.discover_window(agent.model)
             if tokens is not None and self.windows.discovered(*key, tokens):
                 self.emit(WindowLearned(endpoint=self._where(agent), model=agent.model, window=tokens,
@@ -196,15 +204,34 @@ class CallEngine:
             budget = min(spec.budget, fit.input_budget) if spec.budget else fit.input_budget
             record.max_tokens = min(fit.max_tokens + extra_room, max(fit.max_tokens, fit.window - 64))
             record.window, record.window_source, record.count_ratio = fit.window, fit.source, fit.ratio
-            messages = self.builder.build(record, list(spec.history), budget)
+            access = self.grounding.access(agent, provider, record.phase) if self.grounding else None
+            view_budget = budget
+            record.inline.pop("references", None)
+            if self.grounding is not None and access == "tools":
+                view_budget = budget - self.grounding.tools_room(budget)
+            elif self.grounding is not None and access == "retrieve":
+                passages = self.grounding.retrieve(record, spec.history, self.builder.index, budget)
+                if passages:
+                    record.inline["references"] = passages
+            messages = self.builder.build(record, list(spec.history), view_budget)
+            record.budget = budget  # with tools, the view leaves the rest of it to the tool loop
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
                                   fallback_models=agent.config.fallback_models, json_answer=spec.json_answer)
             self.emit(CallStarted(view=record))
             started = self.clock.monotonic()
             try:
-                completion = await self._stream(provider.name, provider.stream(request), agent.id,
-                                                record.call_id)
+                if self.grounding is not None and access == "tools":
+                    completion = await ToolLoop(self, agent, record, provider, self.grounding.boxes[agent.id],
+                                                self.grounding.max_calls.get(agent.id, 10), budget).run(request, spent)
+                else:
+                    completion = await self._stream(provider.name, provider.stream(request), agent.id,
+                                                    record.call_id)
+            except ToolsRefused:
+                # Remembered by the provider (supports_tools = False): the next view has the passages instead.
+                record = self._again(record, agent.id, "the endpoint does not take tools; asking again with "
+                                                       "reference passages in the view", "passages")
+                continue
             except ContextTooLong as exc:
                 refusals += 1
                 window = self.windows.refused(endpoint, model, exc.window, fit.window, exc.prompt_tokens,
@@ -259,12 +286,15 @@ class CallEngine:
         if completion.finish_reason == "length":
             self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
-        return CallResult(completion, meta)
+        reads = tuple(dict.fromkeys(r.extract for step in record.tool_steps for r in step.results if r.ok))
+        return CallResult(completion, meta, reads)
+
     def _again(self, record: ViewRecord, agent_id: str, why: str, suffix: str) -> ViewRecord:
         """End an attempt whose answer is not kept (views show it failed) and start the next one's
         record: the same call, a new id (the state keeps both views: what each request held)."""
         self.emit(CallFailed(call_id=record.call_id, agent_id=agent_id, error=why, will_retry=False))
-        return record.model_copy(update={"call_id": f"{record.call_id.split('~')[0]}~{suffix}"})
+        return record.model_copy(deep=True, update={"call_id": f"{record.call_id.split('~')[0]}~{suffix}",
+                                                    "tool_steps": []})
 
     async def _again_if_empty(self, provider: Provider, request: ChatRequest, agent_id: str,
                               call_id: str) -> Completion:
@@ -303,6 +333,6 @@ class CallEngine:
         except ProviderError as exc:
             message = redact(str(exc), secrets)
             exc.args = (message,)
-            if not isinstance(exc, ContextTooLong):  # the caller decides what a refusal means
+            if not isinstance(exc, (ContextTooLong, ToolsRefused)):  # the caller decides what a refusal means
                 self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error=message, will_retry=False))
             raise

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .tools import ToolsSetup, ToolStep
 from .terms import (
     JUDGE_ID,
     ContributionType,
@@ -63,6 +64,9 @@ class Contribution(BaseModel):
     metadata: CallMetadata = Field(default_factory=CallMetadata)
     carried_from: str | None = None
     """Set when a proposal reuses an earlier refinement (no LLM call was made)."""
+    reads: list[str] = Field(default_factory=list)
+    """What the agent read with tools while writing it: one extract per tool result (seed 002);
+    part of its perspective history, so summaries cover it."""
     ts: float = Field(default_factory=time.time)
 
 
@@ -111,6 +115,10 @@ class TierTokens(BaseModel):
     summary: int = 0
     history: int = 0
     task: int = 0
+    tools: int = 0
+    """Tool definitions and the tool loop's messages (calls and results)."""
+    references: int = 0
+    """The retrieval tier: reference passages, where tools cannot be called."""
     total: int = 0
     """Whole request in chat format (tiers plus per-message overhead)."""
 
@@ -151,6 +159,11 @@ class ViewRecord(BaseModel):
     """Where the window came from: the config, the server (at start) or a refusal."""
     count_ratio: float = 1.0
     """The server's token count over moot's, as known when the view was built."""
+    tools: list[str] = Field(default_factory=list)
+    """Tools offered to the call (by name); empty when none were."""
+    tool_steps: list[ToolStep] = Field(default_factory=list)
+    """The tool loop: each model turn that called tools and what came back; the exact messages
+    of the call's last request are the view's, then these."""
 
 
 class Solution(BaseModel):
@@ -252,6 +265,8 @@ class DebateState(BaseModel):
     pending_questions: list[Clarification] = Field(default_factory=list)
     """Questions asked and not yet answered (a crash while the user answers keeps them)."""
     pending_round: int = 0
+    tools: ToolsSetup | None = None
+    """The references and tools its agents had (None: a debate without them)."""
 
     def round(self, number: int) -> Round:
         while len(self.rounds) < number:

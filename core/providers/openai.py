@@ -42,6 +42,7 @@ from .base import (
     StreamItem,
     TextDelta,
 )
+from .tool_deltas import ToolDeltas, tools_refusal
 from ..safety.secrets import one_line, redact
 from ..tokens import count_messages, count_text
 
@@ -119,6 +120,7 @@ class _Attempt:
     usage_valid: bool = True
     reported_model: str | None = None
     finish_reason: str | None = None
+    tools: ToolDeltas = field(default_factory=ToolDeltas)
 
 
 def _retry_after(response: _httpx.Response) -> float | None:
@@ -230,6 +232,8 @@ class OpenAIProvider:
         """Requests the server runs at once, when it says (llama.cpp `/props` `total_slots`)."""
         self.json_mode: JsonMode = "schema"
         """How this endpoint takes JSON answers; lowered (schema → object → off) when it refuses one."""
+        self.supports_tools: bool | None = None
+        """Function calling here: False once the endpoint refused `tools` or said it has none."""
         self._sleep = sleep
         self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
@@ -277,6 +281,10 @@ class OpenAIProvider:
                                                         else "parsing the answer instead")))
                         attempts -= 1
                         continue
+                    if request.tools and (refused := tools_refusal(failure.status, failure.detail, self._error_line(
+                            failure, models[: index + 1], attempts))) is not None:
+                        self.supports_tools = False  # remembered for the run, as json_mode is
+                        raise refused from None
                     if failure.status in (400, 413) and _CONTEXT_REFUSAL.search(failure.detail):
                         raise ContextTooLong(self._error_line(failure, models[: index + 1], attempts),
                                              stated_window(failure.detail), status=failure.status,
@@ -306,6 +314,7 @@ class OpenAIProvider:
                     finish_reason=result.finish_reason,
                     usage_estimated=estimated,
                     json_constrained=fmt is not None,
+                    tool_calls=result.tools.result(),
                 ))
                 return
         assert last is not None
@@ -344,6 +353,7 @@ class OpenAIProvider:
                     stream=True,
                     stream_options={"include_usage": True},
                     response_format=cast("ResponseFormat", fmt) if fmt is not None else openai.omit,
+                    tools=cast("Any", list(request.tools)) if request.tools else openai.omit,
                 )
             streaming = True
             try:
@@ -407,6 +417,7 @@ class OpenAIProvider:
             content = getattr(delta, "content", None) if delta is not None else None
             if content is not None:
                 text = _text(content)
+            result.tools.add(delta)
             if choice.finish_reason:
                 result.finish_reason = str(choice.finish_reason)[:40]
         return text
@@ -466,6 +477,13 @@ class OpenAIProvider:
     def _from_ollama(data: dict[str, Any], model: str) -> int | None:
         m = re.search(r"(?m)^\s*num_ctx\s+(\d+)", str(data.get("parameters") or ""))
         return int(m.group(1)) if m else None
+
+    async def discover_tools(self) -> None:
+        """Whether the endpoint has function calling, when it says (llama.cpp `/props`); never raises."""
+        if self.supports_tools is None and self.base_url and self.host != DEFAULT_HOST:
+            from .tool_support import probe_tool_support
+
+            self.supports_tools = await probe_tool_support(self._client, self.base_url)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -114,7 +114,7 @@ def list_files(refs: ReferenceSet, limits: Limits, args: dict[str, Any]) -> Tool
     if len(found) > len(shown):
         lines.append(f"[… {len(found) - len(shown)} more; narrow with path or pattern]")
     text, _ = _cap("\n".join(lines), limits.result_tokens)
-    return ToolOutput(text, True, f"{len(found)} files under {where}")
+    return ToolOutput(text, True, lines[0].rstrip(":"))
 
 
 def _file(refs: ReferenceSet, virtual: str) -> RefFile:
@@ -207,7 +207,7 @@ def search(refs: ReferenceSet, limits: Limits, args: dict[str, Any]) -> ToolOutp
     if len(found) > len(shown):
         lines.append(f"[… {len(found) - len(shown)} more; narrow the query or the path]")
     text, _ = _cap("\n".join(lines), limits.result_tokens)
-    return ToolOutput(text, True, f"{len(found)} matches in {nfiles} files")
+    return ToolOutput(text, True, lines[0].split(" for ", 1)[0])
 
 
 _BUILTIN_FNS = {"list_files": list_files, "read_file": read_file, "search": search}

@@ -27,6 +27,7 @@ from ...core.context.outlook import summary_owner
 from ...core.events import (
     BudgetReached,
     CallFailed,
+    CallContinued,
     CallStarted,
     ClarificationsAnswered,
     ClarificationsAsked,
@@ -48,6 +49,9 @@ from ...core.events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -404,8 +408,18 @@ class DebateScreen(Screen):
                 self.refresh_bindings()
             case ControlChanged():
                 self.refresh_bindings()
+            case ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
+                if (pane := self.pane(agent_id)) is not None:
+                    pane.call_later(pane.tool_called, call_id, tool)
+            case ToolReturned(call_id=call_id, agent_id=agent_id, tool_call_id=tool_call_id, ok=ok, summary=summary):
+                if (pane := self.pane(agent_id)) is not None:
+                    pane.call_later(pane.tool_returned, call_id, tool_call_id, ok, summary)
+            case CallContinued(agent_id=agent_id, tokens=tokens, call_id=call_id):
+                if (pane := self.pane(agent_id)) is not None:
+                    budget = next((v.budget for r in self.state.rounds for v in r.calls if v.call_id == call_id), 0)
+                    pane.call_later(pane.gauge.update_view, tokens, budget)
             case (DebateResumed() | RoundStarted() | PhaseCompleted() | Token() | Warning_() | NoteInjected()
-                  | Converged() | BudgetReached() | WindowLearned()):
+                  | Converged() | BudgetReached() | WindowLearned() | ToolsReady()):
                 pass  # the header and the event log show these
             case _:
                 assert_never(event)
