@@ -384,6 +384,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     say("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{one_line_safe(a.model, 80)})" for a in state.agents))
     if any(a.provider == "demo" for a in [*state.agents, *([state.judge] if state.judge else [])]):
         say("provider: DEMO (offline, scripted answers, not a real model)")
+    from moot.core.report.grounding import summary_lines
+
+    for line in summary_lines(state):
+        say(line)
     if state.protocol == "conversation":
         rolls = [s for rnd in state.rounds for s in [*rnd.replaced_summaries, *rnd.summaries.values()]]
         say(f"turns: {sum(len(r.contributions) for r in state.rounds)} messages; rolling summaries: {len(rolls)}")

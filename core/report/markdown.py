@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from ..models.state import CallMetadata, Contribution, ConvergenceScore, DebateState, ModeratorNote, Summary, Usage
 from ..safety.sanitize import terminal_safe
+from .grounding import report_section
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -278,7 +279,7 @@ def render_report(state: DebateState, verbose: bool = False) -> str:
     """The whole debate as markdown: pure, so the TUI or a library user can call it too.
 
     Without control characters: it quotes models and servers, and is read in terminals."""
-    parts = [_header(state), _agents(state), _clarifications(state), _rounds(state, verbose),
+    parts = [_header(state), _agents(state), report_section(state), _clarifications(state), _rounds(state, verbose),
              _synthesis(state, verbose), _totals(state)]
     text = terminal_safe("\n".join(line for part in parts for line in part))
     return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
