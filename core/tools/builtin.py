@@ -147,13 +147,14 @@ def read_file(refs: ReferenceSet, limits: Limits, args: dict[str, Any]) -> ToolO
     last = min(total, end if end is not None and end >= start else start + limits.read_lines - 1,
                start + limits.read_lines - 1)
     width = len(str(last))
-    body = "\n".join(f"{n:>{width}}| {lines[n - 1]}" for n in range(start, last + 1))
-    head = f"{ref.path} (lines {start}–{last} of {total})"
-    text, cut = _cap(f"{head}\n{body}", limits.result_tokens)
-    if cut:
-        shown = text.count("\n") - 1
-        last = start + max(0, shown - 1)
-        text = text.replace(head, f"{ref.path} (lines {start}–{last} of {total})", 1)
+    numbered = [f"{n:>{width}}| {lines[n - 1]}" for n in range(start, last + 1)]
+    room = limits.result_tokens - 60  # the header and the note on what is left
+    body, cut = _cap("\n".join(numbered), room)
+    if cut:  # whole lines only: the next read starts where this one stopped
+        kept = body.split("\n")[:-2] or [tokens.truncate_to_tokens(numbered[0], room)]
+        last = start + len(kept) - 1
+        body = "\n".join(kept)
+    text = f"{ref.path} (lines {start}–{last} of {total})\n{body}"
     if last < total:
         text += f"\n[{total - last} more lines: read_file with start_line={last + 1}]"
     return ToolOutput(text, True, f"lines {start}–{last} of {ref.path}")
