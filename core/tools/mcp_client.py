@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -110,6 +111,10 @@ class McpServer:
     async def start(self) -> None:
         """Start the server and list its tools, within the config's deadline; sets `error` on failure."""
         require_sdk()
+        quiet = logging.getLogger("mcp")  # what it would log, moot says in one line (a TUI owns the terminal)
+        quiet.propagate = False
+        if not quiet.handlers:
+            quiet.addHandler(logging.NullHandler())
         self._stderr = tempfile.TemporaryFile()
         self._task = asyncio.create_task(self._serve(), name=f"mcp-{self.name}")
         try:
