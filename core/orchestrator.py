@@ -311,7 +311,14 @@ class Orchestrator:
         except StopRequested:
             self.emit(DebateInterrupted(status="stopped", reason="stopped by the user"))
         except asyncio.CancelledError:
-            self.emit(DebateInterrupted(status="interrupted", reason=self.interrupted_by))
+            if self.gate.stopping and not self.interrupted_by:
+                # A stop whose calls in flight were cancelled instead of awaited (quitting the TUI
+                # gives them a few seconds): still the user's stop, however long the calls had
+                # left. The cancelled calls are redone on resume.
+                self.emit(DebateInterrupted(status="stopped",
+                                            reason="stopped by the user; the calls in flight were cancelled"))
+            else:
+                self.emit(DebateInterrupted(status="interrupted", reason=self.interrupted_by))
             raise
         except DebateAborted as exc:
             self.emit(DebateFailed(error=str(exc), exit_code=exc.exit_code))

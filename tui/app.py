@@ -23,11 +23,14 @@ from textual.theme import Theme as TextualTheme
 
 from ..core.storage.folder import DebateFolder
 from ..core.storage.state_dir import StateDir
-from .commands import MootCommandProvider
+from .commands.palette import MootCommandProvider
 from .screens.debates import DebatesScreen
 from ..core.clock import Clock
 from ..core.errors import ExitCode
-from .runtime import LiveRuntime, ReplayRuntime, Runtime, WatchRuntime
+from .runtime.base import Runtime
+from .runtime.live import LiveRuntime
+from .runtime.replay import ReplayRuntime
+from .runtime.watch import WatchRuntime
 from .settings import SettingsStore
 from .theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 

@@ -23,7 +23,7 @@ from textual.message_pump import MessagePump
 
 from ..core.events import Event, Token
 from ..core.safety.sanitize import safe_copy
-from .runtime import Runtime, Snapshot
+from .runtime.base import Runtime, Snapshot
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, TextArea
 from textual.widgets.text_area import Selection
@@ -58,8 +59,12 @@ def call_text(view: dict[str, Any]) -> str:
     """One call as plain text: a header per message with its tier and tokens, then its content."""
     parts: list[str] = []
     for (tier, n), message in zip(message_tiers(view), view["messages"]):
-        parts.append(f"━━ [{message['role']}] {tier} · {n} tokens ━━")
+        about = f" · result of {message['tool_call_id']}" if message.get("tool_call_id") else ""
+        parts.append(f"━━ [{message['role']}] {tier} · {n} tokens{about} ━━")
         parts.append(terminal_safe(message["content"]).rstrip())
+        for call in message.get("tool_calls") or []:  # the tool loop: what the model called
+            fn = call.get("function", {})
+            parts.append(terminal_safe(f"→ {call.get('id')}: {fn.get('name')}({fn.get('arguments')})"))
         parts.append("")
     return "\n".join(parts)
 
@@ -168,8 +173,8 @@ class ContextScreen(Screen[None]):
             f"task {k(t.task)} = {k(t.total)} of {k(record.budget)} · answer {k(record.max_tokens)}{window}{dropped}")))
         area.load_text(call_text(view))
         area.scroll_home(animate=False)
-        if self.query_text:
-            self._search(keep_position=False)
+        if self.searching:
+            self._search()
 
     # ------------------------------------------------------------------ stepping
 
@@ -177,6 +182,8 @@ class ContextScreen(Screen[None]):
         typing = isinstance(self.focused, Input)
         if action in ("call", "round", "agent", "find", "find_next") and typing:
             return False  # the keys go to the find box
+        if action == "find_next" and not self.searching:
+            return False
         return True
 
     def action_call(self, step: int) -> None:
@@ -214,17 +221,26 @@ class ContextScreen(Screen[None]):
 
     # ------------------------------------------------------------------ find
 
+    @property
+    def searching(self) -> bool:
+        """The find bar is open: its matches are highlighted, n / N step through them."""
+        return bool(self.query_one("#ctx-find").display)
+
     def action_find(self) -> None:
-        bar = self.query_one("#ctx-find")
-        bar.display = True
+        """Open the find bar with the last search's text (selected: typing replaces it)."""
+        self.query_one("#ctx-find").display = True
         box = self.query_one("#ctx-find-input", Input)
         box.value = self.query_text
+        box.select_all()
         box.focus()
+        if self.query_text:
+            self._search()
 
     @on(Input.Changed, "#ctx-find-input")
     def _typed(self, event: Input.Changed) -> None:
-        self.query_text = event.value
-        self._search(keep_position=False)
+        if event.value != self.query_text:
+            self.query_text = event.value
+            self._search()
 
     @on(Input.Submitted, "#ctx-find-input")
     def _submitted(self, event: Input.Submitted) -> None:
@@ -232,13 +248,15 @@ class ContextScreen(Screen[None]):
         self.query_one(TextArea).focus()  # n / N step through the matches from here
         self.action_find_next(1)
 
-    def _search(self, keep_position: bool) -> None:
+    def _search(self) -> None:
+        """Find every match of the text in this call; show the first."""
         area = self.query_one(TextArea)
         self.matches = find_all(area.text, self.query_text)
         self.match_at = -1
         if self.matches:
             self.action_find_next(1)
         else:
+            area.selection = Selection.cursor(area.selection.end)
             self._find_status()
 
     def action_find_next(self, step: int) -> None:
@@ -251,7 +269,13 @@ class ContextScreen(Screen[None]):
         start = self.matches[self.match_at]
         text = area.text
         area.selection = Selection(location(text, start), location(text, start + len(self.query_text)))
-        area.scroll_cursor_visible(center=True, animate=False)
+        # The selection highlights the match. A read-only TextArea without a cursor does not
+        # scroll to its selection itself (`scroll_cursor_visible` needs a cursor): scroll to
+        # the match's place in the wrapped text, in the middle of the view.
+        first = area.wrapped_document.location_to_offset(area.selection.start)
+        last = area.wrapped_document.location_to_offset(area.selection.end)
+        region = Region(first.x, first.y, max(1, len(self.query_text)), last.y - first.y + 1)
+        area.scroll_to_region(region, animate=False, center=True, x_axis=False, immediate=True)
         self._find_status()
 
     def _find_status(self) -> None:
@@ -263,11 +287,18 @@ class ContextScreen(Screen[None]):
         else:
             status.update(f"{self.match_at + 1} of {len(self.matches)} · n/N")
 
+    def _end_search(self) -> None:
+        """Close the find bar and drop the highlight; the text stays where the search left it."""
+        self.query_one("#ctx-find").display = False
+        self.matches = []
+        self.match_at = -1
+        area = self.query_one(TextArea)
+        area.selection = Selection.cursor(area.selection.start)
+        area.focus()
+
     def action_back(self) -> None:
-        """Escape: closes the find box when typing there, else the inspector."""
-        bar = self.query_one("#ctx-find")
-        if bar.display and isinstance(self.focused, Input):
-            bar.display = False
-            self.query_one(TextArea).focus()
+        """Escape: ends a search first (typing or stepping through its matches), then closes."""
+        if self.searching:
+            self._end_search()
             return
         self.app.pop_screen()

@@ -25,7 +25,7 @@ from ..widgets.token_gauge import tier_bar
 
 TIERS = ("system", "summary", "history", "task")
 UNITS = {"characters": "chars", "messages": "msgs"}
-STYLE_CLASSES = ("system", "summary", "history", "task", "free", "output", "muted", "warn")
+STYLE_CLASSES = ("system", "summary", "history", "task", "tools", "free", "output", "muted", "warn")
 
 
 class _Styled(Widget):
@@ -36,6 +36,7 @@ class _Styled(Widget):
     _Styled > .ctx-tier--summary { color: $gauge-summary; }
     _Styled > .ctx-tier--history { color: $gauge-history; }
     _Styled > .ctx-tier--task { color: $gauge-task; }
+    _Styled > .ctx-tier--tools { color: $accent; }
     _Styled > .ctx-tier--free { color: $gauge-free; }
     _Styled > .ctx-tier--output { color: $gauge-output; }
     _Styled > .ctx-tier--muted { color: $text-muted; }
@@ -63,8 +64,9 @@ class Legend(_Styled):
 
 
 class AgentOutlook(_Styled):
-    """Four lines for one agent: its latest call, a bar over its whole window, the tiers, the
-    next summary."""
+    """Four lines for one agent: its latest call (its view against the view's budget, as the
+    pane's gauge shows it, and the window: that budget plus the answer's reserve), a bar over
+    the whole window, the tiers, the next summary."""
 
     DEFAULT_CSS = "AgentOutlook { height: auto; padding: 0 1; }"
 
@@ -92,25 +94,33 @@ class AgentOutlook(_Styled):
         step = "turn" if view.phase == "turn" else f"R{view.round} {view.phase}"
         room = view.budget + view.max_tokens
         used = view.tokens.total
-        head.append(f"  latest: {step}{target} · {k(used)} of {k(room)} tokens", self.tier_style("muted"))
+        # The same two numbers as the pane's gauge (`1.9k / 7k`: the view against its budget),
+        # then the window the bar and the percentages below are drawn against.
+        head.append(f"  latest: {step}{target} · view {k(used)} of {k(view.budget)} · window {k(room)}",
+                    self.tier_style("muted"))
         if view.window and view.window_source != "configured":
-            head.append(f" · window {k(view.window)} ({view.window_source})", self.tier_style("muted"))
+            model = "" if view.window == room else f"the model's {k(view.window)}, "
+            head.append(f" ({model}{view.window_source})", self.tier_style("muted"))
         t = view.tokens
-        values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history)]
+        read = t.tools + t.references  # what the call read (tool results, or reference passages)
+        values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history - read)]
+        tiers: tuple[str, ...] = TIERS + (("tools",) if read else ())
+        values += [read] if read else []
         free = max(0, view.budget - used)
-        parts = [(v, self.tier_style(name), "█") for name, v in zip(TIERS, values)]
+        parts = [(v, self.tier_style(name), "▓" if name == "tools" else "█") for name, v in zip(tiers, values)]
         parts.append((free, self.tier_style("free"), "░"))
         bar = Text("▕")
         bar.append_text(tier_bar(parts, room, width - 2, self.tier_style("output"), "▒"))
         bar.append("▏")
-        cells = [*zip(TIERS, values), ("free", free), ("answer", view.max_tokens)]
+        cells = [*zip(tiers, values), ("free", free), ("answer", view.max_tokens)]
         rows = []
-        for row in (cells[:3], cells[3:]):  # two rows of three: fits 80 columns
+        for row in (cells[:3], cells[3:6], cells[6:]):  # rows of three: fits 80 columns
             line = Text("  ")
             for name, value in row:
                 line.append(f"{name:<8}", self.tier_style("output" if name == "answer" else name) + Style(bold=True))
                 line.append(f"{k(value):>5} {pct(value, room):>4}   ")
-            rows.append(line)
+            if row:
+                rows.append(line)
         return Text("\n").join([head, bar, *rows, self._next_summary(look)])
 
     def _next_summary(self, look: Outlook | None) -> Text:

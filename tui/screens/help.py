@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from ..commands import COMMANDS
+from ..commands.registry import COMMANDS
 
 KEYS = (
     ("/", "type a command (tab completes, ↑/↓ history, esc leaves)"),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import events
 from textual.binding import Binding
 from textual.widgets import Input
 
-from ..commands import CommandSuggester, Vocabulary
+from ..commands.completion import CommandSuggester, Vocabulary
 
 
 class CommandInput(Input):
@@ -32,6 +33,23 @@ class CommandInput(Input):
             self.history.append(line)
             del self.history[: -self.MAX_HISTORY]
         self._history_pos = len(self.history)
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            # Submit here, in the input's own queue, in order with the keys typed before and
+            # after it — not through Input's enter binding, which the app runs only once the key
+            # has bubbled up to it, after later keys of a burst were already typed in.
+            event.stop()
+            event.prevent_default()
+            await self.action_submit()
+
+    async def action_submit(self) -> None:
+        """Enter: hand the line over and empty the input at once, in order with any keys queued
+        behind the Enter (keys that arrive in one burst may already hold the next command)."""
+        line = self.value
+        self.remember(line.strip())
+        self.value = ""
+        self.post_message(self.Submitted(self, line))
 
     def action_complete(self) -> None:
         if self._suggestion and self._suggestion != self.value:

@@ -1,4 +1,7 @@
-"""A one-line gauge of an agent's latest view: tokens per tier against its budget."""
+"""A one-line gauge of an agent's latest view: tokens per tier against the view's budget.
+
+The budget is the window less the tokens kept for the answer (`max_context_tokens −
+reserve_output_tokens`: 7k of the default 8k); `/context` shows both numbers."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from textual.widget import Widget
 from ...core.models.state import TierTokens
 from ..format import k
 
-TIERS = ("system", "summary", "history", "task")
+TIERS = ("system", "summary", "history", "task", "tools")
+"""`tools`: what the call read (tool results and definitions, or the retrieval tier's passages)."""
 WARN_RATIO = 0.8
 """Matches the default summarization trigger ratio: past it a summary is due."""
 CRITICAL_RATIO = 0.95
@@ -28,6 +32,7 @@ class TokenGauge(Widget):
     TokenGauge > .token-gauge--summary { color: $gauge-summary; }
     TokenGauge > .token-gauge--history { color: $gauge-history; }
     TokenGauge > .token-gauge--task { color: $gauge-task; }
+    TokenGauge > .token-gauge--tools { color: $accent; }
     TokenGauge > .token-gauge--free { color: $gauge-free; }
     TokenGauge > .token-gauge--label { color: $text-muted; }
     TokenGauge.-warn > .token-gauge--label { color: $warning; text-style: bold; }
@@ -35,7 +40,7 @@ class TokenGauge(Widget):
     """
     COMPONENT_CLASSES = {
         "token-gauge--system", "token-gauge--summary", "token-gauge--history",
-        "token-gauge--task", "token-gauge--free", "token-gauge--label",
+        "token-gauge--task", "token-gauge--tools", "token-gauge--free", "token-gauge--label",
     }
 
     tokens: reactive[TierTokens | None] = reactive(None)
@@ -54,8 +59,11 @@ class TokenGauge(Widget):
         ratio = tokens.total / budget if budget else 0.0
         self.set_class(WARN_RATIO <= ratio < CRITICAL_RATIO, "-warn")
         self.set_class(ratio >= CRITICAL_RATIO, "-critical")
+        read = tokens.tools + tokens.references
         self.tooltip = (f"system {tokens.system} · summary {tokens.summary} · history {tokens.history} · "
-                        f"task {tokens.task} · total {tokens.total} of {budget}")
+                        f"task {tokens.task} · " + (f"tools {read} · " if read else "")
+                        + f"view {tokens.total} of its {budget} budget (the window less the tokens kept for the "
+                        "answer)")
         self.refresh()
 
     @property
@@ -72,8 +80,10 @@ class TokenGauge(Widget):
         t = self.tokens
         parts: list[tuple[int, Style, str]] = []
         if t is not None and self.budget:
-            values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history)]
-            parts = [(v, self.get_component_rich_style(f"token-gauge--{tier}"), "█") for tier, v in zip(TIERS, values)]
+            read = t.tools + t.references
+            values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history - read), read]
+            parts = [(v, self.get_component_rich_style(f"token-gauge--{tier}"), "▓" if tier == "tools" else "█")
+                     for tier, v in zip(TIERS, values)]
         text = Text("▕", free, no_wrap=True, overflow="crop")
         text.append_text(tier_bar(parts, self.budget, width, free))
         text.append("▏ ", free)

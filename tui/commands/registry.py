@@ -1,0 +1,133 @@
+"""The command table — every slash command, its help and its handler — and the parser.
+
+The table is the single source for `/help`, completion, the palette, the parser and the
+debate screen's dispatch (`DebateScreen.run_command_line` → `run_command`).
+
+Adding a command (say `/search QUERY`):
+
+1. Write its handler, a function `search(ctx: CommandContext, query: str | None = None) -> None`,
+   in the module of its family (`steering.py`, `inspection.py`, `solution.py`,
+   `app_commands.py`) or a new module beside them. It reads the debate through `ctx`
+   (`base.CommandContext`), reports with `ctx.feedback(…)`, raises `CommandError` (or
+   `UsageError`) for anything the user should fix. Positional arguments arrive as strings;
+   a missing one is None.
+2. Add one `CommandSpec("search", "/search QUERY", "help text", max_args=1, run=search)` to
+   `COMMANDS` below (`text=True` makes the last argument the rest of the line; `completes`
+   and `key` feed completion and /help).
+3. To offer it in the command palette (ctrl+p) too, add its line to `palette.palette_entries`.
+
+Tests: `tests/tui/test_commands.py` checks that every command has a handler; test the
+command itself through Pilot (type it on the command line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import app_commands, inspection, solution, steering
+from .base import CommandContext, CommandError, UsageError
+
+Handler = Callable[..., None]
+"""`handler(ctx: CommandContext, *args: str) -> None`."""
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    usage: str
+    help: str
+    max_args: int = 0
+    completes: tuple[str, ...] = ()
+    """What each argument completes to: "agent", "agent+all", "agent+judge", "theme"."""
+    key: str = ""
+    """The key binding for the same action, shown in /help."""
+    text: bool = False
+    """The last argument is free text, the rest of the line (/inject's note, /summarize's focus)."""
+    run: Handler | None = None
+    """What runs it (see the module's docstring); None only for a spec built outside the table."""
+
+
+COMMANDS: dict[str, CommandSpec] = {
+    spec.name: spec
+    for spec in (
+        CommandSpec("summarize", "/summarize [agent|all] [focus]",
+                    "Summarize an agent's context at its next call boundary; the focus text tells the "
+                    "summarizer what to keep.", 2, ("agent+all",), "s", text=True, run=steering.summarize),
+        CommandSpec("context", "/context [agent] [round]",
+                    "Without arguments: every agent's context by tier and its next summary. With an "
+                    "agent: the exact messages of its latest call (or of its calls in that round).",
+                    2, ("agent+judge",), "c · i", run=inspection.context),
+        CommandSpec("pause", "/pause", "Pause the debate at the next call boundary.", 0, (), "p",
+                    run=steering.pause),
+        CommandSpec("resume", "/resume", "Resume a paused debate.", 0, (), "p", run=steering.resume),
+        CommandSpec("stop", "/stop", "Stop the debate (saved; continue later with `moot resume`).", 0, (), "x",
+                    run=steering.stop),
+        CommandSpec("inject", "/inject TEXT",
+                    "Add a moderator note: every agent sees it verbatim from its next call on.",
+                    1, (), "", text=True, run=steering.inject),
+        CommandSpec("save", "/save [FILE]",
+                    "Write the final solution as markdown (default solution-ID.md here; atomic).", 1, (), "",
+                    run=solution.save),
+        CommandSpec("copy", "/copy", "Copy the final solution (markdown) to the clipboard.", 0, (), "",
+                    run=solution.copy),
+        CommandSpec("theme", "/theme [name]", "Switch theme (remembered); without a name, list the themes.",
+                    1, ("theme",), "t", run=app_commands.theme),
+        CommandSpec("help", "/help", "Show commands and keys.", 0, (), "?", run=app_commands.help_),
+        CommandSpec("quit", "/quit", "Quit (asks first while a debate is running).", 0, (), "q",
+                    run=app_commands.quit_),
+    )
+}
+ALIASES = {"sum": "summarize", "ctx": "context", "q": "quit", "exit": "quit", "h": "help", "?": "help"}
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    spec: CommandSpec
+    args: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def lookup(name: str) -> CommandSpec | None:
+    """A command by name, alias or unambiguous prefix."""
+    key = name.lower()
+    if key in COMMANDS:
+        return COMMANDS[key]
+    if key in ALIASES:
+        return COMMANDS[ALIASES[key]]
+    matches = [spec for n, spec in COMMANDS.items() if n.startswith(key)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def parse(line: str) -> ParsedCommand:
+    """Parse `/name arg…`; raises CommandError with a message fit for the user."""
+    text = line.strip()
+    if not text or text == "/":
+        raise CommandError("type a command after /, e.g. /help")
+    if not text.startswith("/"):
+        raise CommandError(f"commands start with /: did you mean /{text.split()[0]}? (/help lists them)")
+    name, *more = text[1:].strip().split(maxsplit=1)
+    rest = more[0].strip() if more else ""
+    spec = lookup(name)
+    if spec is None:
+        raise CommandError(f"unknown command /{name} — /help lists the commands")
+    if spec.text:
+        return ParsedCommand(spec, tuple(rest.split(maxsplit=spec.max_args - 1)))
+    args = rest.split()
+    if len(args) > spec.max_args:
+        raise CommandError(f"too many arguments — usage: {spec.usage}")
+    return ParsedCommand(spec, tuple(args))
+
+
+def run_command(ctx: CommandContext, command: ParsedCommand) -> None:
+    """Run a parsed command's handler on `ctx`; a `UsageError` gains the command's usage."""
+    handler = command.spec.run
+    if handler is None:
+        raise CommandError(f"/{command.name} has no handler")
+    try:
+        handler(ctx, *command.args)
+    except UsageError as exc:
+        raise CommandError(f"usage: {command.spec.usage} — {exc}") from None
