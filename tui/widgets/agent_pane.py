@@ -199,12 +199,16 @@ class AgentPane(Vertical, can_focus=True):
         self._settle()
 
     def tool_called(self, call_id: str, tool: ToolCallRecord) -> None:
-        """A tool the model called, as one collapsible line (click: its arguments in full)."""
+        """A tool the model called, as one collapsible line above the call's answer (a click shows
+        its arguments in full and what came back)."""
         args = tool_arguments_line(tool.arguments)
         title = f"⚒ {tool.name}({args})" + (" · from text" if tool.from_text else "")
         self._tool_titles[tool.id] = title
         key = f"tool:{call_id}:{tool.id}"
-        self._add_block(Entry(key, title + " · …", text=f"{tool.name} {tool.arguments}", kind="history"))
+        text = f"```json\n{tool.arguments}\n```"
+        transcript = self.transcript
+        transcript.remove_entry(EMPTY_KEY)
+        transcript.add(Entry(key, title + " · …", text=text, kind="history", brief=""), before=call_id)
         self._history.append(key)
         self._archive(keep=len(self._finished))
 
@@ -214,7 +218,7 @@ class AgentPane(Vertical, can_focus=True):
         entry = self.transcript.get(key)
         if entry is not None:
             mark = "→" if ok else "✗"
-            self.transcript.set_text(key, f"{entry.text}\n{mark} {summary}", title=f"{title} {mark} {summary}",
+            self.transcript.set_text(key, f"{entry.text}\n\n{mark} {summary}", title=f"{title} {mark} {summary}",
                                      state="done" if ok else "failed")
 
     def call_failed(self, call_id: str, error: str, will_retry: bool) -> None:

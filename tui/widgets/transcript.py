@@ -61,6 +61,8 @@ class Entry:
     state: str = "live"
     """live, done, failed or solution (only colours the title)."""
     expanded: bool = False
+    brief: str | None = None
+    """What a collapsed history line shows after its title (None: the text's first line)."""
     segments: list[str] = field(default_factory=list)
     """Frozen leading parts of `text` (streaming only), each rendered once."""
     version: int = 0
@@ -110,9 +112,13 @@ class Transcript(ScrollView, can_focus=False):
     def get(self, key: str) -> Entry | None:
         return self._index.get(key)
 
-    def add(self, entry: Entry, *, first: bool = False) -> Entry:
+    def add(self, entry: Entry, *, first: bool = False, before: str | None = None) -> Entry:
+        """Add at the end, first, or just before the entry keyed `before` (when it is there)."""
+        anchor = self._index.get(before) if before is not None else None
         if first:
             self.entries.insert(0, entry)
+        elif anchor is not None:
+            self.entries.insert(self.entries.index(anchor), entry)
         else:
             self.entries.append(entry)
         self._index[entry.key] = entry
@@ -249,7 +255,8 @@ class Transcript(ScrollView, can_focus=False):
                 out += self._text_strips(head, width, muted)
                 out += self._markdown_strips(entry.text, width)
             else:
-                line = Text.assemble(head, "  ", first_line(terminal_safe(entry.text), 200))
+                brief = entry.brief if entry.brief is not None else first_line(terminal_safe(entry.text), 200)
+                line = Text.assemble(head, "  ", terminal_safe(brief))
                 line.truncate(width, overflow="ellipsis")
                 out += self._text_strips(line, width, muted, wrap=False)
         else:
