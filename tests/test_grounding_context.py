@@ -116,3 +116,23 @@ def test_a_resume_says_which_reference_files_changed(tmp_path: Path) -> None:
 
 def _id() -> str:
     return next(p.name for p in Path("debates").iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def test_what_an_agent_read_is_in_its_history_and_opens_its_summaries(tmp_path: Path) -> None:
+    from moot.core.storage.folder import DebateFolder
+
+    refs = make_refs(tmp_path)
+    Path("moot.toml").write_text("[debate.summarization]\nthreshold = 500\nmethod = \"hybrid\"\n")
+    result = cli("run", "Design the storage journal", "--ref", str(refs), "--provider", "demo", "-r", "2",
+                 "-a", "architect,kiss", "--headless", "-c", "moot.toml", "--state-dir", "debates")
+    assert result.returncode == 0, result.stderr
+    state = DebateFolder(Path("debates") / _id()).load()
+    summaries = [s for r in state.rounds for s in r.summaries.values() if s.agent_id == "architect"]
+    assert summaries, "the low threshold makes round 2 summarize"
+    assert summaries[-1].summary.startswith("Sources read with tools:\n- [✓ list_files: Path: . | Entries: 3")
+    assert "[✓ read_file: File: docs/plan.md" in summaries[-1].summary
+    summarize = next(v for r in state.rounds for v in r.calls if v.agent_id == "architect" and v.phase == "summarize")
+    shown = cli("context", _id(), "--round", str(summarize.round), "--agent", "architect", "--phase", "summarize",
+                "--state-dir", "debates").stdout
+    assert "Sources read with tools:\n- [✓ list_files: Path: ." in shown  # the LLM summarizer read it too
+    assert "- [✓ read_file: File: docs/plan.md | Lines: 1–14 of 14" in shown

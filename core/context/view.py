@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import tokens
 from .index import DebateIndex
+from .reads import reads_note
 from .tool_messages import references_message, tool_messages
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
@@ -44,7 +45,8 @@ def item_label(c: Contribution, owner: str, index: DebateIndex) -> str:
 
 
 def format_item(c: Contribution, owner: str, index: DebateIndex) -> str:
-    return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}"
+    reads = reads_note(c) if c.agent_id == owner else ""  # what it read is part of its author's history
+    return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}{reads}"
 
 
 def summary_message(s: Summary, conversation: bool = False) -> str:
