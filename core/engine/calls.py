@@ -223,7 +223,8 @@ class CallEngine:
             try:
                 if self.grounding is not None and access == "tools":
                     completion = await ToolLoop(self, agent, record, provider, self.grounding.boxes[agent.id],
-                                                self.grounding.max_calls.get(agent.id, 10), budget).run(request, spent)
+                                                self.grounding.max_calls.get(agent.id, 10), budget,
+                                                self.grounding.config.result_tokens).run(request, spent)
                 else:
                     completion = await self._stream(provider.name, provider.stream(request), agent.id,
                                                     record.call_id)

@@ -103,9 +103,15 @@ class Grounding:
 
     async def start(self, emit: Callable[[Event], Event]) -> None:
         """Start the MCP servers and offer their tools (a server that fails is a warning, not the end)."""
+        if not any(self.mcp.values()):
+            return
         from ..tools.mcp_setup import start_servers
 
-        await start_servers(self, emit)
+        started = await start_servers(self.mcp, emit)
+        self.stoppers += started.stoppers
+        self.servers += started.servers
+        for agent_id, box in started.boxes.items():
+            self.add_tools(agent_id, box)
 
     async def aclose(self) -> None:
         """Stop the MCP servers; close the index."""

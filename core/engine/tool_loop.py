@@ -24,17 +24,18 @@ tokens per tier. The loop is covered as a call is:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .. import tokens
+from ..config import ResolvedAgent
 from ..context.tool_messages import tool_messages
-from ..context.view import render_messages
-from ..events import CallContinued, ToolCalled, ToolReturned, Token
+from ..context.view import ViewBuilder, render_messages
+from ..events import CallContinued, Event, ToolCalled, ToolReturned, Token
 from ..models.state import ViewRecord
 from ..models.tools import ToolCallRecord, ToolResultRecord, ToolStep
-from ..providers.base import ChatRequest, Completion, Provider, ToolCall
+from ..providers.base import ChatRequest, Completion, Provider, StreamItem, ToolCall
 from ..safety.sanitize import terminal_safe
 from ..safety.secrets import redact
 from ..tools.extracts import extract
@@ -42,9 +43,30 @@ from ..tools.registry import MAX_ARGUMENT_CHARS, Toolbox, ToolOutput
 from ..tools.text_calls import parse_text_call
 from .gate import BudgetExhausted, Gate
 
-if TYPE_CHECKING:
-    from ..config import ResolvedAgent
-    from .calls import CallEngine
+
+class LoopHost(Protocol):
+    """What the loop needs of the call engine (`CallEngine` is one)."""
+
+    in_flight: int
+
+    @property
+    def emit(self) -> Callable[[Event], Event]: ...
+
+    @property
+    def gate(self) -> Gate: ...
+
+    @property
+    def builder(self) -> ViewBuilder: ...
+
+    @property
+    def secrets(self) -> list[str]: ...
+
+    def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int) -> float: ...
+
+    def report_pause(self) -> None: ...
+
+    async def _stream(self, provider: str, items: AsyncIterator[StreamItem], agent_id: str,
+                      call_id: str) -> Completion: ...
 
 _ID = re.compile(r"[^A-Za-z0-9_.:-]")
 CLOSING_NOTE = ("You have used all {n} tool calls this answer may make. Do not call tools any more: write your "
@@ -57,7 +79,7 @@ BUDGET_NOTE = ("The debate's spending cap is reached. Do not call tools any more
 class ToolLoop:
     """Runs the tool loop of one call (see the module doc)."""
 
-    engine: CallEngine
+    engine: LoopHost
     agent: ResolvedAgent
     record: ViewRecord
     provider: Provider
@@ -65,6 +87,8 @@ class ToolLoop:
     max_calls: int
     budget: int
     """The call's whole input budget: the view plus everything the loop adds must fit it."""
+    result_tokens: int = 2000
+    """Cap of one tool result (`tools.result_tokens`)."""
 
     def __post_init__(self) -> None:
         self.emit = self.engine.emit
@@ -144,8 +168,7 @@ class ToolLoop:
     def _clean(self, text: str) -> str:
         """Masked (a file may hold the configured key), without control characters, capped."""
         text = terminal_safe(redact(text, self.engine.secrets))
-        limit = self.engine.grounding.config.result_tokens if self.engine.grounding else 2000
-        cut = tokens.truncate_to_tokens(text, limit, self.record.model)
+        cut = tokens.truncate_to_tokens(text, self.result_tokens, self.record.model)
         return cut if cut == text else cut.rstrip() + "\n[… cut at the tool-result cap]"
 
     # ------------------------------------------------------------------ fitting

@@ -9,16 +9,14 @@ config's `allow` names them. A server that fails to start is a warning; its tool
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..events import Event, Warning_
 from ..models.tools import McpServerConfig, ToolServerInfo
 from .mcp_client import McpServer, McpTool
 from .registry import ToolDef, ToolOutput, Toolbox
-
-if TYPE_CHECKING:
-    from ..engine.grounding import Grounding
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -54,21 +52,36 @@ def toolbox(server: McpServer) -> tuple[Toolbox, list[str]]:
     return box, withheld
 
 
-async def start_servers(grounding: Grounding, emit: Callable[[Event], Event]) -> None:
-    """Start every server some agent has (once each) and give each agent its servers' tools."""
+@dataclass
+class Started:
+    """The servers a debate started: what each agent gets, what to record, how to stop them."""
+
+    boxes: dict[str, Toolbox] = field(default_factory=dict)
+    servers: list[ToolServerInfo] = field(default_factory=list)
+    stoppers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+async def start_servers(wanted: dict[str, list[McpServerConfig]], emit: Callable[[Event], Event]) -> Started:
+    """Start every server some agent has (once each): each agent's servers' tools (agent id →
+    toolbox), what to record of each server, and how to stop them."""
+    out = Started()
     servers: dict[str, McpServer] = {}
-    for agent_id, configs in grounding.mcp.items():
+    for agent_id, configs in wanted.items():
+        mine = out.boxes.setdefault(agent_id, Toolbox())
         for cfg in configs:
             server = servers.get(cfg.name)
             if server is None:
                 server = servers[cfg.name] = McpServer(cfg)
+                out.stoppers.append(server.stop)
                 await server.start()
-                grounding.stoppers.append(server.stop)
                 box, withheld = toolbox(server)
-                grounding.servers.append(ToolServerInfo(name=cfg.name, tools=box.names, withheld=withheld,
-                                                        error=server.error))
+                out.servers.append(ToolServerInfo(name=cfg.name, tools=box.names, withheld=withheld,
+                                                  error=server.error))
                 if server.error is not None:
                     emit(Warning_(message=f"MCP server {cfg.name} did not start: {server.error}; "
                                           "the debate goes on without its tools"))
             box, _ = toolbox(server)
-            grounding.add_tools(agent_id, box)
+            for d in box.defs:
+                if mine.get(d.name) is None:
+                    mine.add(d, box.runners[d.name])
+    return out
