@@ -162,3 +162,41 @@ def test_a_reference_that_does_not_exist_is_one_line_and_exit_2(tmp_path: Path) 
     assert result.returncode == 2
     assert result.stderr.strip() == "moot: --ref no/such/folder: no such file or folder"
     assert not Path("debates").exists() or not any(Path("debates").iterdir())
+
+
+async def test_pause_and_stop_act_between_turns_of_the_tool_loop(tmp_path: Path) -> None:
+    """A pause asked while a tool runs holds the call before its next model turn (and is reported
+    effective: nothing is in flight); a stop there ends the debate, resumable, the call redone."""
+    import asyncio
+
+    from moot.core.config import Overrides, build_config
+    from moot.core.events import Event
+    from moot.core.session import SessionOptions, new_session, resume_session
+
+    refs = make_refs(tmp_path)
+    cfg = build_config({"debate": {"references": [str(refs)]}}, Overrides(rounds=1, provider="demo",
+                                                                          roles=["architect"]))
+    session = new_session("Design the storage journal", cfg, SessionOptions(state_dir=tmp_path / "d", demo_delay=0))
+    orch = session.orchestrator
+    loop = asyncio.get_running_loop()
+    seen: list[str] = []
+
+    def listen(event: Event) -> None:
+        seen.append(event.type)
+        if event.type == "tool_returned" and seen.count("tool_returned") == 1:
+            orch.pause()
+        if event.type == "control" and getattr(event, "effective", False):
+            assert "contribution_added" not in seen  # held inside the call, between its turns
+            loop.call_later(0.05, orch.resume)
+        if event.type == "tool_returned" and seen.count("tool_returned") == 2:
+            orch.stop()
+
+    orch.bus.listen(listen)
+    state = await session.run()
+    assert state.status == "stopped"
+    assert seen.count("call_continued") == 2 and "contribution_added" not in seen
+    again = resume_session(state.id, SessionOptions(state_dir=tmp_path / "d", demo_delay=0))
+    final = await again.run()
+    assert final.status == "completed"
+    proposal = next(c for c in final.all_contributions() if c.type == "proposal")
+    assert len(proposal.reads) == 3  # the call was redone whole: list, read, search
