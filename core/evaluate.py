@@ -318,7 +318,9 @@ def render_markdown(state: DebateState, results: list[EvaluatorResult]) -> str:
     avg = averages(results)
     ok = [r for r in results if not r.error]
     conf = state.final_solution.confidence if state.final_solution else None
-    out = [f"# Evaluation: {state.problem.strip().splitlines()[0] if state.problem.strip() else state.id}", "",
+    first = next((line.strip() for line in state.problem.splitlines() if line.strip()), "")
+    title = first.lstrip("#").strip() or state.id  # a problem that is itself a heading: not "# Evaluation: # …"
+    out = [f"# Evaluation: {title}", "",
            f"Debate `{state.id}` · judge's confidence {conf if conf is not None else 'n/a'} · "
            f"{len(results)} evaluator{'' if len(results) == 1 else 's'}, {len(ok)} with valid scores", ""]
     if any(r.provider == "demo" for r in results):

@@ -8,6 +8,7 @@ read can never hang and hold off Ctrl-C) or a binary file is one clear line.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -62,6 +63,14 @@ def read_text_file(path: str | Path, what: str, *, max_bytes: int,
         raise error(f"{what} {path} is not UTF-8 text") from None
 
 
+def has_visible_text(text: str) -> bool:
+    """Does `text` show anything once control characters, escape sequences and invisible format
+    characters (zero-width, bidi controls) are gone? Blanks alone do not count."""
+    from .safety.sanitize import terminal_safe
+
+    return any(ch.isprintable() and not ch.isspace() for ch in terminal_safe(text))
+
+
 def problem_text(text: str | None, path: str | None) -> str:
     """The problem from the command line (text or -p FILE), checked; InputError when unusable."""
     if text and path:
@@ -70,11 +79,15 @@ def problem_text(text: str | None, path: str | None) -> str:
         content = read_text_file(path, "problem file", max_bytes=MAX_PROBLEM_BYTES)
         if not content.strip():
             raise InputError(f"problem file {path} is empty")
+        if not has_visible_text(content):
+            raise InputError(f"problem file {path} holds no visible text (only control or invisible characters)")
         return content.strip()
     if text is None:
         raise InputError("no problem given: `moot run \"Design a URL shortener\"` or `moot run -p problem.md`")
     if not text.strip():
         raise InputError("the problem is empty")
+    if not has_visible_text(text):
+        raise InputError("the problem holds no visible text (only control or invisible characters)")
     try:  # bytes that are not UTF-8 arrive as lone surrogates, which no log line can hold
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -96,4 +109,23 @@ def fit_problem(problem: str, budget: int, model: str | None, allow_truncate: bo
             f"the problem is {n} tokens; the limit is {limit} (half the smallest agent budget of {budget}); "
             "shorten it, raise context.max_context_tokens, or pass --allow-truncate"
         )
-    return tokens.truncate_to_tokens(problem, limit, model) + "\n[problem truncated to fit the context budget]"
+    return (tokens.truncate_to_tokens(problem, limit, model)
+            + f"\n{TRUNCATED} the first {limit} of its {n} tokens, {len(problem)} characters]")
+
+
+TRUNCATED = "[problem truncated to fit the context budget:"
+"""How a cut problem ends: the marker the agents read, and what `truncation_note` finds again."""
+_TRUNCATED = re.compile(r"\[problem truncated to fit the context budget"
+                        r"(?:: the first (\d+) of its (\d+) tokens, (\d+) characters)?\]\s*\Z")
+
+
+def truncation_note(problem: str) -> str | None:
+    """A line saying how much of the problem was cut (`--allow-truncate`), or None when it was not."""
+    found = _TRUNCATED.search(problem)
+    if found is None:
+        return None
+    if found.group(1) is None:  # debates saved before the marker said how much
+        return "the problem was truncated to fit the context budget"
+    kept, total, chars = (int(g) for g in found.groups())
+    return (f"the problem was truncated to fit the context budget: the debate sees the first {kept:,} of its "
+            f"{total:,} tokens ({len(problem[:found.start()].rstrip()):,} of {chars:,} characters)")

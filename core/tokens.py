@@ -194,11 +194,22 @@ def count_messages(messages: Sequence[Mapping[str, object]], model: str | None =
     return sum(count_message(m, model) for m in messages) + REPLY_PRIMING
 
 
+MAX_CHARS_PER_TOKEN = 32
+"""More characters than any but freak tokens hold (English averages 4): `truncate_to_tokens`
+looks at most this many per token it keeps, so its cost follows the limit, not the text."""
+
+
 def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> str:
-    """The longest prefix of `text` that has at most `max_tokens` tokens."""
+    """A prefix of `text` with at most `max_tokens` tokens: the longest, unless the text runs
+    past `MAX_CHARS_PER_TOKEN` characters a token (then the first `max_tokens` × that many
+    characters). Only that head is tokenized, so cutting a message of megabytes costs what
+    cutting its first page does (a signal is never held up behind it)."""
+    if max_tokens <= 0:
+        return ""
+    head = text[: max_tokens * MAX_CHARS_PER_TOKEN]
     enc = encoding_for_model(model)
-    tokens = enc.encode_ordinary(text)
+    tokens = enc.encode_ordinary(head)
     if len(tokens) <= max_tokens:
-        return text
+        return head
     # errors="ignore": a cut inside a multi-byte character drops it instead of adding U+FFFD
-    return enc.decode(tokens[: max(0, max_tokens)], errors="ignore")
+    return enc.decode(tokens[:max_tokens], errors="ignore")

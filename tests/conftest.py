@@ -87,7 +87,8 @@ def cli(*argv: str) -> SimpleNamespace:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # split("\n"), not splitlines(): that also splits at U+2028 and U+2029, which a JSON line may hold raw
+    return [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
 
 
 __all__ = ["Faults", "LoopbackServer", "make_server", "moot", "read_jsonl", "run_debate"]

@@ -5,20 +5,24 @@ errors, Retry-After, keep-alive) that the SDK cannot tell it from the real thing
 and it can misbehave on purpose (`Faults`) so retry paths are tested for real —
 including as a hostile server would: escape sequences in replies, error bodies and
 the `model` field, chunks that are not JSON or have no `choices`, impossible usage,
-a reply dripped a byte at a time, and the client's own key echoed back (`{key}` in
-any text the server sends stands for the key of the request).
+a reply dripped a byte at a time or never ending, window probes (`/props`, `/models`,
+`/api/show`) that never end, and the client's own key echoed back (`{key}` in any text
+the server sends stands for the key of the request).
 Standard library only; runs in a background thread or as `python -m tests.loopback`.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import functools
+import gzip
 import json
 import socket
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -82,6 +86,13 @@ class Faults:
     """Send the streamed body one byte at a time, this many seconds apart."""
     empty_calls: int = 0
     """The first calls answer an empty reply (no content at all)."""
+    endless_reply: bool = False
+    """Stream prose as fast as the client reads, never finishing (a server ignoring max_tokens)."""
+    discovery: dict[str, str] = field(default_factory=dict)
+    """How a window probe (`/props`, `/models`, `/api/show`) answers, by path: "drip" (200, then one
+    byte a second, forever), "stream" (an event a fifth of a second, forever), "flood" (1 MiB
+    chunks, forever), "bomb" (gzip: 1 MiB of spaces a kilobyte on the wire, forever) or "gzip"
+    (a sound llama.cpp answer stating 3072 tokens, gzip-compressed)."""
 
 
 @dataclass
@@ -155,11 +166,12 @@ def default_reply(body: dict[str, Any], n: int, reply_chars: int = REPLY_CHARS) 
     if "json" in low and "questions" in low:
         return json.dumps({"questions": []})
     words = " ".join(ask.split()[:8]) or "(no user message)"
-    text = f"## Reply {n}\n\nOn *{words}*:\n"
-    i = 0
-    while len(text) < reply_chars:
-        text += f"\n- {_FILLER[(n + i) % len(_FILLER)]}"
-        i += 1
+    parts = [f"## Reply {n}\n\nOn *{words}*:\n"]
+    size = len(parts[0])
+    while size < reply_chars:  # a list, not `text +=`: a 5 MB reply in milliseconds, not minutes
+        parts.append(f"\n- {_FILLER[(n + len(parts) - 1) % len(_FILLER)]}")
+        size += len(parts[-1])
+    text = "".join(parts)
     if len(text) > reply_chars:
         cut = text.rfind(" ", 0, reply_chars)
         text = text[: cut if cut > len(text) // 2 else reply_chars].rstrip()
@@ -205,11 +217,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.owner._track(self.connection, False)
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})}, status)
+
+    def _send_bytes(self, data: bytes, headers: dict[str, str], status: int = 200) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
+        for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
@@ -228,8 +241,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _expand(self, text: str) -> str:
         """`{key}` → the credentials this request was sent with (a server that echoes them back):
-        the bearer key, or the Base64 `user:password` of a base URL with userinfo."""
-        return text.replace("{key}", self.headers.get("Authorization", "").split(" ", 1)[-1])
+        the bearer key, or the Base64 `user:password` of a base URL with userinfo; `{key_b64}`,
+        `{key_b64url}`, `{key_hex}` and `{key_reversed}`: the same, encoded."""
+        key = self.headers.get("Authorization", "").split(" ", 1)[-1]
+        forms = {"{key}": key, "{key_b64}": base64.b64encode(key.encode()).decode(),
+                 "{key_b64url}": base64.urlsafe_b64encode(key.encode()).decode().rstrip("="),
+                 "{key_hex}": key.encode().hex(), "{key_reversed}": key[::-1]}
+        for name, value in forms.items():
+            text = text.replace(name, value)
+        return text
 
     def _chunk(self, data: bytes) -> None:
         drip = self.server.owner.faults.drip_s
@@ -251,11 +271,70 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def _endless(self, mode: str) -> None:
+        """A window probe's answer that never ends (`Faults.discovery`), until the client hangs up;
+        or ("gzip") a sound one, compressed."""
+        owner = self.server.owner
+        if mode == "gzip":
+            data = gzip.compress(json.dumps({"default_generation_settings": {"n_ctx": 3072}}).encode())
+            return self._send_bytes(data, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+        piece, pause = {"drip": (b" ", 1.0), "stream": (b'{"status": "pulling manifest"}\n', 0.2),
+                        "flood": (b" " * 2**20, 0.0), "bomb": (b" " * 2**20, 0.0)}[mode]
+        squeeze = zlib.compressobj(wbits=zlib.MAX_WBITS | 16) if mode == "bomb" else None
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson" if mode == "stream" else "application/json")
+        if squeeze is not None:  # 1 MiB of spaces a kilobyte on the wire: a gzip bomb
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            if mode != "stream":  # a JSON body whose last string never closes
+                head = b'{"default_generation_settings": {"n_ctx": 4096}, "padding": "'
+                self._chunk(squeeze.compress(head) if squeeze is not None else head)
+            while not owner._stopping.is_set():
+                if squeeze is not None:
+                    piece = squeeze.compress(b" " * 2**20) + squeeze.flush(zlib.Z_SYNC_FLUSH)
+                self._chunk(piece)
+                with owner._lock:
+                    owner.sent[self.path] = owner.sent.get(self.path, 0) + len(piece)
+                if pause and owner._stopping.wait(pause):
+                    return
+        except (BrokenPipeError, ConnectionResetError):
+            owner._hung_up(self.path)
+
+    def _endless_reply(self, n: int, model: str) -> None:
+        """A chat stream of prose that never finishes (`Faults.endless_reply`), as fast as it is read."""
+        owner = self.server.owner
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        base = {"id": f"chatcmpl-loopback-{n}", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": model}
+        text = " ".join(_FILLER) + "\n\n"
+        event = b"data: " + json.dumps({**base, "choices": [{"index": 0, "delta": {"content": text * 8},
+                                                            "finish_reason": None}]}).encode() + b"\n\n"
+        try:
+            while not owner._stopping.is_set():
+                self._chunk(event * 16)
+        except (BrokenPipeError, ConnectionResetError):
+            owner._hung_up(self.path)
+
     def _not_found(self) -> None:
         self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
+    def _probe_fault(self) -> str | None:
+        path = self.path.rstrip("/")
+        path = "/models" if path.endswith("/models") else path
+        return self.server.owner.faults.discovery.get(path)
+
     def do_GET(self) -> None:
         served = self.server.owner.model
+        fault = self._probe_fault()
+        if fault:
+            return self._endless(fault)
         if self.path.rstrip("/") == "/props" and served and served.advertise and served.style == "llama.cpp":
             props: dict[str, Any] = {"default_generation_settings": {"n_ctx": served.window}, "total_slots": 4}
             if served.supports_tools is not None:
@@ -273,6 +352,9 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        fault = self._probe_fault()
+        if fault:
+            return self._endless(fault)
         if not self.path.rstrip("/").endswith("/chat/completions"):
             return self._not_found()
         try:
@@ -335,6 +417,8 @@ class _Handler(BaseHTTPRequestHandler):
             usage = faults.usage
         if faults.model_name is not None:
             model = self._expand(faults.model_name)
+        if body.get("stream") and faults.endless_reply:
+            return self._endless_reply(n, model)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish)
@@ -470,6 +554,10 @@ class LoopbackServer:
         self._conns: set[socket.socket] = set()
         self.connections = 0
         """TCP connections accepted so far (keep-alive reuse keeps this low)."""
+        self.sent: dict[str, int] = {}
+        """Bytes of never-ending probe answers sent so far, by path (what the client let through)."""
+        self.hangups: list[str] = []
+        """Paths of answers the client stopped reading before their end (hostile answers never end)."""
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -479,6 +567,10 @@ class LoopbackServer:
             self._requests.append(body)
             self._headers.append(headers)
             return len(self._requests)
+
+    def _hung_up(self, path: str) -> None:
+        with self._lock:
+            self.hangups.append(path)
 
     def _track(self, conn: socket.socket, add: bool) -> None:
         with self._lock:
@@ -564,13 +656,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--chunk-delay", type=float, default=0.0)
     parser.add_argument("--reply-chars", type=int, default=REPLY_CHARS)
+    parser.add_argument("--chunk-chars", type=int, default=16)
     parser.add_argument("--fail-every", type=int, default=None)
+    parser.add_argument("--endless-reply", action="store_true", help="chat streams that never finish")
+    parser.add_argument("--probe", action="append", default=[], metavar="PATH=MODE",
+                        help="a window probe that never ends: /props, /models or /api/show = drip, stream or flood")
     args = parser.parse_args(argv)
+    probes = dict(p.split("=", 1) for p in args.probe)
     server = LoopbackServer(
         delay=args.delay,
+        chunk_chars=args.chunk_chars,
         chunk_delay=args.chunk_delay,
         reply_chars=args.reply_chars,
-        faults=Faults(fail_every=args.fail_every),
+        faults=Faults(fail_every=args.fail_every, endless_reply=args.endless_reply, discovery=probes),
         port=args.port,
     ).start()
     sys.stdout.write(f"PORT {server.port}\n")

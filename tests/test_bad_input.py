@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -95,7 +96,7 @@ RUN_CASES: list[tuple[str, dict[str, bytes | str], list[str], int, str]] = [
      ["x", "-c", "c.json"], 4, "reserve_output_tokens (1000) must be below max_context_tokens (1000)"),
     ("unknown role in config", {"c.json": '{"agents": [{"id": "a", "role": "wizard"}]}'}, ["x", "-c", "c.json"], 4,
      "agents[0].role: unknown role; expected one of architect"),
-    ("unknown role in -a", {}, ["x", "-a", "kiss,wizard"], 4, "unknown role 'wizard'"),
+    ("unknown role in -a", {}, ["x", "-a", "kiss,wizard"], 2, "unknown role 'wizard'"),  # an argument: exit 2
     ("duplicate agent ids", {"c.toml": '[[agents]]\nid = "a"\nrole = "kiss"\n[[agents]]\nid = "a"\nrole = "testing"\n'},
      ["x", "-c", "c.toml"], 4, "duplicate agent id 'a'"),
     ("agent id is the judge's", {"c.json": '{"agents": [{"id": "judge"}]}'}, ["x", "-c", "c.json"], 4,
@@ -179,7 +180,8 @@ def test_problem_over_the_budget_with_allow_truncate(tmp_path: Path) -> None:
             "-a", "kiss,security", "--state-dir", "D")
     assert r.returncode == 0, r.stderr
     state = check_complete(only_debate(tmp_path / "D"), 1, ["kiss", "security"])
-    assert state.problem.endswith("[problem truncated to fit the context budget]")
+    assert re.search(r"\n\[problem truncated to fit the context budget: the first \d+ of its 20000 tokens, "
+                     r"99999 characters\]\Z", state.problem), state.problem[-200:]
     assert len(state.problem) < len(BIG) / 2
 
 

@@ -79,15 +79,20 @@ def test_list_has_a_header_newest_first_and_marks_demo(tmp_path: Path, monkeypat
 
 
 def test_a_role_typo_gets_did_you_mean(tmp_path: Path) -> None:
-    line = _one_error_line(cli("run", "Design a cache", "-a", "architech,kiss", "--headless"), 4)
+    """A typo in `-a` is a bad argument (exit 2, as the README promises); in a config file, a
+    configuration error (exit 4)."""
+    line = _one_error_line(cli("run", "Design a cache", "-a", "architech,kiss", "--headless"), 2)
     assert "unknown role 'architech' (did you mean 'architect'?)" in line
+    line = _one_error_line(cli("run", "Design a cache", "-a", "architect,wizard", "--headless"), 2)
+    assert line.startswith("moot: argument -a/--agents: unknown role 'wizard'; expected one of architect")
+    assert "named twice" in _one_error_line(cli("run", "Design a cache", "-a", "kiss,kiss", "--headless"), 2)
     cfg = tmp_path / "moot.toml"
     cfg.write_text('[[agents]]\nid = "a"\nrole = "architech"\n\n[judge]\nrole = "generalist"\n')
     line = _one_error_line(cli("run", "Design a cache", "-c", str(cfg), "--headless"), 4)
     assert "agents[0].role: unknown role (did you mean 'architect'?)" in line and "(got 'architech')" in line
     cfg.write_text('[judge]\nrole = "Securty"\n')
     assert "(did you mean 'security'?)" in _one_error_line(cli("run", "x", "-c", str(cfg), "--headless"), 4)
-    line = _one_error_line(cli("run", "x", "-a", "zzzz", "--headless"), 4)  # nothing close: no guess
+    line = _one_error_line(cli("run", "x", "-a", "zzzz", "--headless"), 2)  # nothing close: no guess
     assert "did you mean" not in line and "expected one of architect" in line
     assert not list(tmp_path.glob("debates/*"))  # refused before any folder was made
 

@@ -130,10 +130,10 @@ def test_convergence_with_a_judge_that_never_answers_json(tmp_path) -> None:  # 
     assert state.status == "completed" and len(state.rounds) == 3
     assert [(s.round, s.confidence) for s in state.convergence] == [(1, None), (2, None)]
     assert all(s.raw and "eighty" in s.raw for s in state.convergence)
-    assert "convergence score after 1 was not parsed" in r.stderr and "confidence not parsed" in r.stderr
+    assert "convergence score after 1 was not parsed" in r.stderr and "convergence score not parsed" in r.stderr
     report = moot("report", folder.id, "--state-dir", str(sd))
     assert report.returncode == 0
-    assert report.stdout.count("**Judge's confidence after round") == 2
+    assert report.stdout.count("**Convergence score after round") == 2
     assert "after round 1:** not parsed (the judge answered: Reply" in report.stdout
     assert state.final_solution is not None and state.final_solution.parsed is False
     again = moot("resume", folder.id, "--headless", "--state-dir", str(sd))

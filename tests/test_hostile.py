@@ -33,13 +33,16 @@ from tests.test_resume import TRACEBACK, check_complete, only_debate, resume_hin
 
 HOSTILE = ("Title\x1b]0;pwned\x07 clear\x1b[2J\x1b[H link \x1b]8;;http://evil.example/\x1b\\here\x1b]8;;\x1b\\ "
            "clip\x1b]52;c;ZXZpbA==\x07 csi\x9b31m dcs\x1bPq#0\x1b\\ bell\x07 del\x7f nul\x00 cr\rover "
-           "[bold red]markup[/] [link=http://x.example]y[/link]")
+           "[bold red]markup[/] [link=http://x.example]y[/link] rlo\u202eolr\u202c iso\u2066late\u2069 "
+           "zero\u200bwidth\ufeff")
 """What a hostile server puts in every text it sends: window title, clear screen, a hidden
-link (OSC 8), a clipboard write (OSC 52), 8-bit CSI, DCS, bare controls, Rich markup."""
+link (OSC 8), a clipboard write (OSC 52), 8-bit CSI, DCS, bare controls, Rich markup, bidi
+overrides and isolates, zero-width characters (Trojan Source)."""
 
 
 def unsafe(text: str) -> list[str]:
-    """The characters no terminal output may hold (0x00–0x08, 0x0B–0x1F, 0x7F–0x9F)."""
+    """The characters no terminal output may hold (0x00–0x08, 0x0B–0x1F, 0x7F–0x9F, bidi and
+    zero-width characters)."""
     return UNSAFE.findall(text)
 
 

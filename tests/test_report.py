@@ -121,7 +121,7 @@ def test_status_error_clarifications_notes() -> None:
     assert "## Clarifications" in text and "**architect** asked: How many users?" in text
     assert "Answer: About 10k." in text and "_(no answer)_" in text
     assert "> **Moderator note:** Keep it cheap." in text
-    assert "**Judge's confidence after round 1:** 71 — close" in text
+    assert "**Convergence score after round 1:** 71 — close" in text
     assert "_No final synthesis" in text and "**DEMO**" not in text
 
 

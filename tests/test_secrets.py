@@ -16,6 +16,7 @@ import pytest
 
 from moot import cli
 from moot.core.safety.secrets import MASK, known_secrets, redact
+from moot.core.storage.state_dir import StateDir
 from tests.conftest import Faults, LoopbackServer, moot, read_jsonl
 from tests.test_bad_input import cli as in_process
 from tests.test_resume import TRACEBACK, check_complete, only_debate, resume_hint
@@ -76,10 +77,10 @@ def test_unexpected_errors_are_masked_too(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.setenv("OPENROUTER_API_KEY", other)
 
-    def boom(args: object) -> int:
+    def boom(self: object) -> None:
         raise RuntimeError(f"something went wrong with {key} and\n{other}")
 
-    monkeypatch.setitem(cli.COMMANDS, "list", boom)
+    monkeypatch.setattr(StateDir, "clean_pending", boom)  # the first thing `moot list` asks of the engine
     err = io.StringIO()
     with redirect_stderr(err):
         assert cli.main(["list"]) == 1

@@ -463,6 +463,57 @@ def test_unreachable_collector_is_one_line_and_the_debate_still_succeeds(tmp_pat
     assert "moot trace " in last and "Traceback" not in done.stderr
 
 
+def test_no_collector_is_said_once_and_nothing_of_the_exporters_retries(tmp_path: Path) -> None:
+    """With the exporter's own timeout (10 s) the retries of a refused connection held the process
+    about 8 s after "saved"; now the first refusal ends the wait (timing: bench/trace_exit.py)."""
+    done = moot("run", PROBLEM, "--headless", "--trace", "-r", "1", "-a", "kiss", "--state-dir", str(tmp_path),
+                env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    assert done.returncode == 0 and done.stdout.strip()
+    lines = done.stderr.strip().splitlines()
+    assert lines[-2].startswith("saved in ")
+    assert lines[-1].startswith("moot: the trace was not sent to http://127.0.0.1:9/v1/traces (connection refused); "
+                                "write it to a file with `moot trace ")
+    assert done.stderr.count("trace was not sent") == 1
+    assert "retrying" not in done.stderr and "Failed to export" not in done.stderr
+
+
+def test_a_collector_that_never_answers_does_not_hold_the_process(tmp_path: Path) -> None:
+    """A collector that accepts the connection and never answers, with a 600 s exporter timeout:
+    the process still ends (a few seconds after the debate), saying the collector did not answer.
+    Before, it waited out the whole timeout and then claimed the trace was sent."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])  # and never read or answer
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        done = moot("run", PROBLEM, "--headless", "--trace", "-r", "1", "-a", "kiss", "--state-dir", str(tmp_path),
+                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_TIMEOUT": "600"}, timeout=120)
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for conn in held:
+            conn.close()
+        listener.close()
+    assert done.returncode == 0 and done.stdout.strip()
+    assert held, "the exporter never connected"
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"moot: the trace was not sent to {endpoint}/v1/traces (the collector did not answer "
+                           "within 3 s); write it to a file with `moot trace ")
+
+
 # ---------------------------------------------------------------- without the extra
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import tokens
 from .index import DebateIndex
@@ -57,6 +57,34 @@ def calls_for(state: DebateState, round_no: int, agent: str, phase: str | None =
     agent_id = resolve_agent_id(state, agent)
     index = DebateIndex(state)
     return [call_view(r, index) for r in records_for(state, round_no, agent_id, phase)]
+
+
+class Carried(NamedTuple):
+    """A proposal carried from the agent's earlier refinement: where from, and the call that wrote it."""
+
+    round: int
+    type: str
+    calls: list[dict[str, Any]]
+    """The call that wrote the carried contribution (empty when its record is missing)."""
+
+
+def carried_proposal(state: DebateState, round_no: int, agent: str) -> Carried | None:
+    """Where `agent`'s proposal in `round_no` came from when it was carried (no call was made for
+    it, so `calls_for` finds none), with the call that wrote it. None when it was not carried."""
+    agent_id = resolve_agent_id(state, agent)
+    if not 1 <= round_no <= len(state.rounds):
+        return None
+    carried = next((c for c in state.rounds[round_no - 1].contributions
+                    if c.agent_id == agent_id and c.type == "proposal" and c.carried_from), None)
+    if carried is None:
+        return None
+    source = next((c for c in state.all_contributions() if c.id == carried.carried_from), None)
+    if source is None:
+        return Carried(round_no - 1, "refinement", [])
+    call_id = source.metadata.call_id
+    records = [r for rnd in state.rounds if rnd.number == source.round for r in rnd.calls if r.call_id == call_id]
+    index = DebateIndex(state)
+    return Carried(source.round, source.type, [call_view(r, index) for r in records] if call_id else [])
 
 
 def calls_at_turn_in_log(folder: DebateFolder, turn: int, agent: str | None = None,

@@ -45,7 +45,7 @@ from ..providers.base import (
     TextDelta,
 )
 from ..providers.pool import ProviderPool
-from ..safety.secrets import redact, strip_userinfo
+from ..safety.secrets import StreamRedactor, redact, strip_userinfo
 
 
 class _NoLimit:
@@ -142,21 +142,20 @@ class CallEngine:
                                 max_tokens or agent.context.reserve_output_tokens)
 
     async def discover(self, agents: Sequence[ResolvedAgent]) -> None:
-        """Ask each endpoint once for its models' windows (at the start of a run)."""
-        seen: set[tuple[str, str]] = set()
-        for agent in agents:
-            key = (endpoint_of(agent), agent.model)
-            if key in seen:
-                continue
-            seen.add(key)
-            provider = self.providers.get(agent)
-            if self.grounding is not None:
-                await provider.discover_tools()
-            tokens = await provider.discover_window(agent.model)
+        """Ask each endpoint once for its models' windows (at the start of a run), all at once:
+        each provider bounds its own probes (a deadline and a byte cap), so this takes as long
+        as the slowest endpoint's deadline at most."""
+        firsts = {(endpoint_of(a), a.model): a for a in reversed(agents)}
+        keys = list(dict.fromkeys((endpoint_of(a), a.model) for a in agents))
+        if self.grounding is not None:  # whether each endpoint calls tools (llama.cpp `/props` says)
+            await asyncio.gather(*(self.providers.get(firsts[k]).discover_tools() for k in keys))
+        found = await asyncio.gather(*(self.providers.get(firsts[k]).discover_window(k[1]) for k in keys))
+        for key, tokens in zip(keys, found):
+            agent = firsts[key]
             if tokens is not None and self.windows.discovered(*key, tokens):
                 self.emit(WindowLearned(endpoint=self._where(agent), model=agent.model, window=tokens,
                                         source="discovered", reason="stated by the server"))
-            slots = provider.slots
+            slots = self.providers.get(agent).slots
             if slots is not None and key[0] not in self.endpoint_limits:
                 # The server runs this many requests at once: more would only queue there (and
                 # a queued request's deadline runs while it waits).
@@ -278,13 +277,18 @@ class CallEngine:
             prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
             latency_ms=latency, model=model, provider=agent.provider, call_id=record.call_id,
             attempts=completion.attempts, finish_reason=completion.finish_reason,
-            usage_estimated=completion.usage_estimated,
+            usage_estimated=completion.usage_estimated, clipped_at=completion.clipped_at,
             cost_usd=self.cost(agent, model, completion.prompt_tokens, completion.completion_tokens),
         )
         if completion.usage_estimated:
             self.emit(Warning_(message=f"{agent.id}: the server reported no usable token usage; "
                                        "counted with tiktoken instead", agent_id=agent.id))
-        if completion.finish_reason == "length":
+        if completion.clipped_at is not None:
+            self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer ran far past its limit of "
+                                       f"{record.max_tokens} tokens; moot stopped reading it at "
+                                       f"{completion.clipped_at:,} bytes and kept what came before",
+                               agent_id=agent.id))
+        elif completion.finish_reason == "length":
             self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
         reads = tuple(dict.fromkeys(r.extract for step in record.tool_steps for r in step.results if r.ok))
@@ -313,17 +317,24 @@ class CallEngine:
                       call_id: str) -> Completion:
         """Turn the provider's typed items into events; the completion, masked."""
         secrets = self.secrets
+        shown = StreamRedactor(secrets)  # what streams to a view is masked too, a key split across deltas included
         try:
             async for item in items:
                 match item:
                     case TextDelta(text=text):
-                        self.emit(Token(call_id=call_id, agent_id=agent_id, delta=text))
+                        delta = shown.feed(text)
+                        if delta:
+                            self.emit(Token(call_id=call_id, agent_id=agent_id, delta=delta))
                     case Restart():
+                        shown.reset()
                         self.emit(Token(call_id=call_id, agent_id=agent_id, delta="", restart=True))
                     case RetryNotice(reason=reason):
                         self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error=redact(reason, secrets),
                                              will_retry=True))
                     case Finished(completion=completion):
+                        rest = shown.flush()
+                        if rest:
+                            self.emit(Token(call_id=call_id, agent_id=agent_id, delta=rest))
                         # What is kept (and later shown to other agents) never carries a key.
                         completion.content = redact(completion.content, secrets)
                         completion.model = redact(completion.model, secrets)[:200]

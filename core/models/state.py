@@ -36,6 +36,9 @@ class CallMetadata(BaseModel):
     """How the reply ended, as the server said: `stop`, or `length` when it was cut at max_tokens."""
     usage_estimated: bool = False
     """The server reported no usable usage: the token counts are moot's own (tiktoken)."""
+    clipped_at: int | None = None
+    """The reply ran far past its token limit and moot stopped reading it at this many bytes:
+    the content is what came before (`max_tokens` × 32 bytes + 16 KiB of text)."""
 
 
 class Usage(BaseModel):

@@ -89,6 +89,8 @@ def _s(n: int) -> str:
 
 
 def _cut(c: Contribution) -> str:
+    if c.metadata.clipped_at is not None:
+        return f" · clipped: read no further than {c.metadata.clipped_at:,} bytes"
     return " · cut at its token limit" if c.metadata.finish_reason == "length" else ""
 
 
@@ -177,10 +179,12 @@ def _describe(event: Event) -> Line | None:
             return Line("manual", f"✉ moderator note (agents see it from their next call): {_safe(note.text, 400)}")
         case ConvergenceScored(score=score):
             value = score.confidence
-            return Line("summary", f"≈ convergence after round {score.round}: judge confidence "
-                                   f"{value if value is not None else 'not parsed'}")
+            # "convergence score", never "confidence": that word is the synthesis's own (issue 19).
+            return Line("summary", f"≈ convergence after round {score.round}: convergence score "
+                                   f"{value if value is not None else 'not parsed'} (how far the agents agree)")
         case Converged(round=r, confidence=conf, threshold=threshold):
-            return Line("done", f"✓ converged after round {r} (confidence {conf} ≥ {threshold}): the judge synthesizes")
+            return Line("done", f"✓ converged after round {r} (convergence score {conf} ≥ {threshold}): "
+                                "the judge synthesizes")
         case WindowLearned(endpoint=endpoint, model=model, window=window, source=source, ratio=ratio, reason=why):
             size = f"window {window} tokens" if window else "window unknown"
             count = f", the server counts ×{ratio:.2f} moot's tokens" if ratio > 1 else ""

@@ -14,7 +14,9 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +38,11 @@ INSTALL_HINT = "tracing needs the otel extra: pip install 'moot[otel]'"
 ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces"
 BATCH_DELAY_MS = 1000
+FLUSH_TIMEOUT_S = 3.0
+"""How long the end of a run waits for the collector to take the last spans. The exporter retries
+a collector that refuses the connection for up to its timeout (10 s), which held the process
+about 8 s after "saved" when none was running; one that accepts and never answers held it for
+the whole timeout."""
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +136,13 @@ class _ExportErrors(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
+        self.complained = threading.Event()
+        """Set at each complaint: the end of a run stops waiting for a collector at its first one."""
 
     def emit(self, record: logging.LogRecord) -> None:
         if len(self.messages) < 20:
             self.messages.append(record.getMessage() or record.levelname)
+        self.complained.set()
 
     @property
     def first(self) -> str | None:
@@ -147,11 +157,14 @@ class _ExportErrors(logging.Handler):
 class LiveTracer:
     """The event-bus listener that turns a running debate into spans and sends them."""
 
-    def __init__(self, processor: SpanProcessor, *, content: bool, secrets: list[str]) -> None:
+    def __init__(self, processor: SpanProcessor, *, content: bool, secrets: list[str],
+                 abort: Callable[[], None] | None = None) -> None:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
         self.processor = processor
+        self.abort = abort
+        """Stops the exporter's retries (its `shutdown`), for a flush that outlives FLUSH_TIMEOUT_S."""
         self.builder = TraceBuilder(self._send, content=content, secrets=secrets)
         attrs: dict[str, Any] = {"service.version": __version__}
         if not os.environ.get("OTEL_SERVICE_NAME") and "service.name" not in os.environ.get(
@@ -193,15 +206,38 @@ class LiveTracer:
         self.processor.on_end(to_readable(span, self.resource, self.scope))
         self.sent += 1
 
-    def shutdown(self) -> str | None:
-        """Flush what is pending (bounded by the exporter's timeout); the first export error, if any."""
-        try:
-            self.processor.shutdown()
-        finally:
+    def shutdown(self, timeout: float = FLUSH_TIMEOUT_S) -> str | None:
+        """Flush what is pending, waiting at most `timeout` seconds and no longer than the exporter's
+        first complaint (a refused connection, an error status): then it is told to stop retrying, and
+        given one more second. The first export error, if any."""
+        done = threading.Event()
+        self._errors.complained.clear()  # what the run's own batches met is already in the messages
+        raised: list[BaseException] = []
+
+        def flush() -> None:
+            try:
+                self.processor.shutdown()
+            except Exception as exc:  # noqa: BLE001 - reported as the trace's problem, never raised
+                raised.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=flush, name="moot-trace-flush", daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not done.wait(0.02) and not self._errors.complained.is_set() and time.monotonic() < deadline:
+            pass
+        if not done.is_set() and self.abort is not None:
+            self.abort()  # a collector that refused the last batch is not retried for seconds more
+            done.wait(1.0)
+        if done.is_set():  # else the exporter may still log: keep its records off the terminal
             self._otel_log.removeHandler(self._errors)
             self._otel_log.propagate = self._propagate
         if self.failure is not None:
             return f"tracing stopped: {self.failure}"
+        if not done.is_set():
+            return f"the collector did not answer within {timeout:g} s"
+        if raised:
+            return f"{type(raised[0]).__name__}: {raised[0]}"
         return self._errors.first
 
 
@@ -240,6 +276,7 @@ def start_tracing(session: DebateSession, *, content: bool | None = None,
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
     processor: SpanProcessor
+    abort: Callable[[], None] | None = None
     if exporter is not None:
         processor = SimpleSpanProcessor(exporter)
     else:
@@ -248,10 +285,12 @@ def start_tracing(session: DebateSession, *, content: bool | None = None,
         # Endpoint, headers, timeout: OTEL_EXPORTER_OTLP_*. A batch every second, not the SDK's five
         # (unless OTEL_BSP_SCHEDULE_DELAY says): a process killed with SIGKILL loses less of its trace.
         delay = None if os.environ.get("OTEL_BSP_SCHEDULE_DELAY") else BATCH_DELAY_MS
-        processor = BatchSpanProcessor(OTLPSpanExporter(), schedule_delay_millis=delay)
+        otlp = OTLPSpanExporter()
+        processor = BatchSpanProcessor(otlp, schedule_delay_millis=delay)
+        abort = otlp.shutdown
     settings = session.orchestrator.config.debate
     tracer = LiveTracer(processor, content=settings.trace_content if content is None else content,
-                        secrets=[*session.providers.secrets, *known_secrets()])
+                        secrets=[*session.providers.secrets, *known_secrets()], abort=abort)
     if session.orchestrator.resuming and session.folder.events_path.exists():
         tracer.replay(read_events(session.folder.events_path))
     session.bus.listen(tracer.on_event)

@@ -31,13 +31,24 @@ def solution_text(state: DebateState) -> str:
     # Cleaned before it is stripped: a reply that opens with an escape sequence and a newline
     # would otherwise start stdout with a blank line.
     lines = [terminal_safe(sol.description).strip() or "(the judge's answer held no text)", ""]
-    lines.append(f"Confidence: {sol.confidence if sol.confidence is not None else 'n/a'}")
+    lines.append(f"Confidence: {sol.confidence if sol.confidence is not None else 'n/a'}" + _not_convergence(state))
     for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
                          ("Unresolved", sol.unresolved)):
         if items:
             lines.append(f"\n{title}:")
             lines += [f"- {x}" for x in items]
     return terminal_safe("\n".join(lines) + "\n")
+
+
+def _not_convergence(state: DebateState) -> str:
+    """After a convergence check, which number is which: the two are both 0–100 from the judge."""
+    scored = [s for s in state.convergence if s.confidence is not None]
+    if not scored:
+        return ""
+    last = scored[-1]
+    word = "turn" if state.protocol == "conversation" else "round"
+    return (f" (the judge's confidence in this final answer; the convergence score, how far the agents "
+            f"agreed, was {last.confidence} after {word} {last.round})")
 
 
 def solution_markdown(solution: Solution) -> str:

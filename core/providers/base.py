@@ -86,6 +86,9 @@ class Completion:
     """The reply was constrained to JSON by the endpoint (`response_format` was accepted)."""
     tool_calls: list[ToolCall] = field(default_factory=list)
     """The tools the model called (`finish_reason` is then usually `tool_calls`)."""
+    clipped_at: int | None = None
+    """moot stopped reading the reply at this many bytes (far past `max_tokens`; see
+    `providers.capped`): the content is what came before the cap."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ except ImportError:  # pragma: no cover
     import httpx as _httpx  # type: ignore[no-redef, import-not-found, unused-ignore]  # older SDKs
 
 from ..errors import ContextTooLong, ProviderError
+from .capped import ReadCapExceeded, capped_http_client, cut_utf8, read_cap, reply_text_cap, reply_wire_cap
+from .discovery import PROBE_DEADLINE_S, discover
 from .base import (
     ChatRequest,
     Completion,
@@ -47,7 +49,6 @@ from ..safety.secrets import one_line, redact
 from ..tokens import count_messages, count_text
 
 RETRY_AFTER_CAP_S = 60.0
-DISCOVERY_TIMEOUT_S = 3.0
 ERROR_TEXT_MAX = 200
 DEFAULT_HOST = "api.openai.com"
 JsonMode = Literal["schema", "object", "off"]
@@ -121,6 +122,9 @@ class _Attempt:
     reported_model: str | None = None
     finish_reason: str | None = None
     tools: ToolDeltas = field(default_factory=ToolDeltas)
+    text_bytes: int = 0
+    clipped_at: int | None = None
+    """Reading stopped at this byte cap (`capped`): the text is what came before it."""
 
 
 def _retry_after(response: _httpx.Response) -> float | None:
@@ -235,7 +239,8 @@ class OpenAIProvider:
         self.supports_tools: bool | None = None
         """Function calling here: False once the endpoint refused `tools` or said it has none."""
         self._sleep = sleep
-        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
+                                          http_client=capped_http_client(timeout_s))
 
     def _backoff(self, attempt: int, failure: _Failure) -> float:
         """Retry-After when the server sent one, else full-jitter exponential backoff."""
@@ -315,6 +320,7 @@ class OpenAIProvider:
                     usage_estimated=estimated,
                     json_constrained=fmt is not None,
                     tool_calls=result.tools.result(),
+                    clipped_at=result.clipped_at,
                 ))
                 return
         assert last is not None
@@ -341,20 +347,22 @@ class OpenAIProvider:
         only ever cancel our own reads)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
+        text_cap = reply_text_cap(request.max_tokens)
         finished = False
         streaming = False
         try:
             async with asyncio.timeout_at(deadline):
-                stream = await self._client.chat.completions.create(
-                    model=model,
-                    messages=cast("list[ChatCompletionMessageParam]", request.messages),
-                    temperature=request.temperature,
-                    max_tokens=request.max_tokens,
-                    stream=True,
-                    stream_options={"include_usage": True},
-                    response_format=cast("ResponseFormat", fmt) if fmt is not None else openai.omit,
-                    tools=cast("Any", list(request.tools)) if request.tools else openai.omit,
-                )
+                with read_cap(reply_wire_cap(request.max_tokens)):
+                    stream = await self._client.chat.completions.create(
+                        model=model,
+                        messages=cast("list[ChatCompletionMessageParam]", request.messages),
+                        temperature=request.temperature,
+                        max_tokens=request.max_tokens,
+                        stream=True,
+                        stream_options={"include_usage": True},
+                        response_format=cast("ResponseFormat", fmt) if fmt is not None else openai.omit,
+                        tools=cast("Any", list(request.tools)) if request.tools else openai.omit,
+                    )
             streaming = True
             try:
                 chunks = stream.__aiter__()
@@ -366,8 +374,18 @@ class OpenAIProvider:
                             break
                     text = self._read_chunk(chunk, result)
                     if text:
-                        result.parts.append(text)
-                        yield text
+                        size = len(text.encode("utf-8"))
+                        if result.text_bytes + size > text_cap:
+                            # Far past max_tokens: keep what fits and read no more (the server
+                            # would send until the deadline, and all of it would be kept).
+                            text = cut_utf8(text, text_cap - result.text_bytes)
+                            result.clipped_at, finished = text_cap, True
+                        result.text_bytes += size
+                        if text:
+                            result.parts.append(text)
+                            yield text
+                        if result.clipped_at is not None:
+                            break
                     if result.finish_reason is not None:
                         finished = True
             finally:
@@ -376,6 +394,10 @@ class OpenAIProvider:
             raise
         except (asyncio.CancelledError, GeneratorExit):
             raise
+        except ReadCapExceeded as exc:
+            if not streaming:  # an error body of megabytes: nothing worth reading again
+                raise _Failure(str(exc), False, detail="answer too large") from None
+            result.clipped_at, finished = exc.cap, True  # events past the wire cap (junk, or reasoning without end)
         except Exception as exc:  # noqa: BLE001 - every way a server can misbehave is a failed attempt
             if not finished:  # an error after the finish only costs us the usage chunk
                 failure = _classify(exc, self.timeout_s)
@@ -423,60 +445,15 @@ class OpenAIProvider:
         return text
 
     async def discover_window(self, model: str) -> int | None:
-        """The window the server states: llama.cpp `GET /props` (a slot's `n_ctx`), vLLM
-        (`max_model_len`), OpenRouter (`context_length`) or llama.cpp (`meta.n_ctx`) in
-        `GET /models`, Ollama's `POST /api/show` (`num_ctx` when set). None when none says;
-        every probe is short and a failure is silent. OpenAI's own API states none. The probes
-        go through the SDK's client (its connection pool is reused by the calls that follow)."""
+        """The window the server states (see `discovery`); None when none says, or when it
+        does not answer in time or within the caps. Never raises, never waits past
+        `PROBE_DEADLINE_S` (or `timeout_s`, when lower). OpenAI's own API states none."""
         if not self.base_url or self.host == DEFAULT_HOST:
             return None
-        base = self.base_url.rstrip("/")
-        root = base[: -len("/v1")] if base.endswith("/v1") else base
-        api = self._client.with_options(timeout=DISCOVERY_TIMEOUT_S, max_retries=0)
-        at_root = api.with_options(base_url=root + "/")
-        probes = (
-            lambda: at_root.get("props", cast_to=object),
-            lambda: api.get("models", cast_to=object),
-            lambda: at_root.post("api/show", body={"model": model}, cast_to=object),
-        )
-        readers = (self._from_props, self._from_models, self._from_ollama)
-        for probe, read in zip(probes, readers):
-            try:
-                data = await probe()
-                found = read(data, model) if isinstance(data, dict) else None
-            except (openai.APIError, _httpx.HTTPError, ValueError, TypeError, KeyError, AttributeError):
-                found = None
-            if found is not None and 256 <= found <= 10_000_000:
-                return found
-        return None
-
-    def _from_props(self, data: dict[str, Any], model: str) -> int | None:
-        slots = data.get("total_slots")
-        if isinstance(slots, int) and not isinstance(slots, bool) and 0 < slots <= 256:
-            self.slots = slots
-        settings = data.get("default_generation_settings") or {}
-        n = settings.get("n_ctx") if isinstance(settings, dict) else None
-        n = n or data.get("n_ctx")
-        return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else None
-
-    @staticmethod
-    def _from_models(data: dict[str, Any], model: str) -> int | None:
-        entries = [e for e in data.get("data") or [] if isinstance(e, dict)]
-        entry = next((e for e in entries if e.get("id") == model), entries[0] if len(entries) == 1 else None)
-        if entry is None:
-            return None
-        meta: dict[str, Any] = entry["meta"] if isinstance(entry.get("meta"), dict) else {}
-        top: dict[str, Any] = entry["top_provider"] if isinstance(entry.get("top_provider"), dict) else {}
-        for value in (entry.get("max_model_len"), meta.get("n_ctx"), entry.get("context_length"),
-                      top.get("context_length"), entry.get("context_window"), entry.get("max_context_length")):
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-                return int(value)
-        return None
-
-    @staticmethod
-    def _from_ollama(data: dict[str, Any], model: str) -> int | None:
-        m = re.search(r"(?m)^\s*num_ctx\s+(\d+)", str(data.get("parameters") or ""))
-        return int(m.group(1)) if m else None
+        stated = await discover(self._client, self.base_url, model, min(PROBE_DEADLINE_S, self.timeout_s))
+        if stated.slots is not None:
+            self.slots = stated.slots
+        return stated.window
 
     async def discover_tools(self) -> None:
         """Whether the endpoint has function calling, when it says (llama.cpp `/props`); never raises."""

@@ -139,7 +139,10 @@ def _contribution(c: Contribution, verbose: bool, names: dict[str, str] | None =
     out = [title, ""]
     if c.carried_from:
         out += [f"_Carried over from its previous refinement ({c.carried_from}); no new call._", ""]
-    if c.metadata.finish_reason == "length":
+    if c.metadata.clipped_at is not None:
+        out += [f"_The model's answer ran far past its output limit; moot stopped reading it at "
+                f"{c.metadata.clipped_at:,} bytes._", ""]
+    elif c.metadata.finish_reason == "length":
         out += ["_The model's answer was cut at its output limit._", ""]
     elif verbose:
         out += [_meta_line(c.metadata), ""]
@@ -219,7 +222,7 @@ def _after_step(number: int, word: str, scores: dict[int, ConvergenceScore], not
     """What closes a round or turn: the judge's convergence score, the moderator's notes."""
     out: list[str] = []
     if number in scores:
-        out += [f"**Judge's confidence after {word} {number}:** {_score_text(scores[number])}", ""]
+        out += [f"**Convergence score after {word} {number}:** {_score_text(scores[number])}", ""]
     for n in notes:
         if n.after_round == number:
             out += [f"> **Moderator note:** {n.text}", ""]
@@ -243,6 +246,9 @@ def _synthesis(state: DebateState, verbose: bool) -> list[str]:
         return out + ["## Final synthesis", "", "_No final synthesis: the debate did not finish._", ""]
     conf = f"{sol.confidence}/100" if sol.confidence is not None else "n/a"
     out += ["## Final synthesis", "", f"**Confidence:** {conf} · synthesized by {sol.synthesized_by}", ""]
+    if state.convergence:
+        out += ["_The confidence is the judge's in this final answer; the convergence scores above rate how far "
+                "the agents agreed._", ""]
     if verbose:
         out += [_meta_line(sol.metadata), ""]
     if not sol.parsed:

@@ -135,6 +135,12 @@ class StateDir:
             lock.release()
 
 
+def shown_status(folder: DebateFolder, status: str) -> str:
+    """The status `moot list` and `moot show` give: "running" only while a process runs the debate;
+    one whose process was killed mid-way is "unfinished" (resumable), though its log says running."""
+    return "unfinished" if status == "running" and not writer_alive(folder) else status
+
+
 def summarize_folder(folder: DebateFolder) -> dict[str, object]:
     """One row of `moot list`, cheap enough for hundreds of debates: read the snapshot
     when present, else fold the log."""
@@ -151,8 +157,7 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
     providers = sorted({a.provider for a in people})
     return {
         "id": folder.id,
-        # "running" only while a process runs it; a debate killed mid-way is "unfinished" (resumable).
-        "status": "unfinished" if state.status == "running" and not writer_alive(folder) else state.status,
+        "status": shown_status(folder, state.status),
         # The first line, without a markdown heading's marks (as the TUI header shows it).
         "problem": one_line_safe((state.problem.strip().splitlines() or [""])[0].lstrip("#").strip(), 80),
         "rounds": f"{len(state.rounds)}/{state.total_rounds}",

@@ -237,7 +237,7 @@ def test_event_log_lines_for_the_new_events() -> None:
     assert text_of(ClarificationsAnswered(round=1, answers=[], done=True)) == "clarify: no questions"
     note = ModeratorNote(id="n1", text="Keep it\nsimple", after_round=1)
     assert text_of(NoteInjected(note=note)).endswith(": Keep it simple")
-    assert "judge confidence 70" in text_of(ConvergenceScored(score=ConvergenceScore(round=2, confidence=70)))
+    assert "convergence score 70" in text_of(ConvergenceScored(score=ConvergenceScore(round=2, confidence=70)))
     assert text_of(Converged(round=2, confidence=92, threshold=90)).startswith("✓ converged after round 2")
     line = describe(BudgetReached(reason="cost $0.0500 reached the cap of $0.0500"))
     assert line is not None and line.kind == "warning" and "budget reached" in line.text

@@ -1,0 +1,161 @@
+"""`moot ctl`: steer a debate that another process runs (pause, resume, stop, summarize, inject).
+
+The command is a file in the debate's `control/` folder; this process then follows the event
+log until the command is in effect (exit 0), refused (exit 2) or `--wait` runs out. A command
+not taken by then is withdrawn (exit 2): it is applied exactly once or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from moot.core.errors import ExitCode, InputError
+
+from .flags import add_debate_id, add_state_dir, finite_seconds, open_debate
+
+if TYPE_CHECKING:
+    from moot.core.control.commands import ControlCommand
+    from moot.core.storage.folder import DebateFolder
+
+    from .flags import Subcommands
+
+ACTIONS = ["pause", "resume", "stop", "summarize", "inject"]
+
+
+def register(sub: Subcommands) -> None:
+    ctl = sub.add_parser("ctl", help="steer a debate that another process runs (pause, summarize, inject…)")
+    add_debate_id(ctl)
+    ctl.add_argument("action", choices=ACTIONS)
+    ctl.add_argument("words", nargs="*", metavar="ARG",
+                     help="summarize: AGENT|all [FOCUS…]; inject: the note's text")
+    ctl.add_argument("--wait", type=finite_seconds, default=10.0,
+                     help="seconds to wait until it is in effect (default 10); one not taken by then is "
+                          "withdrawn; 0: send and return")
+    add_state_dir(ctl)
+    ctl.set_defaults(handler=cmd_ctl)
+
+
+def cmd_ctl(args: argparse.Namespace) -> int:
+    """Send one command to the process running a debate and follow it until it is in effect."""
+    from moot.core.control.commands import send
+
+    folder = open_debate(args)
+    command = _command(folder, args.action, list(args.words))
+    start = folder.events_path.stat().st_size if folder.events_path.exists() else 0
+    send(folder, command)
+    if args.wait <= 0:
+        print(f"sent {command.id}; the running debate takes it at its next call boundary")
+        return ExitCode.OK
+    return _follow(folder, command, start, args.wait)
+
+
+def _command(folder: DebateFolder, action: str, words: list[str]) -> ControlCommand:
+    """The command the words ask for, checked (an unknown agent, an empty note: InputError)."""
+    from moot.core.agents import require_agent
+    from moot.core.control.commands import MAX_TEXT, ControlCommand
+    from moot.core.events import DebateStarted, parse_event
+    from moot.core.storage.files import open_regular
+
+    agent = text = None
+    if action == "summarize":
+        if not words:
+            raise InputError("usage: moot ctl ID summarize AGENT|all [FOCUS…]")
+        agent, text = words[0], " ".join(words[1:]).strip() or None
+        if agent.lower() != "all":
+            try:
+                with os.fdopen(open_regular(folder.events_path), "rb") as fh:
+                    started = parse_event(fh.readline())
+            except (OSError, ValueError) as exc:
+                raise InputError(f"cannot read debate {folder.id}: {exc}") from None
+            if isinstance(started, DebateStarted):
+                agent = require_agent(agent, started.agents, where=f" in debate {folder.id}").id
+    elif action == "inject":
+        text = " ".join(words).strip()
+        if not text:
+            raise InputError("usage: moot ctl ID inject TEXT…")
+    elif words:
+        raise InputError(f"{action} takes no arguments")
+    if text is not None:
+        what = "the note" if action == "inject" else "the focus"
+        if len(text) > MAX_TEXT:
+            raise InputError(f"{what} is {len(text)} characters; the limit is {MAX_TEXT}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as lone surrogates
+            raise InputError(f"{what} is not valid UTF-8 text") from None
+    return ControlCommand(action=action, agent=agent, text=text)
+
+
+def _follow(folder: DebateFolder, command: ControlCommand, start: int, wait: float) -> int:
+    """Read the log from `start` until the command is in effect, refused, or `wait` runs out."""
+    import time
+
+    from moot.core.control.commands import effect_of, withdraw
+    from moot.core.errors import StoreError
+    from moot.core.events import ControlChanged, Event, is_terminal, parse_event
+    from moot.core.observe.describe import describe
+    from moot.core.safety.sanitize import one_line_safe
+    from moot.core.storage.files import open_regular
+    from moot.core.storage.folder import writer_alive
+
+    def show(event: Event) -> None:
+        if isinstance(event, ControlChanged) and event.effective:
+            print(f"{command.id}: ⏸ paused: no call in flight; nothing runs until `moot ctl {folder.id} resume`")
+            return
+        line = describe(event)
+        if line is not None:
+            print(f"{command.id}: {line.text}")
+
+    def refused(event: Event) -> int:
+        print(f"moot: {one_line_safe(getattr(event, 'message', 'refused'), 400)}", file=sys.stderr)
+        return ExitCode.INPUT
+
+    offset, rest = start, b""
+    taken = False
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with os.fdopen(open_regular(folder.events_path), "rb") as fh:
+                fh.seek(offset)
+                data = fh.read()
+        except StoreError as exc:
+            raise InputError(str(exc)) from None
+        except OSError as exc:
+            raise InputError(f"cannot read debate {folder.id}: {exc.strerror or exc}") from None
+        offset += len(data)
+        *lines, rest = (rest + data).split(b"\n")
+        for raw in lines:
+            try:
+                event = parse_event(raw)
+            except ValueError:  # pydantic's ValidationError included
+                continue
+            effect = effect_of(command, event, taken=taken)
+            if effect == "refused":
+                return refused(event)
+            if effect is not None:
+                show(event)
+                if effect == "in_effect":
+                    return ExitCode.OK
+                taken = True
+            elif taken and is_terminal(event):
+                show(event)  # the debate ended before the pause could hold anything
+                return ExitCode.OK
+        alive = writer_alive(folder)
+        if not taken and (not alive or time.monotonic() >= deadline):
+            if withdraw(folder, command):
+                why = ("the process running it ended" if not alive
+                       else f"its process did not take it within {wait:g} s (is it stuck?)")
+                print(f"moot: debate {folder.id}: {why}; {command.id} withdrawn, nothing changed", file=sys.stderr)
+                return ExitCode.INPUT
+            taken = True  # claimed at the last moment: its outcome is on its way to the log
+            deadline = time.monotonic() + max(wait, 5.0)
+            continue
+        if taken and (not alive or time.monotonic() >= deadline):
+            then = "paused once they finish" if command.action == "pause" else "the debate ends once they finish"
+            print(f"{command.id}: {command.action} taken; calls still in flight after {wait:g} s (nothing new "
+                  f"starts; {then})" if alive else f"{command.id}: taken; the debate's process ended")
+            return ExitCode.OK
+        time.sleep(0.05)

@@ -1,0 +1,148 @@
+"""`moot run` and `moot resume`: build a session (new, or from a saved debate) and run it in
+the TUI or headless."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .flags import (
+    add_debate_id, add_provider_args, add_state_dir, bounded, completes, demo_delay, finite_seconds, overrides,
+    positive_int, role_list, write_file,
+)
+
+from .run_checks import MAX_AGENTS, alone, check_agent_count, say
+
+if TYPE_CHECKING:
+    from .flags import Subcommands
+    from moot.core.models.state import DebateState
+    from moot.core.session import DebateSession
+
+
+def register(sub: Subcommands) -> None:
+    from moot.core.models.terms import ROLES
+
+    run = sub.add_parser("run", help="run a debate (TUI in a terminal, else headless)")
+    run.add_argument("problem", nargs="?", help="the problem statement (or use -p FILE)")
+    completes(run.add_argument("-p", "--problem-file", help="read the problem from a file"), "file")
+    completes(run.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)"), "file")
+    run.add_argument("-a", "--agents", type=role_list, help=f"comma-separated roles: {', '.join(ROLES)}")
+    run.add_argument("--protocol", choices=["rounds", "conversation", "simultaneous"],
+                     help="debate shape (default rounds; see the README)")
+    run.add_argument("-r", "--rounds", type=bounded("rounds"), help="number of rounds (default 3)")
+    run.add_argument("--turns", type=bounded("turns"), help="turns of a conversation (default 200)")
+    run.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, solution on stdout")
+    completes(run.add_argument("-o", "--output", help="also write the final solution (JSON or markdown by extension)"),
+              "file")
+    run.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
+    run.add_argument("--allow-truncate", action="store_true", help="cut a problem that is larger than the budget")
+    run.add_argument("--clarify", action="store_true", help="agents ask clarifying questions first; you answer")
+    run.add_argument("--termination", choices=["fixed", "convergence"],
+                     help="convergence: stop early when the judge's confidence reaches debate.convergence_threshold")
+    run.add_argument("--max-cost", type=finite_seconds, metavar="USD", help="stop starting calls past this cost")
+    run.add_argument("--max-tokens", type=positive_int, metavar="N", help="stop starting calls past N tokens")
+    run.add_argument("--max-agents", type=positive_int, metavar="N",
+                     help=f"run up to N agents (default {MAX_AGENTS}: a round's critiques grow with their square)")
+    completes(run.add_argument("--report", metavar="FILE", help="write the markdown report at the end"), "file")
+    run.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
+    run.add_argument("--ref", action="append", metavar="PATH",
+                     help="a file or folder the agents may read with tools (repeatable; .gitignore respected)")
+    add_provider_args(run)
+    add_state_dir(run)
+    run.set_defaults(handler=cmd_run)
+
+    res = sub.add_parser("resume", help="continue an unfinished debate")
+    add_debate_id(res)
+    res.add_argument("--headless", action="store_true")
+    res.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
+    res.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
+    add_provider_args(res)
+    add_state_dir(res)
+    res.set_defaults(handler=cmd_resume)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from moot.core.ask import ask_on_stdin
+    from moot.core.config import load_config, resolve_agent
+    from moot.core.inputs import fit_problem, problem_text, truncation_note
+    from moot.core.observe.headless import wants_tui
+    from moot.core.observe.otel import traced, wants_tracing
+    from moot.core.providers.pool import default_provider_name
+    from moot.core.safety.secrets import known_secrets, redact
+    from moot.core.session import SessionOptions, new_session
+
+    problem = redact(problem_text(args.problem, args.problem_file), known_secrets())  # a pasted key is never saved
+    config = load_config(args.config, overrides(args))
+    source = args.config or "moot.toml"
+    notices = [check_agent_count(config, args.max_agents), None if args.agents else alone(config, source)]
+    default = default_provider_name(next((a.base_url for a in config.agents if a.base_url), None))
+    people = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
+    tightest = min(people, key=lambda a: a.context.input_budget)  # counted with its model's encoding
+    fitted = fit_problem(problem, tightest.context.input_budget, tightest.model, args.allow_truncate)
+    if fitted != problem:  # said on stderr here, and by `moot show` later
+        notices.append(truncation_note(fitted))
+    problem = fitted
+    tracing = wants_tracing(config.debate.trace)  # before the debate's folder exists
+    tui = wants_tui(args.headless)
+    session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
+                                                          clarifier=None if tui else ask_on_stdin))
+    say(notices)  # once nothing more can fail before the debate starts
+    if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
+        print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
+              file=sys.stderr)
+    with traced(session, tracing):
+        code = start(session, tui=tui, theme=args.theme)
+    state = session.state
+    if state.final_solution is not None:
+        if args.output:
+            write_solution(Path(args.output), state)
+        if args.report:
+            from moot.core.report.markdown import render_report
+
+            write_file(Path(args.report), render_report(state))
+            print(f"report written to {args.report}", file=sys.stderr)
+    return code
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from moot.core.ask import ask_on_stdin
+    from moot.core.observe.headless import wants_tui
+    from moot.core.observe.otel import traced, wants_tracing
+    from moot.core.session import SessionOptions, resume_session
+
+    tui = wants_tui(args.headless)
+    if args.trace:
+        wants_tracing(True)  # before anything is locked
+    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
+                                                     clarifier=None if tui else ask_on_stdin),
+                             overrides(args, with_rounds=False))
+    with traced(session, args.trace or wants_tracing(False, saved=session.orchestrator.config.debate.trace)):
+        return start(session, tui=tui, theme=args.theme)
+
+
+def start(session: DebateSession, *, tui: bool, theme: str | None) -> int:
+    """Run a built session in the TUI or headless; the exit code."""
+    if tui:
+        from moot.tui.app import run_app
+
+        return run_app(session, theme=theme)
+    import asyncio
+
+    from moot.core.observe.headless import finish_headless, run_headless
+
+    state = asyncio.run(run_headless(session))
+    return finish_headless(session, state)
+
+
+def write_solution(path: Path, state: DebateState) -> None:
+    """`-o FILE`: the final solution as JSON (`.json`) or a markdown document."""
+    from moot.core.observe.printer import solution_document
+    from moot.core.safety.sanitize import json_safe
+
+    if path.suffix.lower() == ".json":
+        data = json_safe(state.final_solution.model_dump_json(indent=2)) if state.final_solution else "null"
+    else:
+        data = solution_document(state)
+    write_file(path, data)
