@@ -200,3 +200,34 @@ async def test_pause_and_stop_act_between_turns_of_the_tool_loop(tmp_path: Path)
     assert final.status == "completed"
     proposal = next(c for c in final.all_contributions() if c.type == "proposal")
     assert len(proposal.reads) == 3  # the call was redone whole: list, read, search
+
+
+def test_retries_cost_caps_and_traces_cover_the_loop(tmp_path: Path) -> None:
+    from tests.loopback import Faults
+
+    refs = make_refs(tmp_path)
+
+    def always(body: dict, n: int) -> list[dict] | None:
+        return [call("search", query=f"journal {len(tool_messages(body))}")] if is_proposal(body) else None
+
+    # The loop's second turn meets a 500 and is retried (same call, a retry event); a token cap
+    # reached inside the loop ends it with an answer, not a failure.
+    with LoopbackServer(tool_calls=always, faults=Faults(status_script=[200, 500])) as server:
+        result = run(server.base_url, refs, "-a", "architect", "--max-tokens", "6000")
+        proposals = [r for r in server.requests if is_proposal(r)]
+    assert result.returncode == 0, result.stderr
+    log = events()
+    retried = [e for e in log if e["type"] == "call_failed" and e["will_retry"]]
+    first = next(e["view"]["call_id"] for e in log if e["type"] == "call_started")
+    assert retried and retried[0]["call_id"] == first
+    assert "spending cap is reached" in proposals[-1]["messages"][-1]["content"] and not proposals[-1].get("tools")
+    assert any(e["type"] == "contribution_added" and e["contribution"]["type"] == "proposal" for e in log)
+    trace = json.loads(cli("trace", debate_id(), "--state-dir", "debates").stdout)
+    spans = [s for rs in trace["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    tools = [s for s in spans if s["name"] == "execute_tool search"]
+    assert tools
+    attrs = {a["key"]: a["value"] for a in tools[0]["attributes"]}
+    assert attrs["gen_ai.tool.name"] == {"stringValue": "search"} and attrs["gen_ai.operation.name"] == {
+        "stringValue": "execute_tool"}
+    chat = next(s for s in spans if s["spanId"] == tools[0]["parentSpanId"])
+    assert chat["name"].startswith("chat ")
