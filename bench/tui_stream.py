@@ -1,12 +1,20 @@
-"""How the TUI holds up under streaming: key latency and frame rate while 6 agents stream.
+"""How the TUI holds up under streaming: key latency, frame rate and main-thread CPU.
 
-Drives the app headless (run_test, 160×48) from a synthetic engine stream: 6 agents
-× 200 tokens/s for ~10 s (markdown-shaped text, a new call every ~3 s per agent so
-finishing and archiving are exercised too). Every 250 ms it types a key into the
-command line and measures the delay until the input's value changed (handled) and
-until the next frame was drawn (visible). Prints the figures; not a test.
+Drives the app headless (run_test, 160×48) from a synthetic engine stream: by default
+12 agents × 400 tokens/s for ~10 s (markdown-shaped text, 600 tokens a call, so every
+agent finishes a call every 1.5 s, all at the same moment, and finishing and archiving
+are exercised too). Every 250 ms it types a key into the command line and measures the
+delay until the input's value changed (handled) and until the next frame was drawn
+(on screen). Prints the figures; not a test.
 
-    .venv/bin/python bench/tui_stream.py [--seconds 10] [--agents 6] [--rate 200]
+Wall figures (latency, fps, stalls) move with the machine's load; the main thread's
+CPU time (`time.thread_time`) per frame and per streamed token hardly does, so compare
+those between runs on a shared machine. The benchmark's own producer runs on the same
+thread; its CPU is measured and taken out of the app's. `--breakdown` adds where the
+app's CPU goes (exclusive CPU of the transcript, frames, roster, CSS updates, garbage
+collection, …: bench/cpu_meter.py); it costs a little CPU itself.
+
+    .venv/bin/python bench/tui_stream.py [--seconds 10] [--agents 12] [--rate 400] [--breakdown]
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ from moot.tui.app import create_app  # noqa: E402
 from tests.tui.scripted import ScriptedRuntime  # noqa: E402
 from moot.tui.widgets.command_input import CommandInput  # noqa: E402
 
+from cpu_meter import GC, CpuMeter  # noqa: E402  (bench/, the script's folder)
+
 ROLES = ["architect", "performance", "security", "testing", "kiss", "data-modeling", "generalist"]
 WORDS = ("the cache keeps hot keys close to the edge while writes go through a queue so that "
          "latency stays flat under load and the database only sees batched traffic").split()
@@ -73,8 +83,11 @@ def view(agent: AgentInfo, call_no: int) -> ViewRecord:
                       tokens=TierTokens(system=600, summary=300, history=used - 1200, task=300, total=used))
 
 
-async def produce(runtime: ScriptedRuntime, infos: list[AgentInfo], rate: float, seconds: float) -> int:
-    """Push tokens at `rate` per agent per second for `seconds`; returns the tokens pushed."""
+async def produce(runtime: ScriptedRuntime, infos: list[AgentInfo], rate: float, seconds: float,
+                  meter: CpuMeter) -> int:
+    """Push tokens at `rate` per agent per second for `seconds`; returns the tokens pushed.
+
+    Its CPU (building and queueing the events) is measured as "benchmark producer"."""
     judge = AgentInfo(id="judge", name="Judge", role="generalist", model="demo", provider="demo",
                       temperature=0.5, budget=7000)
     runtime.push(DebateStarted(problem="Design a URL shortener", total_rounds=9, agents=infos, judge=judge,
@@ -86,35 +99,75 @@ async def produce(runtime: ScriptedRuntime, infos: list[AgentInfo], rate: float,
     for a in infos:
         runtime.push(CallStarted(view=view(a, 0)))
     tick = 0.01
-    per_tick = rate * tick
-    owed = 0.0
     pushed = 0
     start = time.perf_counter()
     while (elapsed := time.perf_counter() - start) < seconds:
-        owed = rate * elapsed * len(infos) - pushed
-        n_each = int(owed / len(infos))
-        for a in infos:
-            for _ in range(n_each):
-                text = token_text(counts[a.id])
-                counts[a.id] += 1
-                texts[a.id] += text
-                runtime.push(Token(call_id=f"call-{a.id}-{calls[a.id]}", agent_id=a.id, delta=text))
-                pushed += 1
-                if counts[a.id] % TOKENS_PER_CALL == 0:
-                    c = Contribution(id=f"c-{a.id}-{calls[a.id]}", agent_id=a.id, role=a.role, type="proposal",
-                                     round=1, content=texts[a.id],
-                                     metadata=CallMetadata(call_id=f"call-{a.id}-{calls[a.id]}",
-                                                           completion_tokens=TOKENS_PER_CALL))
-                    runtime.push(ContributionAdded(contribution=c))
-                    calls[a.id] += 1
-                    texts[a.id] = ""
-                    runtime.push(CallStarted(view=view(a, calls[a.id])))
+        with meter.measure(PRODUCER):
+            owed = rate * elapsed * len(infos) - pushed
+            n_each = int(owed / len(infos))
+            for a in infos:
+                for _ in range(n_each):
+                    text = token_text(counts[a.id])
+                    counts[a.id] += 1
+                    texts[a.id] += text
+                    runtime.push(Token(call_id=f"call-{a.id}-{calls[a.id]}", agent_id=a.id, delta=text))
+                    pushed += 1
+                    if counts[a.id] % TOKENS_PER_CALL == 0:
+                        c = Contribution(id=f"c-{a.id}-{calls[a.id]}", agent_id=a.id, role=a.role, type="proposal",
+                                         round=1, content=texts[a.id],
+                                         metadata=CallMetadata(call_id=f"call-{a.id}-{calls[a.id]}",
+                                                               completion_tokens=TOKENS_PER_CALL))
+                        runtime.push(ContributionAdded(contribution=c))
+                        calls[a.id] += 1
+                        texts[a.id] = ""
+                        runtime.push(CallStarted(view=view(a, calls[a.id])))
         await asyncio.sleep(tick)
-    del per_tick
     return pushed
 
 
-async def main(seconds: float, n_agents: int, rate: float) -> None:
+def instrument(meter: CpuMeter) -> list[str]:
+    """Wrap the methods that the breakdown names (before the app exists: timers bind methods)."""
+    from textual.css.stylesheet import Stylesheet
+    from textual.screen import Screen
+
+    from moot.tui.screens.debate_events import DebateEvents
+    from moot.tui.screens.debate_layout import DebateLayout
+    from moot.tui.widgets.agent_pane import AgentPane
+    from moot.tui.widgets.agent_roster import AgentRoster, AgentRow
+    from moot.tui.widgets.debate_header import DebateHeader
+    from moot.tui.widgets.event_log import EventLog
+    from moot.tui.widgets.token_gauge import TokenGauge
+    from moot.tui.widgets.transcript import Transcript
+
+    missing: list[str] = []
+    missing += meter.wrap(Transcript, ["append_text", "set_text", "to_history", "add", "remove_entry",
+                                       "_ensure_layout", "_update_virtual_size"], TRANSCRIPT)
+    missing += meter.wrap(Screen, ["_on_timer_update"], FRAMES)
+    missing += meter.wrap(AgentRow, ["refresh_status", "show_view"], ROSTER)
+    missing += meter.wrap(AgentRoster, ["tick"], ROSTER)
+    missing += meter.wrap(Stylesheet, ["update_nodes"], STYLES)
+    missing += meter.wrap(AgentPane, ["stream", "call_started", "contribution_added", "tick", "usage"], PANES)
+    missing += meter.wrap(TokenGauge, ["update_view"], PANES)
+    missing += meter.wrap(DebateLayout, ["_refresh_header", "_tick"], SCREEN)
+    missing += meter.wrap(DebateEvents, ["_show_usage"], SCREEN)
+    missing += meter.wrap(EventLog, ["add_event"], SCREEN)
+    missing += meter.wrap(DebateHeader, ["show_state", "show_elapsed", "show_status"], SCREEN)
+    return missing
+
+
+PRODUCER = "benchmark producer"
+TRANSCRIPT = "transcript: streamed text, markdown, its layout"
+FRAMES = "frames: screen layout, compositor, paint"
+ROSTER = "agent roster rows"
+STYLES = "CSS updates (class changes)"
+PANES = "panes: status, gauge, blocks"
+SCREEN = "screen: header, event log, usage"
+CATEGORIES = [TRANSCRIPT, FRAMES, GC, ROSTER, STYLES, PANES, SCREEN]
+
+
+async def main(seconds: float, n_agents: int, rate: float, breakdown: bool) -> None:
+    meter = CpuMeter()
+    missing = instrument(meter) if breakdown else []
     runtime = ScriptedRuntime()
     app = create_app(runtime, cursor_blink=False, clock=frozen_clock(1.7e9))
     frames: list[float] = []
@@ -147,8 +200,11 @@ async def main(seconds: float, n_agents: int, rate: float) -> None:
 
         screen._refresh_layout = timed_layout  # type: ignore[method-assign]
         infos = agents(n_agents)
-        producer = asyncio.create_task(produce(runtime, infos, rate, seconds))
         lags: list[float] = []
+        meter.start()
+        cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
+        frames_before, layouts_before = len(frames), len(layout_times)
+        producer = asyncio.create_task(produce(runtime, infos, rate, seconds, meter))
 
         async def lag_probe() -> None:
             while True:
@@ -184,7 +240,13 @@ async def main(seconds: float, n_agents: int, rate: float) -> None:
                 visible.append(after[0] - t0)
         pushed = await producer
         probe.cancel()
+        cpu = time.thread_time() - cpu0
+        proc = time.process_time() - proc0
         t_stream_end = time.perf_counter()
+        wall = t_stream_end - wall0
+        meter.stop()
+        stream_frames = frames[frames_before:]
+        stream_layouts = len(layout_times) - layouts_before
         # Wait for the screen to drain what was pushed, to see whether it kept up.
         while runtime.backlog and time.perf_counter() - t_stream_end < 30:
             await asyncio.sleep(0.05)
@@ -192,7 +254,6 @@ async def main(seconds: float, n_agents: int, rate: float) -> None:
         drain = time.perf_counter() - t_stream_end
         widgets = len(list(screen.walk_children(with_self=False)))
         bridge = screen.bridge.stats
-        span = (frames[-1] - frames[0]) if len(frames) > 1 else 1.0
 
     gc.collect()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -203,27 +264,56 @@ async def main(seconds: float, n_agents: int, rate: float) -> None:
         values = sorted(values)
         return f"{values[min(len(values) - 1, int(q * len(values)))] * 1000:.1f} ms"
 
+    def med(values: list[float]) -> str:
+        return f"{statistics.median(values) * 1000:.1f} ms" if values else "n/a"
+
+    def top(values: list[float]) -> str:
+        return f"{max(values) * 1000:.1f} ms" if values else "n/a"
+
+    n_frames = max(1, len(stream_frames))
+    span = (stream_frames[-1] - stream_frames[0]) if len(stream_frames) > 1 else wall
+    gaps = [b - a for a, b in zip(stream_frames, stream_frames[1:])]
+    stalls = [lag for lag in lags if lag > 0.150]
+    producer_cpu = meter.cpu.get(PRODUCER, 0.0)
+    app_cpu = cpu - producer_cpu
     print(f"stream: {n_agents} agents × {rate:g} tokens/s for {seconds:g} s = {pushed} tokens "
-          f"({pushed / seconds:.0f}/s); bridge flushes {bridge.flushes} ({bridge.flushes / seconds:.1f}/s)")
-    print(f"key → handled:  median {statistics.median(handled) * 1000:.1f} ms, p95 {ms(handled, 0.95)}, "
-          f"max {max(handled) * 1000:.1f} ms  (n={len(handled)})")
-    if visible:
-        print(f"key → on screen: median {statistics.median(visible) * 1000:.1f} ms, p95 {ms(visible, 0.95)}, "
-              f"max {max(visible) * 1000:.1f} ms")
-    print(f"event-loop lag: median {statistics.median(lags) * 1000:.1f} ms, p95 {ms(lags, 0.95)}, "
-          f"max {max(lags) * 1000:.1f} ms")
-    if layout_times:
-        print(f"layout+paint per frame: median {statistics.median(layout_times) * 1000:.1f} ms, "
-              f"p95 {ms(layout_times, 0.95)} (n={len(layout_times)})")
-    print(f"frames: {len(frames)} in {span:.1f} s = {len(frames) / span:.1f} fps")
+          f"({pushed / seconds:.0f}/s); bridge flushes {bridge.flushes} ({bridge.flushes / wall:.1f}/s)")
+    print(f"key → handled:   median {med(handled)}, p95 {ms(handled, 0.95)}, max {top(handled)}  (n={len(handled)})")
+    print(f"key → on screen: median {med(visible)}, p95 {ms(visible, 0.95)}, max {top(visible)}  (n={len(visible)})")
+    print(f"frames: {len(stream_frames)} in {span:.1f} s = {len(stream_frames) / span:.1f} fps; "
+          f"longest gap between frames {top(gaps)}; full layouts {stream_layouts} "
+          f"(median {med(layout_times)} wall)")
+    print(f"event-loop lag (5 ms probe): median {med(lags)}, p95 {ms(lags, 0.95)}, max {top(lags)}; "
+          f"stalls > 150 ms: {len(stalls)}")
+    print(f"main-thread CPU: {cpu:.2f} s in {wall:.1f} s of streaming (process {proc:.2f} s); the benchmark's "
+          f"producer {producer_cpu:.2f} s; the app {app_cpu:.2f} s = {app_cpu / wall * 1000:.0f} ms a second, "
+          f"{app_cpu / n_frames * 1000:.1f} ms a frame, {app_cpu / max(1, pushed) * 1e6:.0f} µs a streamed token")
+    g = meter.gc
+    print(f"garbage collection: {g.counts[0]}/{g.counts[1]}/{g.counts[2]} collections (gen 0/1/2), "
+          f"{g.cpu * 1000:.0f} ms CPU = {g.cpu / app_cpu * 100 if app_cpu else 0:.1f} % of the app's, "
+          f"longest {g.longest * 1000:.1f} ms")
+    if breakdown:
+        print(f"app CPU by category (exclusive; ms a second of streaming, ms a frame, share):")
+        claimed = 0.0
+        for category in CATEGORIES:
+            value = meter.cpu.get(category, 0.0)
+            claimed += value
+            print(f"  {category:<48} {value / wall * 1000:6.0f} {value / n_frames * 1000:7.2f} "
+                  f"{value / app_cpu * 100 if app_cpu else 0:6.1f} %")
+        rest = app_cpu - claimed
+        print(f"  {'rest: message pumps, asyncio, bridge, input':<48} {rest / wall * 1000:6.0f} "
+              f"{rest / n_frames * 1000:7.2f} {rest / app_cpu * 100 if app_cpu else 0:6.1f} %")
+        if missing:
+            print(f"  (not found, not measured: {', '.join(missing)})")
     print(f"drained {drain * 1000:.0f} ms after the stream ended; widgets on screen at the end: {widgets}; "
           f"max RSS {rss_mb:.0f} MB")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--agents", type=int, default=6)
-    parser.add_argument("--rate", type=float, default=200.0, help="tokens per second per agent")
+    parser.add_argument("--agents", type=int, default=12)
+    parser.add_argument("--rate", type=float, default=400.0, help="tokens per second per agent")
+    parser.add_argument("--breakdown", action="store_true", help="where the app's CPU goes, by category")
     args = parser.parse_args()
-    asyncio.run(main(args.seconds, args.agents, args.rate))
+    asyncio.run(main(args.seconds, args.agents, args.rate, args.breakdown))

@@ -23,6 +23,7 @@ from textual.theme import Theme as TextualTheme
 
 from ..core.storage.folder import DebateFolder
 from ..core.storage.state_dir import StateDir
+from .collector import QuietCollector
 from .commands.palette import MootCommandProvider
 from .screens.debates import DebatesScreen
 from ..core.clock import Clock
@@ -78,6 +79,8 @@ class MootApp(App[int]):
         self._signal_pending: str | None = None
         """What interrupted the app before it was mounted ("" when unknown), to act on at mount."""
         self._moot_mounted = False
+        self.collector = QuietCollector()
+        """Fewer, shorter garbage collections while the app runs (started once it is mounted)."""
         self._requested_theme = theme
         for t in load_themes():
             self.register_theme(t)
@@ -115,6 +118,7 @@ class MootApp(App[int]):
         else:
             self.push_screen(DebatesScreen(self.state_dir or StateDir()))
         self._moot_mounted = True
+        self.call_after_refresh(self.collector.start)  # what exists now lives as long as the app
         if self._signal_pending is not None:  # SIGINT/SIGTERM came while the app was starting
             self.interrupt_now(self._signal_pending)
 
@@ -276,6 +280,7 @@ class MootApp(App[int]):
 
     async def on_unmount(self) -> None:
         # However the app ends (an exception, a test harness), never leave the engine running.
+        self.collector.stop()
         await self.shutdown_runtimes()
 
 

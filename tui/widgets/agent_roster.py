@@ -2,6 +2,8 @@
 
 Shown beside a conversation's shared transcript, and in small terminals beside the one
 pane that fits (clicking a row, or its number key, brings that agent's pane forward).
+In the grid of panes it is hidden, and then its rows only note that they are stale:
+a 12-agent debate asked them to redraw ~200 times a second (bench/tui_stream.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from textual.widgets import Label
 
 from ...core.models.state import AgentInfo, TierTokens
 from ...core.safety.sanitize import one_line_safe
-from ..activity import STATUS_ICONS, Activity
+from ..activity import STATUS_ICONS, Activity, Status
 from .token_gauge import TokenGauge
 
 
@@ -31,16 +33,16 @@ class AgentRow(Vertical):
     AgentRow .row-status { width: auto; padding: 0 0 0 1; color: $text-muted; text-wrap: nowrap; }
     AgentRow > TokenGauge { width: 1fr; padding: 0 0 0 2; }
     AgentRow.-focused .row-name { text-style: bold reverse; }
-    AgentRow.-streaming .row-name, AgentRow.-thinking .row-name { color: $primary; }
-    AgentRow.-summarizing .row-name { color: $accent; }
-    AgentRow.-error .row-name { color: $error; }
-    AgentRow.-done .row-name { color: $success; }
-    AgentRow.-waiting .row-name { color: $text-muted; }
+    AgentRow .row-name.-streaming, AgentRow .row-name.-thinking { color: $primary; }
+    AgentRow .row-name.-summarizing { color: $accent; }
+    AgentRow .row-name.-error { color: $error; }
+    AgentRow .row-name.-done { color: $success; }
+    AgentRow .row-name.-waiting { color: $text-muted; }
     """
 
     def __init__(self, info: AgentInfo, number: int, judge: bool = False,
                  clock: Callable[[], float] | None = None) -> None:
-        super().__init__(id=f"row-{info.id}", classes="-waiting")
+        super().__init__(id=f"row-{info.id}")
         self.clock = clock
         """The debate's clock (live, watched or replayed), for the time a call has been in flight."""
         self.info = info
@@ -49,33 +51,48 @@ class AgentRow(Vertical):
         self.activity = Activity()
         self._shown = "waiting"
         self._status_text = ""
+        self._tooltip_text = ""
+        self.stale = False
+        """The activity changed while the roster was hidden: shown when it is displayed again."""
 
     def compose(self) -> ComposeResult:
         with Horizontal():
-            yield Label(self._name_text("waiting"), classes="row-name")
+            # The status class is on the name, not the row: a class change restyles the node
+            # and all its children, several times a call (the row has five).
+            yield Label(self._name_text("waiting"), classes="row-name -waiting")
             yield Label("", classes="row-status")
         yield TokenGauge(compact=True)
 
-    def _name_text(self, status: str) -> Text:
+    def _name_text(self, status: Status) -> Text:
         mark = "⚖" if self.judge else str(self.number)
         return Text(f"{STATUS_ICONS[status]} {mark} {one_line_safe(self.info.name)}")
 
     def refresh_status(self) -> None:
-        """Show the activity's status, and how long its oldest call has been in flight."""
+        """Show the activity's status, and how long its oldest call has been in flight
+        (only note it while the roster is hidden)."""
+        roster = self.parent
+        if isinstance(roster, AgentRoster) and not roster.display:
+            self.stale = True
+            return
+        self.stale = False
         status = self.activity.status
         clock = self.clock
         if status != self._shown:
-            self.remove_class(f"-{self._shown}")
-            self.add_class(f"-{status}")
+            name = self.query_one(".row-name", Label)
+            name.remove_class(f"-{self._shown}", update=False)
+            name.add_class(f"-{status}")
             self._shown = status
-            self.query_one(".row-name", Label).update(self._name_text(status))
+            name.update(self._name_text(status))
         since = self.activity.since
         text = f"{max(0, int(clock() - since))}s" if clock is not None and since is not None else ""
         if text != self._status_text:
             self._status_text = text
             self.query_one(".row-status", Label).update(text)
-        self.tooltip = Text(one_line_safe(f"{self.info.name} ({self.info.role}) · {status}" + (
-            f": {self.activity.error}" if status == "error" and self.activity.error else "")))
+        tip = one_line_safe(f"{self.info.name} ({self.info.role}) · {status}" + (
+            f": {self.activity.error}" if status == "error" and self.activity.error else ""))
+        if tip != self._tooltip_text:
+            self._tooltip_text = tip
+            self.tooltip = Text(tip)
 
     def show_view(self, tokens: TierTokens, budget: int) -> None:
         self.query_one(TokenGauge).update_view(tokens, budget)
@@ -119,6 +136,14 @@ class AgentRoster(VerticalScroll):
         for row in self.rows.values():
             if row.activity.calls:
                 row.refresh_status()
+
+    def notify_style_update(self) -> None:
+        """Shown again (a class on the screen changed the layout): the rows catch up at once."""
+        super().notify_style_update()
+        if self.display:
+            for row in self.rows.values():
+                if row.stale:
+                    row.refresh_status()
 
     def mark_focused(self, agent_id: str | None) -> None:
         for a, r in self.rows.items():

@@ -6,8 +6,9 @@ or 20 Hz `append` reached 1–4 frames/s at 6 agents × 200 tokens/s with keys t
 0.3–0.8 s, because every frame lays out every markdown block widget on screen and
 block widgets are mounted continuously. Here each entry's markdown is rendered by
 Rich into cached lines (the line API, as RichLog does): a delta re-renders only the
-entry's unfinished tail (at most `SEGMENT_CHARS` past the last paragraph break; the
-finished paragraphs are frozen segments rendered once), never the whole text.
+entry's unfinished last paragraph; the paragraphs before it are frozen blocks rendered
+once (`markdown_blocks`: the blocks render to the lines of the whole text), and the
+finished reply keeps them.
 
 Text is made terminal-safe where it is rendered (streamed deltas arrive raw, and an
 escape sequence can straddle two of them), markdown links are shown with their
@@ -21,7 +22,6 @@ from bisect import bisect_right
 from typing import Any
 from dataclasses import dataclass, field
 
-from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -32,20 +32,7 @@ from textual.strip import Strip
 
 from ...core.safety.sanitize import terminal_safe
 from ..format import first_line
-
-SEGMENT_CHARS = 300
-"""Streamed text past this many characters is frozen at its last paragraph break."""
-
-
-def safe_cut(live: str, before: str = "") -> int:
-    """Where `live` can be split at a paragraph break outside code fences (0: nowhere)."""
-    fences_before = before.count("```")
-    cut = live.rfind("\n\n")
-    while cut > 0:
-        if (fences_before + live.count("```", 0, cut)) % 2 == 0:
-            return cut + 2
-        cut = live.rfind("\n\n", 0, cut)
-    return 0
+from .markdown_blocks import cuts, gap_after, has_references, markdown
 
 
 @dataclass
@@ -64,15 +51,31 @@ class Entry:
     brief: str | None = None
     """What a collapsed history line shows after its title (None: the text's first line)."""
     segments: list[str] = field(default_factory=list)
-    """Frozen leading parts of `text` (streaming only), each rendered once."""
+    """Frozen leading blocks of `text` ("block" entries), each rendered once."""
+    frozen: int = 0
+    """How many characters of `text` the segments hold."""
     version: int = 0
     _strips: dict[tuple[int, str, int], list[Strip]] = field(default_factory=dict, repr=False)
-    _segment_strips: dict[tuple[int, str, int], list[Strip]] = field(default_factory=dict, repr=False)
+    _segment_strips: dict[tuple[int, str, int], tuple[list[Strip], bool]] = field(default_factory=dict,
+                                                                                    repr=False)
 
     @property
     def tail(self) -> str:
-        frozen = sum(len(s) for s in self.segments)
-        return self.text[frozen:]
+        return self.text[self.frozen:]
+
+    def freeze(self) -> None:
+        """Move the finished paragraphs of the tail into segments."""
+        if self.kind != "block":
+            return
+        parts = cuts(self.tail, self.text[:self.frozen])
+        for part in parts[:-1]:
+            self.segments.append(part)
+            self.frozen += len(part)
+
+    def thaw(self) -> None:
+        self.segments.clear()
+        self._segment_strips.clear()
+        self.frozen = 0
 
     def changed(self) -> None:
         self.version += 1
@@ -136,11 +139,7 @@ class Transcript(ScrollView, can_focus=False):
         if entry is None or not text:
             return
         entry.text += text
-        tail = entry.tail
-        if len(tail) > SEGMENT_CHARS:
-            cut = safe_cut(tail, "".join(entry.segments))
-            if cut:
-                entry.segments.append(tail[:cut])
+        entry.freeze()
         entry.changed()
         self._content_changed()
 
@@ -148,9 +147,12 @@ class Transcript(ScrollView, can_focus=False):
         entry = self._index.get(key)
         if entry is None:
             return
+        # The finished reply is the streamed text (maybe with more after it): its frozen
+        # paragraphs stay, rendered; only what differs is rendered again.
+        if not (entry.frozen and text.startswith(entry.text[:entry.frozen]) and not has_references(text)):
+            entry.thaw()
         entry.text = text
-        entry.segments.clear()
-        entry._segment_strips.clear()
+        entry.freeze()
         if title is not None:
             entry.title = title
         if state is not None:
@@ -163,8 +165,7 @@ class Transcript(ScrollView, can_focus=False):
         entry = self._index.get(key)
         if entry is not None and entry.kind == "block":
             entry.kind = "history"
-            entry.segments.clear()
-            entry._segment_strips.clear()
+            entry.thaw()
             entry.changed()
             self._content_changed()
 
@@ -265,27 +266,46 @@ class Transcript(ScrollView, can_focus=False):
             title = Text(terminal_safe(entry.title))
             title.truncate(width, overflow="ellipsis")
             out += self._text_strips(title, width, self.get_component_rich_style(title_class), wrap=False)
+            # Blocks rendered apart, joined as Rich joins the blocks of one text: a blank line
+            # after each (none after a rule).
+            gap = False
+            blank = Strip.blank(width, base)
             for i, segment in enumerate(entry.segments):
                 seg_key = (width, theme, i)
-                strips = entry._segment_strips.get(seg_key)
-                if strips is None:
-                    strips = entry._segment_strips[seg_key] = self._markdown_strips(segment, width)
-                out += strips
-            out += self._markdown_strips(entry.tail, width)
+                block = entry._segment_strips.get(seg_key)
+                if block is None:
+                    block = entry._segment_strips[seg_key] = self._markdown_block(segment, width)
+                gap = self._join(out, block, gap, blank)
+            self._join(out, self._markdown_block(entry.tail, width), gap, blank)
         entry._strips = {cache_key: out}
         return out
 
+    @staticmethod
+    def _join(out: list[Strip], block: tuple[list[Strip], bool], gap: bool, blank: Strip) -> bool:
+        strips, gap_after_block = block
+        if not strips:
+            return gap
+        if gap:
+            out.append(blank)
+        out += strips
+        return gap_after_block
+
     def _markdown_strips(self, text: str, width: int) -> list[Strip]:
+        return self._markdown_block(text, width)[0]
+
+    def _markdown_block(self, text: str, width: int) -> tuple[list[Strip], bool]:
+        """The lines of `text` rendered as markdown, and whether a blank line follows them
+        when another block comes after."""
         text = terminal_safe(text)
         if not text.strip():
-            return []
+            return [], False
         dark = getattr(self.app.current_theme, "dark", True)
         console = self.app.console
         options = console.options.update(width=width, height=None, highlight=False)
         style = self.rich_style
-        markdown = RichMarkdown(text, code_theme="ansi_dark" if dark else "ansi_light", hyperlinks=False)
-        lines = console.render_lines(markdown, options, style=style, pad=False)
-        return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines]
+        md = markdown(text, "ansi_dark" if dark else "ansi_light")
+        lines = console.render_lines(md, options, style=style, pad=False)
+        return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines], gap_after(md)
 
     def _text_strips(self, text: Text, width: int, style: Style, wrap: bool = True) -> list[Strip]:
         console = self.app.console

@@ -1,0 +1,103 @@
+"""Markdown cut into blocks that render, one by one, to the lines of the whole text.
+
+A transcript streams a reply into its pane a few characters at a time. Rendering the
+whole reply again for every chunk costs more the longer it gets, so the reply is cut
+at paragraph breaks into frozen blocks, each rendered once; only the unfinished last
+paragraph is rendered again. The cuts are placed where rendering the parts and joining
+them gives the same lines as rendering the whole text (tests/tui/test_markdown_blocks.py
+checks it against Rich), so the finished reply keeps its blocks instead of being parsed
+and rendered again.
+
+Rich separates top-level blocks with one blank line, except after a horizontal rule;
+`join` puts that line back between blocks. A cut is never made inside a code fence, nor
+before a line that could continue the block above it (a list item, an indented line),
+nor before text that has not arrived yet, nor in a text with link reference
+definitions (they change links anywhere in the text).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from rich.markdown import Markdown
+
+_PARSER = MarkdownIt().enable("strikethrough").enable("table")
+"""The parser `rich.markdown.Markdown` builds for every instance (a quarter of a
+millisecond each time, as much as rendering a short paragraph): one, shared."""
+
+_FENCES = ("```", "~~~")
+_CONTINUES = re.compile(r"[ ]{2,}|\t|[ ]?[>|]|[ ]?(?:[-+*]|\d{1,9}[.)])(?:[ \t\n]|\Z)|[ ]?(?:[-+*]|\d{1,9})\Z"
+                        r"|[ ]?#{1,6}[ \t]*(?:\n|\Z)")
+"""A line that may continue the block above it (a list item, an indented line), that Rich
+renders with a blank line of its own before it (a quote, a table), that cannot be told
+yet (a marker or digits that may become `1.`), or an empty heading (whose empty line Rich
+drops at the end of a text)."""
+_REFERENCE = re.compile(r"^[ ]{0,3}\[[^\]\n]+\]:", re.MULTILINE)
+
+
+def markdown(text: str, code_theme: str) -> Markdown:
+    """A Rich `Markdown` for `text` (no hyperlinks), parsed with the shared parser."""
+    md = copy.copy(_template(code_theme))
+    md.markup = text
+    md.parsed = _PARSER.parse(text)
+    return md
+
+
+@lru_cache(maxsize=4)
+def _template(code_theme: str) -> Markdown:
+    return Markdown("", code_theme=code_theme, hyperlinks=False)
+
+
+def gap_after(md: Markdown) -> bool:
+    """Whether Rich puts a blank line after this text's last block (not after a rule)."""
+    last = next((t for t in reversed(md.parsed) if t.level == 0), None)
+    return last is not None and last.type != "hr"
+
+
+def has_references(text: str) -> bool:
+    return _REFERENCE.search(text) is not None
+
+
+def first_cut(live: str, before: str = "") -> int:
+    """The first place `live` (which follows `before`) can be cut so that the two parts render
+    as the whole does: after a paragraph break outside code fences, before a line that starts
+    a block of its own. 0: nowhere (yet)."""
+    fences = sum(before.count(f) for f in _FENCES)
+    at = 0
+    while (i := live.find("\n\n", at)) != -1:
+        at = i + 2
+        if (fences + sum(live.count(f, 0, i) for f in _FENCES)) % 2:
+            continue  # inside a code fence
+        line = _next_line(live, at)
+        if line is None:
+            return 0  # what follows has not arrived
+        if not _CONTINUES.match(live, line):
+            return at
+    return 0
+
+
+def _next_line(live: str, at: int) -> int | None:
+    """Where the first line after `at` with text starts (None: none has arrived whole enough)."""
+    while True:
+        end = live.find("\n", at)
+        if live[at: end if end != -1 else len(live)].strip(" \t"):
+            return at
+        if end == -1:
+            return None
+        at = end + 1
+
+
+def cuts(text: str, before: str = "") -> list[str]:
+    """`text` (following `before`) as blocks to freeze, then the live rest (maybe empty)."""
+    if has_references(before) or has_references(text):
+        return [text]
+    parts: list[str] = []
+    rest = text
+    while (cut := first_cut(rest, before)) > 0:
+        parts.append(rest[:cut])
+        before += rest[:cut]
+        rest = rest[cut:]
+    return [*parts, rest]
