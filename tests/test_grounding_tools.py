@@ -42,6 +42,8 @@ def test_a_streamed_tool_call_is_run_and_its_result_reaches_the_next_request(tmp
 
     log = events()
     kinds = [e["type"] for e in log]
+    started = [e["view"] for e in log if e["type"] == "call_started" and e["view"].get("tools")]
+    assert started and all(not v.get("tool_steps") for v in started)  # each step is logged once, in its event
     assert kinds.count("tool_called") == 4 and kinds.count("tool_returned") == 4 and kinds.count("call_continued") == 2
     ready = next(e for e in log if e["type"] == "tools_ready")["setup"]
     assert sorted(r["path"] for r in ready["references"]) == [".gitignore", "docs/plan.md", "src/store.py"]

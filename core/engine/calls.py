@@ -217,13 +217,18 @@ class CallEngine:
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
                                   fallback_models=agent.config.fallback_models, json_answer=spec.json_answer)
-            self.emit(CallStarted(view=record))
+            loop = None
+            if self.grounding is not None and access == "tools":
+                loop = ToolLoop(self, agent, record, provider, self.grounding.boxes[agent.id],
+                                self.grounding.max_calls.get(agent.id, 10), budget, self.grounding.config.result_tokens)
+                loop.prepare()
+            # A tool loop goes on changing its record: the event gets the record as it starts (its
+            # steps follow in `call_continued`).
+            self.emit(CallStarted(view=record.model_copy(deep=True) if loop is not None else record))
             started = self.clock.monotonic()
             try:
-                if self.grounding is not None and access == "tools":
-                    completion = await ToolLoop(self, agent, record, provider, self.grounding.boxes[agent.id],
-                                                self.grounding.max_calls.get(agent.id, 10), budget,
-                                                self.grounding.config.result_tokens).run(request, spent)
+                if loop is not None:
+                    completion = await loop.run(request, spent)
                 else:
                     completion = await self._stream(provider.name, provider.stream(request), agent.id,
                                                     record.call_id)

@@ -96,12 +96,16 @@ class ToolLoop:
         self.schemas = self.box.schemas()
         self.schema_tokens = tokens.count_text(repr(self.schemas), self.record.model) if self.schemas else 0
 
-    async def run(self, request: ChatRequest, spent: list[Completion]) -> Completion:
-        """The call's final completion; the turns before it are appended to `spent` (paid for)."""
+    def prepare(self) -> None:
+        """Before `call_started`: the record names the tools offered and counts their definitions."""
         record = self.record
         record.tool_steps = []
         record.tools = self.box.names
-        self._count(offering=True)
+        self._count(offering=self.max_calls > 0)
+
+    async def run(self, request: ChatRequest, spent: list[Completion]) -> Completion:
+        """The call's final completion; the turns before it are appended to `spent` (paid for)."""
+        record = self.record
         offer = self.max_calls > 0
         messages = request.messages
         while True:
