@@ -253,7 +253,8 @@ class CallEngine:
                 continue
             if not completion.content.strip():
                 spent.append(completion)  # paid for; summed below (after the window calibration)
-                completion = await self._again_if_empty(provider, request, agent.id, record.call_id)
+                again = loop.last_request if loop is not None and loop.last_request is not None else request
+                completion = await self._again_if_empty(provider, again, agent.id, record.call_id)
             latency = self.clock.elapsed_ms(started)
             if not completion.usage_estimated and self.windows.observe(endpoint, model, record.tokens.total,
                                                                        completion.prompt_tokens):

@@ -95,6 +95,8 @@ class ToolLoop:
         self.used = 0
         self.schemas = self.box.schemas()
         self.schema_tokens = tokens.count_text(repr(self.schemas), self.record.model) if self.schemas else 0
+        self.last_request: ChatRequest | None = None
+        """The loop's latest request (an empty answer is asked for again with it, tool results and all)."""
 
     def prepare(self) -> None:
         """Before `call_started`: the record names the tools offered and counts their definitions."""
@@ -109,7 +111,7 @@ class ToolLoop:
         offer = self.max_calls > 0
         messages = request.messages
         while True:
-            turn = replace(request, messages=messages, tools=self.schemas if offer else ())
+            turn = self.last_request = replace(request, messages=messages, tools=self.schemas if offer else ())
             completion = await self.engine._stream(self.provider.name, self.provider.stream(turn), self.agent.id,
                                                    record.call_id)
             calls = list(completion.tool_calls)
