@@ -146,6 +146,21 @@ class Grounding:
             return "retrieve" if has_refs else None
         return "tools" if box else ("retrieve" if has_refs else None)
 
+    def tools_note(self, agent_id: str) -> str:
+        """The message before a tool call's task: what it may read and how (models that are not
+        told seldom call a tool)."""
+        box = self.boxes.get(agent_id)
+        names = ", ".join(box.names) if box else ""
+        files = len(self.refs.files) if self.refs is not None else 0
+        if files:
+            what = (f"The user gave this debate {files} reference file{'s' if files != 1 else ''} ({self.label}). "
+                    "Before you answer, read what bears on the task: list_files shows them, read_file reads one "
+                    "(with line numbers), search finds a word or phrase.")
+        else:
+            what = "You have tools that can look things up for this task."
+        return (f"## References and tools\n\n{what} Tools: {names}. Call them as tools (function calls), then "
+                "base your answer on what they returned and name the file and line you rely on.")
+
     def tools_room(self, budget: int) -> int:
         return min(self.config.tools_tokens, int(budget * TOOLS_SHARE))
 
