@@ -68,7 +68,9 @@ def test_moot_context_shows_the_tool_messages_as_sent(tmp_path: Path) -> None:
     view = json.loads(shown.stdout)[0]
     assert view["messages"] == sent["messages"]  # byte for byte what the server received
     assert view["tools"] == ["list_files", "read_file", "search"] and view["tool_steps"] == 1
-    assert view["tokens"]["tools"] > 0
+    assert view["tokens"]["tools"] > 0 and view["tokens"]["references"] > 0
+    assert any(m["content"].startswith("## References and tools\n\nThe user gave this debate 3 reference files")
+               for m in view["messages"])
     text = cli("context", debate_id(), "--round", "1", "--agent", "architect", "--phase", "proposal",
                "--state-dir", "debates").stdout
     assert "[tool] tools ·" in text and "class NoteStore" in text and "→ " in text

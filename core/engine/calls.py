@@ -208,6 +208,7 @@ class CallEngine:
             record.inline.pop("references", None)
             if self.grounding is not None and access == "tools":
                 view_budget = budget - self.grounding.tools_room(budget)
+                record.inline["references"] = self.grounding.tools_note(agent.id)
             elif self.grounding is not None and access == "retrieve":
                 passages = self.grounding.retrieve(record, spec.history, self.builder.index, budget)
                 if passages:
