@@ -57,6 +57,7 @@ def main() -> int:
     ap.add_argument("--rounds", default="1")
     ap.add_argument("--config", default=str(Path(__file__).with_name("real_model.toml")))
     ap.add_argument("--max-tokens", default="300", help="each reply's limit (reserve_output_tokens)")
+    ap.add_argument("--problem", default="Design the storage layer of the notes service in the plan; name its limits.")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="moot-real-tools-"))
     refs = work / "project"
@@ -70,8 +71,7 @@ def main() -> int:
                       + "\n[tools]\nmax_calls = 4\nresult_tokens = 600\n")
     started = time.monotonic()
     run = subprocess.run(
-        [sys.executable, "-m", "moot", "run", "Design the storage layer of the notes service in the plan; name its "
-         "limits.", "--ref", str(refs), "--base-url", args.base_url, "--model", args.model, "-a", args.agents,
+        [sys.executable, "-m", "moot", "run", args.problem, "--ref", str(refs), "--base-url", args.base_url, "--model", args.model, "-a", args.agents,
          "-r", args.rounds, "--headless", "-c", str(config), "--state-dir", str(work / "debates")],
         capture_output=True, text=True, cwd=work)
     wall = time.monotonic() - started
