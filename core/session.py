@@ -18,6 +18,7 @@ from .engine.grounding import Grounding
 from .control.commands import Inbox
 from .errors import ConfigError, StoreError
 from .events import EventBus, Subscription, Warning_
+from .human.drafts import Drafts
 from .models.config import MootConfig
 from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
@@ -63,6 +64,16 @@ class DebateSession:
     @property
     def state(self) -> DebateState:
         return self.orchestrator.state
+
+    def seat_people(self) -> None:
+        """Keep the people's drafts in this debate's folder (it may still be renamed: asked lazily)."""
+        folder = self.folder
+        self.orchestrator.desk.drafts = Drafts(lambda: folder.path)
+
+    @property
+    def people(self) -> dict[str, str]:
+        """The people who take a seat: agent id → name."""
+        return {a.id: a.name for a in self.orchestrator.agents if a.is_person}
 
     def start_writer(self) -> None:
         self._writer_sub = self.bus.subscribe("event-log")
@@ -130,6 +141,14 @@ class DebateSession:
         )
 
     async def close(self) -> None:
+        """Stop the inbox, flush the log, close the providers; the lock is released whatever
+        happens on the way (a cancel while the log flushes must not leave it held)."""
+        try:
+            await self._close()
+        finally:
+            self.lock.release()
+
+    async def _close(self) -> None:
         if self._inbox_task is not None:
             self._inbox_task.cancel()
             await asyncio.wait({self._inbox_task})  # its own end, not ours: a cancel of close() still propagates
@@ -141,11 +160,13 @@ class DebateSession:
             except Exception:  # noqa: BLE001 - reported by run() as a StoreError
                 pass
             self._writer_sub = None
+            drafts = self.orchestrator.desk.drafts
+            if self.writer_error is None and self.people and drafts is not None:
+                drafts.prune(self.state.all_contributions(), set(self.people))  # the log holds them all
         await self.providers.aclose()
         if self.orchestrator.grounding is not None:
             await self.orchestrator.grounding.aclose()
         self.folder.discard()  # never started (no first event on disk): leave nothing behind
-        self.lock.release()
 
 
 def _cancelling() -> bool:
@@ -215,7 +236,9 @@ def new_session(
     except BaseException:
         folder.discard()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session.seat_people()
+    return session
 
 
 def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | None = None) -> DebateSession:
@@ -246,7 +269,11 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session.seat_people()
+    if session.people and orch.desk.drafts is not None:  # turns recorded before a kill: their drafts go
+        orch.desk.drafts.prune(state.all_contributions(), set(session.people))
+    return session
 
 
 __all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session"]

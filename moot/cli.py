@@ -32,10 +32,10 @@ import threading
 from moot.core.errors import ExitCode, MootError
 
 from . import __version__
-from .commands import completion, context, ctl, evaluate, export, run, saved, watch
+from .commands import bench, completion, context, ctl, evaluate, export, run, saved, watch
 from .commands.flags import Handler, Parser
 
-FAMILIES = (run, saved, context, export, evaluate, watch, ctl, completion)
+FAMILIES = (run, saved, context, export, evaluate, watch, ctl, bench, completion)
 """Every subcommand module; each `register`s its parsers with their handlers."""
 
 

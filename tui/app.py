@@ -124,9 +124,12 @@ class MootApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "command_line":
+            from textual.widgets import TextArea
+
             from .screens.debate import DebateScreen
 
-            return isinstance(self.screen, DebateScreen)
+            # In a person's editor a slash is text (the command line is a tab or an escape away).
+            return isinstance(self.screen, DebateScreen) and not isinstance(self.focused, TextArea)
         return True
 
     def action_command_line(self) -> None:

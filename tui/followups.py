@@ -132,7 +132,7 @@ def after_summarize(agent_ids: list[str], command_id: str | None) -> list[Follow
         left.discard(s.agent_id)
         made.append(s.agent_id)
         md = s.metadata
-        text = f"{s.agent_id} summarized: {k(md.before_tokens)} → {k(md.after_tokens)} tokens, {s.method}"
+        text = f"{s.agent_id} summarized: {k(md.before_tokens)} → {k(md.after_tokens)} tokens, {s.written_by}"
         if left:
             return f"{text} ({len(left)} to go)"
         return text if len(made) == 1 else f"{len(made)} agents summarized; last {text}"

@@ -40,6 +40,7 @@ from ..events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -52,7 +53,8 @@ from ..events import (
 from ..models.state import AgentInfo, Contribution, DebateState, Summary
 
 PHASE_RANK: dict[str, int] = {
-    "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "refinement": 3,
+    "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "rank": 2, "ranking": 2,
+    "refinement": 3,
     "score": 4, "synthesis": 5,
 }
 """Where each phase (and the contribution type it makes) sits inside a step."""
@@ -143,7 +145,7 @@ class DebateIndex:
                 self.problem = event.problem
                 self._people(event.agents, event.judge)
             case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
-                  | CallFailed() | SummaryRequested() | SynthesisCompleted() | Warning_() | ControlChanged()
+                  | CallFailed() | SummaryRequested() | SeatAnswered() | SynthesisCompleted() | Warning_() | ControlChanged()
                   | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
                   | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
                   | WindowLearned() | ToolCalled() | ToolReturned() | CallContinued() | ToolsReady()):

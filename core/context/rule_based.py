@@ -4,6 +4,12 @@ Offline and deterministic: no model call, so it costs nothing, runs in tests, an
 fallback when an LLM summary fails. It keeps what a debater needs to stay consistent --
 each text's position, its numeric claims, its decisions and its open questions -- and the
 result always fits the caller's character *and* token caps.
+
+Not every number is worth the same room: a claim that reports a measurement or a metric
+("the p99 latency of the gateway was 48 ms in the load test") is a key claim, one that
+only happens to hold a number ("3 replicas across 2 zones") is a note. When the caps are
+tight, notes give way first (oldest items first), then older items' claims and questions,
+then older items altogether (`bench/facts.py` measures what survives).
 """
 
 from __future__ import annotations
@@ -47,7 +53,17 @@ _SECTIONS = (  # heading / label words -> section; first match wins ("Decision s
     ("position", re.compile(r"\b(?:position|summary|proposal|recommendations?|stance|thesis|verdict|tl;?dr"
                             r"|bottom line|conclusions?)\b")),
 )
-_STRONG = re.compile(r"\b(?:we will|we'll|decided|decide to|adopt(?:ed|ing)?|choose|chose|chosen|go with|opt for)\b")
+_STRONG = re.compile(r"\b(?:we will|we'll|decided|decide to|adopt(?:ed|ing)?|choose|chose|chosen|go with|opt for"
+                     r"|going with|settled on|settle on|our plan is|the plan is|we plan to|let's|let us"
+                     r"|we agreed to|agreed to use|recommend(?:ed)? that we)\b")
+_UNSETTLED = re.compile(r"\b(?:still unclear|unclear (?:whether|how|if|who|what)|not (?:yet )?(?:known|clear|settled|"
+                        r"decided)|(?:do|does|did) not (?:yet )?know|don't (?:yet )?know|open question|to be decided|"
+                        r"\btbd\b|remains open|still open|needs? (?:to be )?validat|unresolved|undecided)")
+"""Wording of an open question written without a question mark ("it is still unclear whether …")."""
+_MEASURED = re.compile(r"\b(?:measured|measuring|benchmark\w*|load test|soak test|canary|drill|replayed|observed|"
+                       r"we saw|profil\w+|p\d\d|latency|throughput|hit rate|error rate|lag|footprint|cold start|"
+                       r"cpu|memory|rps|qps|came out at|peaked)\b")
+"""Wording that makes a numeric claim a key claim (a measurement or a metric), not a note."""
 _WEAK = re.compile(r"\b(?:use|must)\b")
 _HEADING = re.compile(r"^#{1,6}(?:\s|$)")
 _RULE = re.compile(r"^\s*([-*_])(?:\s*\1){2,}\s*$")
@@ -152,8 +168,14 @@ def _units(content: str) -> tuple[list[tuple[str, str, bool]], str]:
             here, text = labelled, label.group(2)
             section = labelled if kind == "para" else section
         pieces = _sentences(text) if kind == "para" else [text]
-        units.extend((here, p, kind != "row") for p in pieces if p)
+        units.extend((_labelled(p) or here if i else here, p, kind != "row") for i, p in enumerate(pieces) if p)
     return units, title
+
+
+def _labelled(sentence: str) -> str | None:
+    """The section a sentence inside a paragraph names itself ("… Decision: we shard by tenant.")."""
+    label = _LABEL.match(sentence) if sentence.find(":", 0, 40) > 0 else None
+    return _section_of(label.group(1)) if label and label.group(1).count(" ") < 2 else None
 
 
 def _kind(section: str, text: str) -> str | None:
@@ -165,6 +187,8 @@ def _kind(section: str, text: str) -> str | None:
     low = text.lower()
     if _STRONG.search(low):
         return "decision"
+    if _UNSETTLED.search(low):
+        return "open"
     if any(m.group(1) is None or m.group(1).lower() not in _STOP for m in _NUM.finditer(text)):
         return "claim"
     return "decision" if _WEAK.search(low) else None
@@ -183,21 +207,35 @@ def extract_facts(content: str) -> Facts:
     found: dict[str, list[str]] = {"claim": [], "decision": [], "open": []}
     for i, (section, text, _) in enumerate(units):
         kind = None if i == pos_i else _kind(section, text)
-        if kind is None or len(found[kind]) >= MAX_PER_KIND:
+        if kind is None:
             continue
         fact = _trim(text)
         if (k := _key(fact)) not in seen:
             seen.add(k)
             found[kind].append(fact)
-    return Facts(position, found["claim"], found["decision"], found["open"])
+    claims = found["claim"]
+    if len(claims) > MAX_PER_KIND:  # key claims first, then notes; reading order kept
+        chosen = set(sorted(range(len(claims)), key=lambda i: not is_key_claim(claims[i]))[:MAX_PER_KIND])
+        claims = [c for i, c in enumerate(claims) if i in chosen]
+    return Facts(position, claims, found["decision"][:MAX_PER_KIND], found["open"][:MAX_PER_KIND])
 
 
-_Line = tuple[str, str, int, int]  # (head|claim|decision|open, text, chars, estimated tokens)
+def is_key_claim(claim: str) -> bool:
+    """A claim that reports a measurement or a metric (kept before the notes)."""
+    return bool(_MEASURED.search(claim.lower()))
+
+
+_Line = tuple[str, str, int, int]  # (head|claim|note|decision|open, text, chars, estimated tokens)
+WHOLE = 3
 
 
 def _kept(block: list[_Line], state: int) -> list[_Line]:
-    """State 2 = whole block, 1 = without claims and open questions, 0 = dropped."""
-    return [ln for ln in block if state == 2 or ln[0] in ("head", "decision")] if state else []
+    """State 3 = whole block, 2 = without notes, 1 = without any claim or open question, 0 = dropped."""
+    if state == WHOLE:
+        return block
+    if state == 2:
+        return [ln for ln in block if ln[0] != "note"]
+    return [ln for ln in block if ln[0] in ("head", "decision")] if state else []
 
 
 def _size(sections: list[list[_Line]]) -> tuple[int, int]:
@@ -223,7 +261,8 @@ def _build(items: Sequence[SourceItem], max_chars: int, max_tokens: int, model: 
             for fact in found:
                 if (k := _key(fact)) not in seen:
                     seen.add(k)
-                    lines.append((kind, f"- {kind}: {fact}"))
+                    shown = "note" if kind == "claim" and not is_key_claim(fact) else kind
+                    lines.append((shown, f"- {kind}: {fact}"))
         seen.add(_key(facts.position))
         blocks.append([(kind, text, len(text), count_text(text, model)) for kind, text in lines])
         floor = _size([blocks[0]] + [_kept(b, 1) for b in blocks[1:]])
@@ -252,8 +291,9 @@ def _clip(text: str, max_chars: int, max_tokens: int, model: str | None) -> str:
 
 def _fit(blocks: list[list[_Line]], previous: str, prev_tokens: int, max_chars: int, max_tokens: int,
          model: str | None) -> str:
-    """Give way in order: older items' claims/questions, older blocks, `previous`, then truncate."""
-    state = [2] * len(blocks)
+    """Give way in order: notes (oldest items first), older items' claims/questions, older
+    blocks, `previous`, then truncate."""
+    state = [WHOLE] * len(blocks)
     earlier: list[_Line] = [("", EARLIER, len(EARLIER), count_text(EARLIER, model)),
                             ("", previous, len(previous), prev_tokens)] if previous else []
 
@@ -261,7 +301,9 @@ def _fit(blocks: list[list[_Line]], previous: str, prev_tokens: int, max_chars: 
         chars, tokens = _size(([earlier] if earlier else []) + [k for b, s in zip(blocks, state) if (k := _kept(b, s))])
         return chars <= max_chars and tokens <= max_tokens
 
-    for i, s in [(i, 1) for i in range(len(blocks) - 1)] + [(i, 0) for i in range(len(blocks) - 1)]:
+    steps = [(i, 2) for i in range(len(blocks))]
+    steps += [(i, 1) for i in range(len(blocks) - 1)] + [(i, 0) for i in range(len(blocks) - 1)]
+    for i, s in steps:
         if fits():
             break
         state[i] = s

@@ -175,6 +175,7 @@ class Summarizer:
             except (ProviderError, SummaryRejected, ContextOverflow) as exc:
                 fallback = f"{'LLM summary failed' if isinstance(exc, ProviderError) else 'LLM summary rejected'}: {exc}"
                 text = self.rule_based(job, job.max_chars, job.max_tokens)
+                meta.requested_method = job.method
             meta.model = job.model
         text = with_reads(text, job.items, prev_text, job.max_chars)  # what it read, rule-based and first
         text = cap_text(text, job.max_chars, job.max_tokens, job.model)
@@ -194,7 +195,7 @@ class Summarizer:
             role=job.role,
             round=job.round,
             summary=text,
-            method=job.method,
+            method="rule-based" if fallback else job.method,  # what wrote the text
             strategy=job.strategy,
             trigger=job.trigger,
             covered_through=through,
@@ -208,7 +209,7 @@ class Summarizer:
     # ----------------------------------------------------------------- llm + chunking
 
     def _record(self, job: SummaryJob, ids: list[str], prev: str | None, parts: dict[str, str], max_chars: int) -> ViewRecord:
-        return ViewRecord(
+        record = ViewRecord(
             call_id=self.new_id("call"),
             agent_id=job.agent_id,
             round=job.round,
@@ -222,6 +223,13 @@ class Summarizer:
             task_contribution_ids=ids,
             inline=parts,
         )
+        self.builder.choose_prompts(record, job.budget)  # as the call will: chunks are sized with these prompts
+        return record
+
+    def _room(self, job: SummaryJob, prev: str | None) -> int:
+        """Tokens of history one summarization request can hold beside its prompts."""
+        empty = self._record(job, [], prev, {}, job.max_chars)
+        return job.budget - tokens.count_messages(render_messages(empty, self.index), job.model) - 16
 
     def _fits(self, job: SummaryJob, record: ViewRecord) -> tuple[bool, list[Message]]:
         messages = render_messages(record, self.index)
@@ -247,8 +255,7 @@ class Summarizer:
             meta.chunks = 1
             return await self._one(job, whole, max_chars, max_tokens, meta)
         # Map: pack items into chunks that each fit (the previous summary rides with the first).
-        empty = self._record(job, [], prev, {}, max_chars)
-        room = job.budget - tokens.count_messages(render_messages(empty, self.index), job.model) - 16
+        room = self._room(job, prev)
         if room < 64:
             raise ContextOverflow(f"summarization budget of {job.budget} tokens leaves no room for input")
         chunks: list[list[str]] = [[]]
@@ -260,8 +267,10 @@ class Summarizer:
                 used = 0
             chunks[-1].append(c.id)
             used += n
-        part_chars = max(100, min(max_chars, (room * 3) // max(2, len(chunks))))
-        part_tokens = max(32, min(max_tokens, room // max(2, len(chunks))))
+        # Each part keeps at least a third of the room (a part cut at a few dozen tokens says
+        # nothing); parts that do not fit one reduce together are reduced in groups.
+        part_tokens = min(max_tokens, max(room // max(2, len(chunks)), self._part_floor(job)))
+        part_chars = max(100, min(max_chars, part_tokens * 4))
         parts: list[str] = []
         for i, chunk in enumerate(chunks):
             rec = self._record(job, chunk, prev if i == 0 else None, {}, part_chars)
@@ -279,9 +288,24 @@ class Summarizer:
         if fits or len(parts) == 1:
             meta.chunks += 1
             return await self._one(job, rec, max_chars, max_tokens, meta)
-        half = (len(parts) + 1) // 2
-        groups = [parts[:half], parts[half:]]
-        merged = []
-        for g in groups:
-            merged.append(await self._reduce(job, g, max_chars // 2 or 100, max(32, max_tokens // 2), meta, depth + 1))
+        # Reduce consecutive parts in groups that each fit one request (a shallow tree: a
+        # deep one keeps a little of every subtree and loses the detail of the newest), then
+        # reduce what the groups gave.
+        groups: list[list[str]] = [[]]
+        for part in parts:
+            if groups[-1] and not self._fits(job, self._record(job, [], None, reduce_parts([*groups[-1], part]),
+                                                              max_chars))[0]:
+                groups.append([])
+            groups[-1].append(part)
+        if len(groups) == len(parts):  # no two parts fit together: halve and shrink them
+            half = (len(parts) + 1) // 2
+            groups = [parts[:half], parts[half:]]
+        toks = max(min(max_tokens, self._part_floor(job)), max_tokens // len(groups))
+        chars = max(100, min(max_chars, toks * 4))
+        merged = [g[0] if len(g) == 1 else await self._reduce(job, g, chars, toks, meta, depth + 1) for g in groups]
         return await self._reduce(job, merged, max_chars, max_tokens, meta, depth + 1)
+
+    def _part_floor(self, job: SummaryJob) -> int:
+        """The fewest tokens a partial summary gets: a fifth of a request's room (five reduce
+        in one request), and never under 64."""
+        return max(64, self._room(job, None) // 5)

@@ -8,10 +8,27 @@ is shown is byte for byte what was sent.
 Messages: system prompt · summary of older history (if any) · recent items verbatim
 (if any) · the phase's task. In the `rounds` protocol the history is the agent's
 perspective; in a `conversation` it is the shared transcript (the system message then
-also states the topic). When a view does not fit, the oldest verbatim items give way
-first (a marker says so), then quoted material in the task is shortened, then the
-summary; a request over budget is never sent. (A conversation rolls its summary
-forward instead of dropping anything: see `moot.core.protocols.conversation`.)
+also states the topic).
+
+A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
+full answer reserve, and a `stretch`: how many more tokens it may take from the answer
+down to the answer's floor. What gives way, in order, each tier only once the ones
+before it are spent (`build` is the one place that knows the order; a new tier goes
+into that list):
+
+0. prompts: the compact system prompt and task template (`core/prompts/compact/`) when
+   the full ones would take more than `COMPACT_SHARE` of the budget;
+1. history: the oldest verbatim items (a marker says how many);
+2. quotes: quoted material in the task (a critique's target, the critiques received,
+   the judge's material) is shortened, down to `QUOTE_FLOOR` tokens each;
+3. the answer: the view takes up to `stretch` tokens more, so the caller's reply limit
+   shrinks toward its floor (it is computed from what the view left);
+4. last resorts: quotes below the floor, then the summary;
+5. refusal: `ContextOverflow`, carrying the smallest size the view could have.
+
+Summaries are made to fit before they are used (their caps come from the room the views
+that read them have: see `moot.core.engine.summaries`). A conversation rolls its summary
+forward instead of dropping anything (see `moot.core.protocols.conversation`).
 """
 
 from __future__ import annotations
@@ -25,12 +42,26 @@ from .reads import reads_note
 from .tool_messages import references_message, tool_messages
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
-from ..prompts import render
+from ..prompts import COMPACT, render
 from ..providers.base import Message
 
 HISTORY_PHASES = frozenset({"proposal", "critique", "refinement", "turn"})
 """Phases whose views carry a summary and verbatim history (the others carry material in the task)."""
 TRUNCATION_NOTE = "\n\n[… shortened to fit the context budget]"
+COMPACT_SHARE = 0.35
+"""Use the compact prompts when the full system prompt and task template would take more
+than this share of a view's budget (at the default 8,000 tokens they take under a tenth)."""
+QUOTE_FLOOR = 96
+"""Tokens a quoted text keeps before the answer reserve gives way (shorter, it says little)."""
+MIN_QUOTE = 16
+
+
+class ViewTooLarge(ContextOverflow):
+    """Even the smallest form of a view does not fit: `need` is that smallest size (moot's count)."""
+
+    def __init__(self, message: str, need: int) -> None:
+        super().__init__(message)
+        self.need = need
 
 
 def item_label(c: Contribution, owner: str, index: DebateIndex) -> str:
@@ -114,6 +145,9 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
             f"### {index.name(index.contributions[i].agent_id)} ({index.contributions[i].role})\n\n"
             f"{_brief(record, index, i, limit)}" for i in ids if i != own
         ) or ("(none: this is the first round)" if first else "(no other answers were recorded)")
+    elif phase == "rank":  # anonymized: "Response A", "Response B"… in the record's order
+        p["answers"] = "\n\n".join(f"### Response {chr(65 + k)}\n\n{_quote(index.contributions[i].content, limit, m)}"
+                                   for k, i in enumerate(ids))
     elif phase in ("synthesis", "score") and transcript:
         parts: list[str] = []
         if record.summary_id:
@@ -123,13 +157,16 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
         p["material"] = _quote("\n\n".join(parts), limit, m) if limit else "\n\n".join(parts)
     elif phase in ("synthesis", "score"):
         if record.summary_id and phase == "synthesis":
-            material = "### Summary of the final round\n\n" + index.summaries[record.summary_id].summary.strip()
+            summary = index.summaries[record.summary_id].summary
+            material = "### Summary of the final round\n\n" + _quote(summary, limit, m)
         else:
             material = "\n\n".join(
                 f"### {index.name(c.agent_id)} ({c.role}) · round {c.round} {c.type}\n\n{_quote(c.content, limit, m)}"
                 for c in (index.contributions[i] for i in ids)
             )
         p["material"] = material
+    if phase == "synthesis" and "ranking" in record.inline:  # a council's aggregate ranking
+        p["material"] = f"{p['material']}\n\n{record.inline['ranking']}"
     p.pop("owner", None)
     text = render(index.prompts[record.task_key], **p)
     if focus:
@@ -195,6 +232,7 @@ class ViewBuilder:
 
     index: DebateIndex
     _item_tokens: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    _prompt_tokens: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def item_tokens(self, c: Contribution, owner: str, model: str) -> int:
         key = (c.id, owner, model)
@@ -204,37 +242,64 @@ class ViewBuilder:
             self._item_tokens[key] = n
         return n
 
-    def build(self, record: ViewRecord, history: list[Contribution], budget: int) -> list[Message]:
-        """Fill `record` (history ids, tokens, budget) so the view fits; return its messages."""
+    def prompt_tokens(self, key: str, model: str) -> int:
+        n = self._prompt_tokens.get((key, model))
+        if n is None:
+            n = tokens.count_text(self.index.prompts.get(key, ""), model)
+            self._prompt_tokens[(key, model)] = n
+        return n
+
+    def choose_prompts(self, record: ViewRecord, budget: int) -> None:
+        """Tier 0: the compact system prompt and task template where the full ones would take
+        more than `COMPACT_SHARE` of `budget` (each only when the debate has a compact variant)."""
+        system, task = record.system_key.removesuffix(COMPACT), record.task_key.removesuffix(COMPACT)
+        full = self.prompt_tokens(system, record.model) + self.prompt_tokens(task, record.model)
+        small = full > COMPACT_SHARE * budget
+        prompts = self.index.prompts
+        record.system_key = system + COMPACT if small and system + COMPACT in prompts else system
+        record.task_key = task + COMPACT if small and task + COMPACT in prompts else task
+
+    def room(self, record: ViewRecord, budget: int) -> int:
+        """Tokens left in `budget` beside the fixed part of `record`'s view: its prompts (compact
+        where `build` would choose them) and its task, without summary, history or quoted material."""
+        probe = record.model_copy(update={"summary_id": None, "contribution_ids": [], "dropped_ids": [],
+                                          "task_contribution_ids": [], "history_turns": None,
+                                          "task_params": dict(record.task_params), "inline": {}})
+        self.choose_prompts(probe, budget)
+        return budget - self._count(probe)[1]
+
+    def _count(self, record: ViewRecord) -> tuple[list[Message], int]:
+        messages = render_messages(record, self.index)
+        return messages, tokens.count_messages(messages, record.model)
+
+    def build(self, record: ViewRecord, history: list[Contribution], budget: int, stretch: int = 0) -> list[Message]:
+        """Fill `record` (prompts, history ids, quote limit, tokens, budget) so the view fits
+        `budget`, or `budget + stretch` once tiers 0–2 are spent (see the module doc); return
+        its messages. Raises `ViewTooLarge` when even the smallest view does not fit."""
         record.budget = budget
         record.history_turns = None
+        record.dropped_ids = []
+        record.task_params.pop("quote_limit", None)
+        self.choose_prompts(record, budget)
         m = record.model
         keep: list[Contribution] = list(history)
         record.contribution_ids = [c.id for c in keep]
-        messages = render_messages(record, self.index)
-        total = tokens.count_messages(messages, m)
-        if total > budget and keep:
-            fixed_msgs = [messages[0], *([messages[1]] if record.summary_id and record.phase in HISTORY_PHASES else []), messages[-1]]
-            room = budget - tokens.count_messages(fixed_msgs, m) - 40  # history header, marker, framing
-            chosen: list[Contribution] = []
-            for c in reversed(keep):  # newest first
-                n = self.item_tokens(c, record.agent_id, m)
-                if n > room:
-                    break
-                room -= n
-                chosen.append(c)
-            chosen.reverse()
-            record.dropped_ids = [c.id for c in keep[: len(keep) - len(chosen)]]
-            keep = chosen
-            while True:
-                record.contribution_ids = [c.id for c in keep]
-                messages = render_messages(record, self.index)
-                total = tokens.count_messages(messages, m)
-                if total <= budget or not keep:
-                    break
-                record.dropped_ids.append(keep.pop(0).id)
+        messages, total = self._count(record)
+        if total > budget and keep:  # tier 1: the oldest verbatim items
+            keep = self._drop_oldest(record, keep, messages, budget)
+            messages, total = self._count(record)
         if total > budget:
-            messages, total = self._shrink_task(record, budget)
+            fitted = self._shorten_quotes(record, budget, QUOTE_FLOOR)  # tier 2
+            if fitted is None and stretch > 0:  # tier 3: the answer gives way
+                record.task_params["quote_limit"] = QUOTE_FLOOR
+                messages, total = self._count(record)
+                if total <= budget + stretch:
+                    fitted = messages, total
+                    record.budget = budget + stretch
+            if fitted is None:  # tier 4
+                fitted = self._last_resorts(record, budget + stretch)
+                record.budget = budget + stretch
+            messages, total = fitted
         record.tokens = tier_tokens(record, messages)
         if record.phase == "turn" and keep and not record.dropped_ids:
             turns = [c.round for c in keep]
@@ -242,42 +307,67 @@ class ViewBuilder:
                 record.history_turns, record.contribution_ids = (turns[0], turns[-1]), []
         return messages
 
-    def _shrink_task(self, record: ViewRecord, budget: int) -> tuple[list[Message], int]:
-        """Shorten quoted material, then drop the summary; raise when nothing more can give."""
+    def _drop_oldest(self, record: ViewRecord, keep: list[Contribution], messages: list[Message],
+                     budget: int) -> list[Contribution]:
+        """The newest items that fit beside the rest of the view (their ids in the record, the
+        others in `dropped_ids`)."""
         m = record.model
-        quotes = max(1, len(record.task_contribution_ids) + (1 if record.phase == "summarize" else 0))
-        for drop_summary in (False, True):
-            if drop_summary:
-                if not (record.summary_id and record.phase in HISTORY_PHASES):
-                    break
-                record.inline["dropped_summary"] = record.summary_id
-                record.summary_id = None
+        fixed_msgs = [messages[0], *([messages[1]] if record.summary_id and record.phase in HISTORY_PHASES else []),
+                      messages[-1]]
+        room = budget - tokens.count_messages(fixed_msgs, m) - 40  # history header, marker, framing
+        chosen: list[Contribution] = []
+        for c in reversed(keep):  # newest first
+            n = self.item_tokens(c, record.agent_id, m)
+            if n > room:
+                break
+            room -= n
+            chosen.append(c)
+        chosen.reverse()
+        record.dropped_ids = [c.id for c in keep[: len(keep) - len(chosen)]]
+        keep = chosen
+        while True:
+            record.contribution_ids = [c.id for c in keep]
+            if not keep or self._count(record)[1] <= budget:
+                return keep
+            record.dropped_ids.append(keep.pop(0).id)
+
+    def _shorten_quotes(self, record: ViewRecord, budget: int, floor: int) -> tuple[list[Message], int] | None:
+        """The view with the longest quote limit of at least `floor` tokens that fits `budget`
+        (no limit when it fits without one); None, and no limit set, when none fits."""
+        record.task_params.pop("quote_limit", None)
+        messages, total = self._count(record)
+        if total <= budget:
+            return messages, total
+        record.task_params["quote_limit"] = floor
+        messages, total = self._count(record)
+        if total > budget:
             record.task_params.pop("quote_limit", None)
-            base = render_messages(record, self.index)
-            total = tokens.count_messages(base, m)
-            if total <= budget:
-                return base, total
-            limit = 1024
-            while limit >= 16:
-                record.task_params["quote_limit"] = limit
-                messages = render_messages(record, self.index)
-                total = tokens.count_messages(messages, m)
-                if total <= budget:
-                    # grow back toward the budget: the largest limit that still fits
-                    step = max(1, (budget - total) // quotes)
-                    while step >= 1:
-                        record.task_params["quote_limit"] = limit + step
-                        trial = render_messages(record, self.index)
-                        n = tokens.count_messages(trial, m)
-                        if n <= budget:
-                            limit, messages, total = limit + step, trial, n
-                        else:
-                            record.task_params["quote_limit"] = limit
-                            step //= 2
-                    return messages, total
-                limit //= 2
-            record.task_params.pop("quote_limit", None)
-        raise ContextOverflow(
-            f"the {record.phase} view of {record.agent_id} needs more than its {budget}-token budget "
-            "even with history dropped; raise context.max_context_tokens"
-        )
+            return None
+        lo, hi = floor, max(floor, budget)  # lo fits; find the largest limit that does
+        best = messages, total
+        while hi - lo > max(1, lo // 32):
+            mid = (lo + hi + 1) // 2
+            record.task_params["quote_limit"] = mid
+            trial = self._count(record)
+            if trial[1] <= budget:
+                lo, best = mid, trial
+            else:
+                hi = mid - 1
+        record.task_params["quote_limit"] = lo
+        return best
+
+    def _last_resorts(self, record: ViewRecord, budget: int) -> tuple[list[Message], int]:
+        """Tier 4: quotes below the floor, then the summary; raise `ViewTooLarge` when nothing
+        more can give."""
+        fitted = self._shorten_quotes(record, budget, MIN_QUOTE)
+        if fitted is None and record.summary_id and record.phase in HISTORY_PHASES:
+            record.inline["dropped_summary"] = record.summary_id
+            record.summary_id = None
+            fitted = self._shorten_quotes(record, budget, MIN_QUOTE)
+        if fitted is not None:
+            return fitted
+        record.task_params["quote_limit"] = MIN_QUOTE
+        need = self._count(record)[1]
+        record.task_params.pop("quote_limit", None)
+        raise ViewTooLarge(f"the {record.phase} view of {record.agent_id} needs {need} tokens even with its "
+                           f"history and quotes dropped, more than its {budget}-token budget", need)

@@ -17,18 +17,21 @@ a failure means for the debate.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
 from ..clock import Clock
 from ..config import ResolvedAgent
+from ..context.index import DebateIndex
 from ..context.view import ViewBuilder
-from .gate import Gate
+from .gate import Gate, StopRequested
 from .grounding import Grounding
 from .tool_loop import ToolLoop
-from .windows import Fit, Windows
-from ..errors import ContextTooLong, ProviderError, ToolsRefused
+from .windows import Fit, Windows, reply_floor
+from ..context.view import ViewTooLarge
+from ..errors import ContextOverflow, ContextTooLong, ProviderError, ToolsRefused
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, ViewRecord
 from ..pricing import call_cost
@@ -46,6 +49,9 @@ from ..providers.base import (
 )
 from ..providers.pool import ProviderPool
 from ..safety.secrets import StreamRedactor, redact, strip_userinfo
+
+
+STAND_IN = " ".join(["A quoted contribution of ordinary length, standing in for one not written yet."] * 12)
 
 
 class _NoLimit:
@@ -82,6 +88,8 @@ class CallSpec:
     json_answer: JsonAnswer | None = None
     """Ask the endpoint for JSON (`response_format`) when it takes it; a JSON answer cut at its
     limit is asked again once with more room."""
+    context_setting: str = "context.max_context_tokens"
+    """The setting `context_tokens` comes from, named when a view cannot fit it."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,10 @@ REFUSAL_RETRIES = 3
 
 
 def endpoint_of(agent: ResolvedAgent) -> str:
-    """The endpoint a call goes to: the provider, and the base URL for an OpenAI-compatible one."""
+    """The endpoint a call goes to: the provider, and the base URL for an OpenAI-compatible one;
+    a person's seat is an endpoint of its own (one call in flight: see `Orchestrator`)."""
+    if agent.is_person:
+        return f"{agent.provider}:{agent.id}"
     return f"{agent.provider}:{agent.config.base_url or ''}" if agent.provider == "openai" else agent.provider
 
 
@@ -120,6 +131,9 @@ class CallEngine:
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self.in_flight = 0
         """Calls past the gate and not yet ended."""
+        self.seats_open = 0
+        """Of those, the turns waiting for a person: no model runs for them, so a pause is in
+        effect without waiting for them (the person may still answer)."""
         self._pause_reported = False
         self._endpoint_sems = {e: asyncio.Semaphore(n) for e, n in self.endpoint_limits.items()}
 
@@ -128,7 +142,7 @@ class CallEngine:
         return self.providers.secrets
 
     def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int) -> float:
-        if agent.provider == "demo":
+        if agent.provider == "demo" or agent.is_person:
             return 0.0
         return call_cost(model, prompt, completion, self.prices)
 
@@ -176,20 +190,24 @@ class CallEngine:
             record.model = spec.model
         model = record.model or agent.model
         endpoint = endpoint_of(agent)
-        async with self._sem, self._endpoint_sems.get(endpoint, _NO_LIMIT):
+        # The endpoint's own limit first: a call queued behind it holds none of the shared slots.
+        # A person's turn takes no model slot at all (it may wait for minutes).
+        async with self._endpoint_sems.get(endpoint, _NO_LIMIT), (_NO_LIMIT if agent.is_person else self._sem):
             await self.gate.wait()
             self.in_flight += 1
+            self.seats_open += agent.is_person
             try:
                 return await self._run(spec, agent, record, provider, model, endpoint)
             finally:
                 self.in_flight -= 1
+                self.seats_open -= agent.is_person
                 self.report_pause()
 
     def report_pause(self) -> None:
         """Once paused with no call in flight, say so (once): from then on nothing runs."""
         if not self.gate.paused:
             self._pause_reported = False
-        elif self.in_flight == 0 and not self._pause_reported:
+        elif self.in_flight == self.seats_open and not self._pause_reported:
             self._pause_reported = True
             self.emit(ControlChanged(action="pause", effective=True))
 
@@ -201,23 +219,38 @@ class CallEngine:
         while True:
             fit = self.fit(agent, spec.context_tokens, spec.max_tokens, model)
             budget = min(spec.budget, fit.input_budget) if spec.budget else fit.input_budget
-            record.max_tokens = min(fit.max_tokens + extra_room, max(fit.max_tokens, fit.window - 64))
+            floor = reply_floor(record.phase, fit.max_tokens)
             record.window, record.window_source, record.count_ratio = fit.window, fit.source, fit.ratio
             access = self.grounding.access(agent, provider, record.phase) if self.grounding else None
-            view_budget = budget
             record.inline.pop("references", None)
             if self.grounding is not None and access == "tools":
-                view_budget = budget - self.grounding.tools_room(budget)
                 record.inline["references"] = self.grounding.tools_note(agent.id)
             elif self.grounding is not None and access == "retrieve":
                 passages = self.grounding.retrieve(record, spec.history, self.builder.index, budget)
                 if passages:
                     record.inline["references"] = passages
-            messages = self.builder.build(record, list(spec.history), view_budget)
-            record.budget = budget  # with tools, the view leaves the rest of it to the tool loop
+            try:
+                messages = None
+                if self.grounding is not None and access == "tools":
+                    try:  # the view leaves the tools' room (it does not take the answer's reserve)
+                        messages = self.builder.build(record, list(spec.history),
+                                                      budget - self.grounding.tools_room(budget))
+                    except ViewTooLarge:
+                        access = None  # no room for tools beside this view: it is answered without them
+                        record.inline.pop("references", None)
+                if messages is None:
+                    messages = self.builder.build(record, list(spec.history), budget, fit.stretch(floor))
+            except ViewTooLarge as exc:
+                raise ContextOverflow(self.overflow_message(agent, record, fit, floor, exc.need,
+                                                            spec.context_setting)) from None
+            if access == "tools":
+                record.budget = budget  # the view leaves the rest of it to the tool loop
+            # The reply gets what the view leaves (the full reserve unless the view took some of it).
+            record.max_tokens = max(1, min(fit.max_tokens + extra_room, fit.reply_room(record.tokens.total)))
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
-                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer)
+                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
+                                  seed=agent.config.seed)
             loop = None
             if self.grounding is not None and access == "tools":
                 loop = ToolLoop(self, agent, record, provider, self.grounding.boxes[agent.id],
@@ -265,9 +298,9 @@ class CallEngine:
                                         reason=f"moot counted {record.tokens.total}, the server "
                                                f"{completion.prompt_tokens}"))
             if (spec.json_answer is not None and completion.finish_reason == "length" and not extra_room
-                    and fit.window - record.tokens.total - record.max_tokens > 64):
+                    and fit.reply_room(record.tokens.total) - record.max_tokens > 64):
                 # A JSON answer cut at its limit cannot be parsed: ask once more with more room.
-                extra_room = fit.window - record.tokens.total - record.max_tokens - 64
+                extra_room = fit.reply_room(record.tokens.total) - record.max_tokens - 64
                 spent.append(completion)
                 record = self._again(record, agent.id, f"the {record.phase} answer was cut at "
                                                        f"{record.max_tokens} tokens; asking again with room for "
@@ -300,6 +333,50 @@ class CallEngine:
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
         reads = tuple(dict.fromkeys(r.extract for step in record.tool_steps for r in step.results if r.ok))
         return CallResult(completion, meta, reads)
+
+    def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, quotes: int = 0, context_tokens: int | None = None,
+                   max_tokens: int | None = None, setting: str = "context.max_context_tokens") -> None:
+        """Raise `ContextOverflow` (naming the limit that binds) when even the smallest form of
+        `record`'s view, quoting `quotes` texts, and its answer's floor cannot fit the window as
+        known now. For the start of a run: a debate that could not finish is refused before it
+        spends its rounds."""
+        fit = self.fit(agent, context_tokens, max_tokens, record.model or agent.model)
+        floor = reply_floor(record.phase, fit.max_tokens)
+        probe = record.model_copy(deep=True)
+        builder = self.builder
+        if quotes:  # stand-ins for what the task will quote, long enough to be cut to their minimum
+            live = builder.index
+            scratch = DebateIndex()
+            scratch.prompts, scratch.problem, scratch.names = live.prompts, live.problem, live.names
+            probe.task_contribution_ids = []
+            for i in range(quotes):
+                c = Contribution(id=f"check-{i}", agent_id=agent.id, role=agent.role, type="critique", round=1,
+                                 target_agent_id=agent.id, content=STAND_IN)
+                scratch.add_contribution(c)
+                probe.task_contribution_ids.append(c.id)
+            builder = ViewBuilder(scratch)
+        try:
+            builder.build(probe, [], fit.input_budget, fit.stretch(floor))
+        except ViewTooLarge as exc:
+            raise ContextOverflow(self.overflow_message(agent, probe, fit, floor, exc.need, setting)) from None
+
+    def overflow_message(self, agent: ResolvedAgent, record: ViewRecord, fit: Fit, floor: int, need: int,
+                         setting: str) -> str:
+        """Why a view cannot fit, naming the limit that binds (the server's window or moot's
+        budget) and what moves it."""
+        who = agent.id
+        total = math.ceil(need * fit.ratio) + floor
+        what = (f"the {record.phase} view of {who} needs {total:,} tokens even at its smallest (compact prompts, "
+                f"no history, quotes cut short, a {floor}-token answer)")
+        if fit.source == "configured":
+            own = agent.config.context is not None and agent.config.context.max_context_tokens is not None
+            where = f"{agent.id}'s own context.max_context_tokens" if own and setting.startswith("context.") else setting
+            return f"{what}, more than its {fit.window:,}-token budget; raise {where}"
+        how = "as the server states it" if fit.source == "discovered" else "as the server's refusals showed"
+        ratio = f", counting ×{fit.ratio:g} moot's tokens" if fit.ratio > 1 else ""
+        return (f"{what}, more than the {fit.window:,}-token window the server gives {record.model} ({how}{ratio}); "
+                f"give the model a larger window per request on the server (llama.cpp: a larger --ctx-size, or "
+                f"fewer --parallel slots); raising {setting} does not help")
 
     def _again(self, record: ViewRecord, agent_id: str, why: str, suffix: str) -> ViewRecord:
         """End an attempt whose answer is not kept (views show it failed) and start the next one's
@@ -349,6 +426,10 @@ class CallEngine:
                     case _:
                         assert_never(item)
             raise ProviderError(f"{provider}: the stream ended without a completion")
+        except StopRequested:  # a person's turn that a stop ended: asked again on resume
+            self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error="stopped before an answer came",
+                                 will_retry=False))
+            raise
         except ProviderError as exc:
             message = redact(str(exc), secrets)
             exc.args = (message,)

@@ -5,6 +5,12 @@ A protocol decides *when* an agent's (or a conversation's) history is summarized
 it would not fit, with the rule-based fallback), prices it, warns when it fell back,
 and records it as a `summary_added` event. Manual requests (`/summarize AGENT FOCUS`)
 wait here until the protocol reaches a boundary where it can honour them.
+
+A summary's caps come from the room of the views that will read it (`reader_cap`), as
+seed 002's `maxSafeTokens` does, not from fixed defaults alone: at a small window the
+configured 1,000 tokens would not fit beside the prompts, and a summary dropped from a
+view helps no one. The summarization request itself reserves only the summary's cap for
+its answer, so it has the most room for input.
 """
 
 from __future__ import annotations
@@ -19,8 +25,14 @@ from ..context.view import ViewBuilder
 from .calls import CallEngine, CallSpec
 from ..events import Event, SummaryAdded, Warning_
 from ..models.state import Contribution, Summary, ViewRecord
-from ..models.terms import SummaryStrategy, SummaryTrigger
+from ..models.terms import Phase, SummaryStrategy, SummaryTrigger
 from ..providers.base import CallHint, Completion
+
+
+SUMMARY_FLOOR = 64
+"""Tokens a summary keeps however small the window (below this it says nothing useful)."""
+CHARS_PER_TOKEN = 4
+"""A summary's character cap follows its token cap at about this many characters a token."""
 
 
 class Summaries:
@@ -32,6 +44,7 @@ class Summaries:
         self.people = people
         self.problem = problem
         self.new_id = new_id
+        self.builder = builder
         self.summarizer = Summarizer(index, builder, self._call, new_id, clock)
         self.pending: dict[str, str | None] = {}
         """Agent id (or a conversation's summary owner) → the focus of a manual request not yet made."""
@@ -53,6 +66,18 @@ class Summaries:
                                                  max_tokens=max_tokens, model=record.model))
         return result.completion
 
+    def reader_cap(self, reader: ResolvedAgent, phase: Phase, kind: str, *, share: float,
+                   context_tokens: int | None = None, reply: int | None = None,
+                   params: dict[str, object] | None = None) -> int:
+        """The most tokens a summary may have so that the `phase` view of `reader` that carries it
+        keeps `share` of its room for it (the rest for history and quotes): the view's budget with
+        its full answer reserve, less its prompts and task."""
+        fit = self.engine.fit(reader, context_tokens, reply)
+        probe = ViewRecord(call_id="probe", agent_id=reader.id, round=1, phase=phase, model=reader.model,
+                           system_key=f"{reader.id}/system", task_key=f"{reader.id}/{kind}",
+                           task_params=dict(params or {}))
+        return max(SUMMARY_FLOOR, int(self.builder.room(probe, fit.input_budget) * share))
+
     def job(self, agent: ResolvedAgent, *, step: int, trigger: SummaryTrigger, items: list[Contribution],
             previous: Summary | None = None, strategy: SummaryStrategy | None = None, focus: str | None = None,
             judge: bool = False, max_chars: int | None = None, max_tokens: int | None = None,
@@ -61,13 +86,17 @@ class Summaries:
         """A job with the agent's summarization settings, any of them overridden."""
         cfg = agent.summarization
         model = cfg.model or agent.model
-        # The summarization request must fit the model's real window too.
-        fit = self.engine.fit(agent, context_tokens, reserve or agent.context.reserve_output_tokens, model)
+        # The summarization request must fit the model's real window too; its answer is the
+        # summary, so it reserves the summary's cap and no more.
+        cap = self.engine.fit(agent, context_tokens, max_tokens or cfg.max_summary_tokens, model).max_tokens
+        fit = self.engine.fit(agent, context_tokens, min(cap, reserve or cap), model)
+        chars = min(max_chars or cfg.max_length, max(100, cap * CHARS_PER_TOKEN))
         return SummaryJob(
             agent_id=agent.id, role=agent.role, round=step, trigger=trigger, items=items, previous=previous,
-            method=cfg.method, strategy=strategy or cfg.strategy,
-            max_chars=max_chars or cfg.max_length,
-            max_tokens=min(max_tokens or cfg.max_summary_tokens, fit.max_tokens),
+            # A person's own history is summarized offline: nothing is asked of them, and their
+            # seat never becomes a model call.
+            method="rule-based" if agent.is_person else cfg.method, strategy=strategy or cfg.strategy,
+            max_chars=chars, max_tokens=min(cap, fit.max_tokens),
             model=model, budget=fit.input_budget, reserve=fit.max_tokens, system_key=f"{agent.id}/system",
             task_key=task_key or f"{agent.id}/summarize", summary_id=self.new_id("sum"), judge=judge,
             focus=focus, params=dict(params or {}), scope="conversation" if conversation else "perspective",

@@ -23,6 +23,15 @@ RATIO_MARGIN = 1.02
 REFUSAL_STEP = 0.8
 """A refusal that states no window lowers it to this share of what was tried."""
 MIN_OUTPUT = 128
+"""The smallest reply a window smaller than configured keeps, and the floor of a prose answer."""
+REPLY_FLOORS: dict[str, int] = {"synthesis": 256, "score": 96, "clarify": 128, "summarize": 96}
+"""The floor an answer's reserve may shrink to when its view needs the room, by phase: enough
+for a JSON answer to close (the judge's synthesis, a score, questions); `MIN_OUTPUT` for prose."""
+
+
+def reply_floor(phase: str, max_tokens: int) -> int:
+    """How far the reply limit of a `phase` call with `max_tokens` may shrink (never above it)."""
+    return min(max_tokens, REPLY_FLOORS.get(phase, MIN_OUTPUT))
 
 
 @dataclass
@@ -44,6 +53,14 @@ class Fit:
     """The context tokens this call is fitted into: min(configured, the server's window)."""
     source: WindowSource
     ratio: float
+
+    def stretch(self, floor: int) -> int:
+        """Tokens (moot's count) a view may take beyond `input_budget` by shrinking the reply to `floor`."""
+        return max(0, int((self.max_tokens - min(floor, self.max_tokens)) / self.ratio))
+
+    def reply_room(self, view_tokens: int) -> int:
+        """The reply tokens a view of `view_tokens` (moot's count) leaves in the window."""
+        return self.window - math.ceil(view_tokens * self.ratio)
 
 
 class Windows:

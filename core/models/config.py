@@ -11,7 +11,9 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .tools import ToolsConfig, ToolsOverrides
-from .terms import JUDGE_ID, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy
+from .terms import (
+    HUMAN, JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
+)
 
 
 class _Strict(BaseModel):
@@ -112,6 +114,7 @@ class AgentConfig(_Strict):
     role: Role = "generalist"
     model: str | None = None
     provider: ProviderName | None = None
+    """`openai`, `demo`, or `human`: a seat a person takes (their turns are typed; see the README)."""
     temperature: float = Field(0.5, ge=0, le=2)
     system_prompt_path: str | None = None
     summary_prompt_path: str | None = None
@@ -127,6 +130,9 @@ class AgentConfig(_Strict):
     """At most this many calls in flight at this agent's endpoint (a local server that wants fewer)."""
     tools: ToolsOverrides | None = None
     """This agent's own tools mode, call cap and MCP servers (beside `[tools]`)."""
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+    """Sent with each call as `seed`: servers that honour it (OpenAI, llama.cpp, vLLM) sample
+    reproducibly. `moot bench` gives each agent its own; a vote's copies add 1000 per pass."""
 
     @property
     def display_name(self) -> str:
@@ -174,10 +180,29 @@ Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 """USD per million tokens. NaN or infinity would make every later cost unsavable (JSON has no NaN)."""
 
 
+class AnswerFormat(_Strict):
+    """The problem is a question with one checkable answer (`moot bench` sets it): agents get the
+    question prompts and end with the answer in this form, and majorities compare extracted answers."""
+
+    kind: AnswerKind = "text"
+    """`number`, `choice` (a letter), `text` (exact text) or `boxed` (LaTeX `\\boxed{}`)."""
+    choices: list[str] = Field(default_factory=list, max_length=26)
+    """The options of a multiple-choice question, lettered A, B, C… in this order."""
+
+
 class DebateSettings(_Strict):
     protocol: ProtocolName = "rounds"
     """`rounds` (propose, critique, refine; the anchor's), `conversation` (turns into one shared
-    transcript) or `simultaneous` (every agent answers each round, having read the others)."""
+    transcript), `simultaneous` (every agent answers each round, having read the others), `single`
+    (one agent answers once), `vote` (independent answers, the majority wins) or `council` (answers,
+    anonymized rankings, the judge as chairman)."""
+    samples: int | None = Field(None, ge=1, le=64)
+    """`vote`: how many independent answers (the agents are cycled); default one per agent."""
+    final: Literal["judge", "majority"] = "judge"
+    """`simultaneous`: the judge synthesizes the final answer, or the majority of the last answers stands
+    (no judge call; what Du et al. report)."""
+    answer: AnswerFormat | None = None
+    """Set when the problem is a question with a checkable answer (see `AnswerFormat`)."""
     rounds: int = Field(3, ge=1, le=1000)
     """Rounds of the `rounds` and `simultaneous` protocols."""
     turns: int = Field(200, ge=1, le=100_000)
@@ -250,6 +275,9 @@ class MootConfig(_Strict):
             if agent.id == self.judge.id:
                 raise ValueError(f"agent id {agent.id!r} is the judge's id")
             seen.add(agent.id)
+        if self.judge.provider == HUMAN:
+            raise ValueError("the judge cannot be a person (provider \"human\"): its synthesis is a JSON "
+                             "verdict; take a seat among the agents instead")
         return self
 
     @property

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from .tools import ToolsSetup, ToolStep
 from .terms import (
@@ -86,6 +86,9 @@ class SummaryMetadata(BaseModel):
     cost_usd: float = 0.0
     model: str | None = None
     fallback_reason: str | None = None
+    """Why the configured method did not write this summary (the summary's `method` says what did)."""
+    requested_method: SummaryMethod | None = None
+    """The configured method, when another one wrote the text (a failed LLM summary's rule-based fallback)."""
     input_tokens: int = 0
     """Tokens fed to the summarizer (all chunks); what `rolling` keeps flat."""
     chunks: int = 1
@@ -111,6 +114,21 @@ class Summary(BaseModel):
     """`conversation`: a rolling summary of a conversation's transcript (shared, or one agent's)."""
     metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
     ts: float = Field(default_factory=time.time)
+
+    @property
+    def written_by(self) -> str:
+        """What wrote the text, as shown everywhere: the method, and the one it stood in for."""
+        asked = self.metadata.requested_method
+        return f"{self.method} (fallback from {asked})" if asked and asked != self.method else self.method
+
+    @model_validator(mode="after")
+    def _method_that_wrote_it(self) -> Summary:
+        """`method` is what produced the text. Debates recorded before that rule kept the configured
+        method beside a fallback reason; a fallback has always been the rule-based summary."""
+        if self.metadata.fallback_reason and self.method != "rule-based":
+            self.metadata.requested_method = self.metadata.requested_method or self.method
+            self.method = "rule-based"
+        return self
 
 
 class TierTokens(BaseModel):
@@ -169,6 +187,38 @@ class ViewRecord(BaseModel):
     of the call's last request are the view's, then these."""
 
 
+class Tally(BaseModel):
+    """How a final answer was reached without (or beside) the judge: the answers extracted, the votes,
+    the tie and how it was broken; for a council, each author's mean rank."""
+
+    answers: dict[str, str | None] = Field(default_factory=dict)
+    """Agent id → its extracted answer (None: none could be parsed), in agent order."""
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Answer → votes, most first."""
+    winner: str | None = None
+    tied: list[str] = Field(default_factory=list)
+    """The answers that shared the most votes when there was a tie (empty otherwise)."""
+    rule: str = ""
+    """How the winner was chosen, in words (a tie's reproducible break included)."""
+    ranks: dict[str, float] = Field(default_factory=dict)
+    """Council: author id → mean position in the others' rankings (1 = best), best first."""
+    rankings_parsed: int = 0
+    """Council: how many rankings could be read."""
+    kind: Literal["vote", "council"] = "vote"
+
+    def summary(self) -> str:
+        """One line: the winner and how it was reached, or a council's ranks."""
+        if self.kind == "council":
+            ranks = ", ".join(f"{a} {r:.2f}" for a, r in self.ranks.items()) or "none read"
+            return f"mean ranks (1 = best): {ranks}"
+        if self.winner is None:
+            return "no answer in the asked form"
+        if self.winner.startswith("text#"):  # free-form replies vote by their whole text
+            return f"{len(self.counts)} distinct free-form answers · {self.rule}"
+        shown = self.winner if len(self.winner) <= 60 else self.winner[:59] + "…"
+        return f"answer {shown} · {self.rule}"
+
+
 class Solution(BaseModel):
     description: str
     confidence: int | None = None
@@ -179,6 +229,8 @@ class Solution(BaseModel):
     parsed: bool = True
     """False when the judge's reply was not JSON and was kept as plain text."""
     metadata: CallMetadata = Field(default_factory=CallMetadata)
+    tally: Tally | None = None
+    """The vote (vote, single, simultaneous by majority) or the council's aggregate ranks."""
 
 
 class Clarification(BaseModel):

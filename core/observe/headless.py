@@ -53,6 +53,12 @@ async def run_headless(session: DebateSession) -> DebateState:
     # The debate's own end line is left to `finish_headless`, which says it once, with the resume hint.
     printer = asyncio.create_task(print_events(printer_sub, skip=(DebateInterrupted,)))
     session.start_writer()
+    seat = None
+    if session.people:  # a person's turns: shown on stderr, answered on stdin (or `moot ctl say`)
+        from ..human.stdin_seat import StdinSeat
+
+        seat = asyncio.create_task(StdinSeat(session.orchestrator.desk, session.folder.id, session.people,
+                                             sys.stderr).run())
     loop = asyncio.get_running_loop()
     engine = asyncio.ensure_future(session.run())
     interrupted = False
@@ -83,6 +89,8 @@ async def run_headless(session: DebateSession) -> DebateState:
             state = session.state
             await session.close()
     finally:
+        if seat is not None:
+            seat.cancel()
         for sig in stop_signals:
             loop.remove_signal_handler(sig)
         session.bus.unsubscribe(printer_sub)

@@ -58,6 +58,7 @@ from ..events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -212,6 +213,8 @@ class TraceBuilder(SpanOutlet):
             case SummaryRequested(agent_id=agent_id, focus=focus):
                 self._note("summary requested", t, {"moot.agent.id": agent_id,
                                                     **({"moot.focus": focus} if focus and self.content else {})})
+            case SeatAnswered(agent_id=agent_id, via=via):
+                self._note("person answered", t, {"moot.agent.id": agent_id, "moot.via": via})
             case ControlChanged(action=action, effective=effective, command_id=command_id):
                 self._note(f"{action} effective" if effective else action, t,
                            {"moot.command_id": command_id} if command_id else {})
@@ -454,6 +457,8 @@ class TraceBuilder(SpanOutlet):
         })
         if md.fallback_reason:
             span.attributes["moot.summary.fallback"] = md.fallback_reason
+        if md.requested_method:
+            span.attributes["moot.summary.requested_method"] = md.requested_method
         if self.content:
             span.attributes["moot.summary.text"] = self._mask(s.summary)
         ok = [c for c in summary.calls if c.span_id not in summary.failed]

@@ -19,7 +19,7 @@ import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
@@ -27,8 +27,8 @@ from ..engine.calls import CallEngine, CallResult, CallSpec
 from ..engine.gate import BudgetExhausted, Gate, StopRequested
 from ..engine.summaries import Summaries
 from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted
-from ..models.config import DebateSettings, MootConfig
-from ..models.state import Contribution, DebateState, ViewRecord
+from ..models.config import AgentConfig, DebateSettings, MootConfig
+from ..models.state import Contribution, DebateState, Tally, ViewRecord
 from ..models.terms import ContributionType, Phase, ProtocolName
 from ..providers.base import CallHint, JsonAnswer
 
@@ -59,7 +59,7 @@ class Ids:
 
 TASK_KINDS: dict[str, str] = {
     "proposal": "propose", "critique": "critique", "refinement": "refine", "synthesis": "synthesize",
-    "score": "score", "clarify": "clarify", "answer": "answer", "turn": "turn",
+    "score": "score", "clarify": "clarify", "answer": "answer", "turn": "turn", "rank": "rank",
 }
 """Phase → the prompt kind of its task."""
 
@@ -105,15 +105,17 @@ class DebateContext:
             raise errors[0]
 
     def record(self, agent: ResolvedAgent, step: int, phase: Phase, *, target: ResolvedAgent | None = None,
-               params: dict[str, object] | None = None, task_ids: Sequence[str] = ()) -> ViewRecord:
+               params: dict[str, object] | None = None, task_ids: Sequence[str] = (),
+               call_id: str | None = None) -> ViewRecord:
         """A new call's record: the prompt keys of its phase, its parameters and what its task quotes.
-        Clarifications and moderator notes ride in every task, so they are never summarized away."""
+        Clarifications and moderator notes ride in every task, so they are never summarized away.
+        (`call_id` for a record that is only measured, so no id is spent on it.)"""
         notes = self.notes_text()
         p: dict[str, object] = dict(params or {})
         if target is not None:
             p.update(target_name=target.name, target_role=target.role)
         return ViewRecord(
-            call_id=self.ids("call"), agent_id=agent.id, round=step, phase=phase,
+            call_id=call_id or self.ids("call"), agent_id=agent.id, round=step, phase=phase,
             target_agent_id=target.id if target else None, model=agent.model,
             system_key=f"{agent.id}/system", task_key=f"{agent.id}/{TASK_KINDS[phase]}", task_params=p,
             task_contribution_ids=list(task_ids), inline={"notes": notes} if notes else {},
@@ -134,14 +136,23 @@ class DebateContext:
     async def call(self, agent: ResolvedAgent, record: ViewRecord, *, history: Sequence[Contribution] = (),
                    budget: int | None = None, context_tokens: int | None = None, max_tokens: int | None = None,
                    json_answer: JsonAnswer | None = None, target: ResolvedAgent | None = None,
-                   extra: dict[str, object] | None = None) -> CallResult:
+                   extra: dict[str, object] | None = None,
+                   context_setting: str = "context.max_context_tokens") -> CallResult:
         """One call through the engine."""
+        more = dict(extra or {})
+        people = [a.name for a in self.agents if a.is_person and a.id != agent.id]
+        if people:  # the demo provider answers what they wrote by name
+            more["people"] = people
+        if self.settings.answer is not None:  # a question: the demo provider answers in the asked form
+            more["answer_kind"] = self.settings.answer.kind
+            more["choices"] = list(self.settings.answer.choices)
         hint = CallHint(phase=record.phase, role=agent.role, agent_id=agent.id, round=record.round,
                         problem=self.problem, target_agent_id=target.id if target else None,
-                        target_role=target.role if target else None, extra=dict(extra or {}))
+                        target_role=target.role if target else None, extra=more)
         return await self.engine.call(CallSpec(agent=agent, record=record, hint=hint, history=history,
                                                budget=budget, context_tokens=context_tokens,
-                                               max_tokens=max_tokens, json_answer=json_answer))
+                                               max_tokens=max_tokens, json_answer=json_answer,
+                                               context_setting=context_setting))
 
     def add_contribution(self, agent: ResolvedAgent, step: int, kind: ContributionType, result: CallResult,
                          target: ResolvedAgent | None = None) -> Contribution:
@@ -150,6 +161,14 @@ class DebateContext:
                          metadata=result.meta, reads=list(result.reads))
         self.emit(ContributionAdded(contribution=c))
         return c
+
+
+class CallWindow(TypedDict, total=False):
+    """A protocol's own window for its calls, and the setting it comes from (named in errors)."""
+
+    context_tokens: int
+    max_tokens: int
+    setting: str
 
 
 @dataclass(frozen=True)
@@ -161,6 +180,10 @@ class SynthesisInput:
     contribution_ids: list[str]
     transcript: bool = False
     """The material is a conversation's summary and recent window (labelled by turn)."""
+    inline: dict[str, str] | None = None
+    """Text the judge's task adds to the material (a council's aggregate ranking), kept in its view."""
+    tally: Tally | None = None
+    """Recorded with the solution (a council's ranks)."""
 
 
 class DebateProtocol(ABC):
@@ -174,9 +197,52 @@ class DebateProtocol(ABC):
     def __init__(self, ctx: DebateContext) -> None:
         self.ctx = ctx
 
+    @classmethod
+    def seats(cls, config: MootConfig) -> list[AgentConfig]:
+        """The agents that take part (the enabled ones; `single` takes the first, `vote` its samples)."""
+        return config.active_agents
+
+    uses_judge: ClassVar[bool] = True
+    """False: the final answer is made without the judge (`single`, `vote`)."""
+
     @property
     def total_steps(self) -> int:
         return self.ctx.settings.rounds
+
+    opening_phase: ClassVar[Phase] = "proposal"
+    """The phase of each agent's first call (checked against its window before the run)."""
+    opening_kind: ClassVar[str | None] = None
+    """The prompt kind of that call's task when it is not the phase's own (`vote`: `solo`)."""
+
+    def opening_params(self, agent: ResolvedAgent) -> dict[str, object]:
+        """The task parameters of an agent's first call."""
+        return {"round": 1, "total_rounds": self.total_steps}
+
+    def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
+        """The agent's views that quote the most, as (phase, task parameters, texts quoted), checked
+        against its window before the run beside its first call."""
+        return []
+
+    def call_window(self) -> CallWindow:
+        """How the protocol's own calls override an agent's window; empty: the agent's `context`."""
+        return {}
+
+    def check_windows(self) -> None:
+        """Before the first call (and on resume): the smallest view of each agent's first task and of
+        the judge's synthesis fit their windows, or `ContextOverflow` (exit 4) names the limit that
+        binds, before the debate spends rounds it could not synthesize."""
+        ctx = self.ctx
+        window = self.call_window()
+        for agent in ctx.agents:
+            record = ctx.record(agent, 1, self.opening_phase, params=self.opening_params(agent), call_id="check")
+            if self.opening_kind is not None:
+                record.task_key = f"{agent.id}/{self.opening_kind}"
+            ctx.engine.check_fits(agent, record, **window)
+            for phase, p, quotes in self.largest_views(agent):
+                record = ctx.record(agent, 1, phase, params=p, call_id="check")
+                ctx.engine.check_fits(agent, record, quotes=quotes, **window)
+        params: dict[str, object] | None = {"transcript": True} if self.step_word == "turn" else None
+        ctx.engine.check_fits(ctx.judge, ctx.record(ctx.judge, 1, "synthesis", params=params, call_id="check"))
 
     @abstractmethod
     async def run(self) -> None:
@@ -188,6 +254,11 @@ class DebateProtocol(ABC):
     @abstractmethod
     def synthesis_input(self) -> SynthesisInput | None:
         """The judge's material; None when there is nothing to synthesize."""
+
+    async def conclude(self, material: SynthesisInput) -> bool:
+        """Record the final answer without the judge (a vote) and return True; False (the default):
+        the judge synthesizes it from `material`."""
+        return False
 
     def score_input(self, step: int) -> SynthesisInput:
         """The judge's material for a convergence score after `step` (default: as for synthesis)."""

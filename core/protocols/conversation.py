@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from .. import tokens
 from ..config import ResolvedAgent
-from ..engine.windows import Fit
-from ..context.view import render_messages
+from ..engine.windows import Fit, reply_floor
+from ..context.view import ViewTooLarge, render_messages
 from ..events import RoundStarted, Warning_
 from ..models.config import ConversationConfig
 from ..models.state import Contribution, Summary, ViewRecord
 from ..models.terms import SummaryTrigger
-from .base import DebateAborted, DebateProtocol, SynthesisInput
+from .base import CallWindow, DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged
 from ..storage.state import find_contribution
 from ..errors import ProviderError
@@ -52,6 +52,15 @@ class ConversationProtocol(DebateProtocol):
     name = "conversation"
     step_word = "turn"
     task_kinds = ("turn", "summarize_conversation", "clarify")
+    opening_phase = "turn"
+    SETTING = "debate.conversation.max_context_tokens"
+
+    def opening_params(self, agent: ResolvedAgent) -> dict[str, object]:
+        return {"turn": 1, "turns": self.total_steps, "name": agent.name, "role": agent.role}
+
+    def call_window(self) -> CallWindow:
+        return {"context_tokens": self.conv.max_context_tokens, "max_tokens": self.conv.reserve_output_tokens,
+                "setting": self.SETTING}
 
     @property
     def conv(self) -> ConversationConfig:
@@ -111,7 +120,8 @@ class ConversationProtocol(DebateProtocol):
         try:
             fit = self._fit(speaker)
             result = await ctx.call(speaker, record, history=window, budget=fit.input_budget,
-                                    context_tokens=conv.max_context_tokens, max_tokens=conv.reserve_output_tokens)
+                                    context_tokens=conv.max_context_tokens, max_tokens=conv.reserve_output_tokens,
+                                    context_setting=self.SETTING)
         except ProviderError as exc:
             if ctx.settings.on_error == "stop":
                 raise DebateAborted(f"{speaker.id} turn {t} failed: {exc}") from None
@@ -132,12 +142,16 @@ class ConversationProtocol(DebateProtocol):
         count); only a view near its budget is built for real to find out."""
         if not window:
             return []
-        budget = self._fit(self.ctx.agent(record.agent_id)).input_budget
+        fit = self._fit(self.ctx.agent(record.agent_id))
+        budget = fit.input_budget
         fixed = tokens.count_messages(render_messages(record, self.ctx.index), record.model)
         if fixed + self._tokens(window, self.ctx.agent(record.agent_id)) + ESTIMATE_MARGIN <= budget:
             return []
         scratch = record.model_copy(deep=True)
-        self.ctx.engine.builder.build(scratch, window, budget)
+        try:
+            self.ctx.engine.builder.build(scratch, window, budget, fit.stretch(reply_floor("turn", fit.max_tokens)))
+        except ViewTooLarge:
+            return list(window)  # nothing verbatim fits beside the rest: all of it goes into the summary
         dropped = set(scratch.dropped_ids)
         return [c for c in window if c.id in dropped]
 
@@ -211,11 +225,23 @@ class ConversationProtocol(DebateProtocol):
                 f"from the point of view of {owner.name}, the {owner.role}: keep your own positions and "
                 "commitments precise")
         job = ctx.summaries.job(owner, step=t, trigger=trigger, items=fold, previous=previous, strategy="rolling",
-                                focus=focus, max_tokens=conv.summary_tokens, max_chars=conv.summary_tokens * 5,
+                                focus=focus, max_tokens=self._summary_cap(owner), max_chars=conv.summary_tokens * 5,
                                 context_tokens=conv.max_context_tokens, reserve=conv.summary_tokens,
                                 task_key=f"{owner.id}/summarize_conversation", params={"lens": lens},
                                 conversation=True)
         return await ctx.summaries.make(job)
+
+    def _summary_cap(self, owner: ResolvedAgent) -> int:
+        """`summary_tokens`, or less where the turns that read the summary have less room: it gets
+        half of what their prompts leave, the latest messages the other half."""
+        ctx = self.ctx
+        readers = ctx.agents if owner.id == ctx.judge.id else [owner]
+        conv = self.conv
+        caps = [ctx.summaries.reader_cap(a, "turn", "turn", share=0.5, context_tokens=conv.max_context_tokens,
+                                         reply=conv.reserve_output_tokens,
+                                         params={"turn": 1, "turns": self.total_steps, "name": a.name, "role": a.role})
+                for a in readers]
+        return min([conv.summary_tokens, *caps])
 
     # ------------------------------------------------------------------ the judge's material
 

@@ -89,13 +89,16 @@ async def synthesize(ctx: DebateContext, material: SynthesisInput) -> None:
         if sum(len(c.content) for c in final) >= cfg.threshold:
             summary = ctx.state.judge_summary
             if summary is None or summary.round != material.step:
+                # The summary is the synthesis view's whole material: it may fill that view's room.
+                cap = ctx.summaries.reader_cap(j, "synthesis", "synthesize", share=0.9)
                 job = ctx.summaries.job(j, step=material.step, trigger="judge", items=final, strategy="fresh",
-                                        judge=True)
+                                        judge=True, max_tokens=min(cfg.max_summary_tokens, cap))
                 summary = await ctx.summaries.make(job)
             summary_id, ids = summary.id, []
     record = ctx.record(j, material.step, "synthesis", task_ids=ids,
                         params={"transcript": True} if material.transcript else None)
     record.summary_id = summary_id
+    record.inline.update(material.inline or {})
     try:
         result = await ctx.call(j, record, json_answer=SOLUTION_SCHEMA,
                                 extra={"agents": [a.role for a in ctx.agents]})
@@ -104,6 +107,7 @@ async def synthesize(ctx: DebateContext, material: SynthesisInput) -> None:
     solution = parse_solution(result.completion.content)
     solution.synthesized_by = j.id
     solution.metadata = result.meta
+    solution.tally = material.tally
     if not solution.parsed:
         ctx.emit(Warning_(message="the judge's answer was not JSON; kept it as the solution text", agent_id=j.id))
     ctx.emit(SynthesisCompleted(solution=solution))

@@ -48,6 +48,15 @@ class RoundsProtocol(DebateProtocol):
                 if await converged_after_phase(ctx, r, self.score_input(r)):
                     return
 
+    def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
+        """A refinement quotes the agent's proposal and a critique from each other agent."""
+        others = [a for a in self.ctx.agents if a.id != agent.id]
+        if not others:
+            return []
+        target = others[0]
+        return [("critique", {"target_name": target.name, "target_role": target.role}, 1),
+                ("refinement", {}, len(self.ctx.agents))]
+
     # ------------------------------------------------------------------ phases
 
     async def _summarization_phase(self, r: int) -> None:
@@ -185,8 +194,11 @@ class RoundsProtocol(DebateProtocol):
             items = ctx.index.perspective_items(agent.id, before)
         if not items:
             return None
+        # The summary shares its views' room with the history and the quotes that come after it.
+        cap = ctx.summaries.reader_cap(agent, "proposal", "propose", share=0.5,
+                                       params={"round": r, "total_rounds": self.total_steps})
         job = ctx.summaries.job(agent, step=r, trigger=trigger, items=items, previous=previous, strategy=strategy,
-                                focus=focus)
+                                focus=focus, max_tokens=min(agent.summarization.max_summary_tokens, cap))
         return await ctx.summaries.make(job)
 
     async def _maybe_manual_summary(self, agent: ResolvedAgent, r: int, phase: Phase) -> None:

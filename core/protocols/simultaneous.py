@@ -6,6 +6,9 @@ the judge synthesizes from the final answers.
 The view is bounded by construction (one round back). When the previous answers do not
 fit the budget, each is replaced by a summary of it (rule-based, per agent, no extra
 call), recorded in the view so `moot context` shows exactly what was sent.
+
+With `debate.final = "majority"` the majority of the last round's answers is the final answer
+(what Du et al. report; no judge call, ties broken by agent order and said so).
 """
 
 from __future__ import annotations
@@ -13,18 +16,32 @@ from __future__ import annotations
 from functools import partial
 
 from ..config import ResolvedAgent
+from ..context.view import ViewTooLarge
+from ..engine.windows import reply_floor
 from ..context.rule_based import SourceItem, summarize_rule_based
 from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
 from ..models.state import Contribution, ViewRecord
+from ..models.terms import Phase
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
+from .majority import conclude_by_vote
 from ..storage.state import find_contribution
 
 
 class SimultaneousProtocol(DebateProtocol):
     name = "simultaneous"
     task_kinds = ("answer", "summarize", "clarify")
+    opening_phase = "answer"
+
+    def opening_params(self, agent: ResolvedAgent) -> dict[str, object]:
+        return {"round": 1, "total_rounds": self.total_steps, "role": agent.role}
+
+    def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
+        """From round 2 an answer quotes every agent's previous answer."""
+        if self.total_steps < 2:
+            return []
+        return [("answer", {"round": 2, "total_rounds": self.total_steps, "role": agent.role}, len(self.ctx.agents))]
 
     async def run(self) -> None:
         ctx = self.ctx
@@ -71,9 +88,13 @@ class SimultaneousProtocol(DebateProtocol):
         """Over budget with the answers verbatim: quote a summary of each instead."""
         if not previous:
             return
-        budget = self.ctx.engine.fit(agent).input_budget
+        fit = self.ctx.engine.fit(agent)
+        budget = fit.input_budget
         scratch = record.model_copy(deep=True)
-        self.ctx.engine.builder.build(scratch, [], budget)
+        try:
+            self.ctx.engine.builder.build(scratch, [], budget, fit.stretch(reply_floor("answer", fit.max_tokens)))
+        except ViewTooLarge:
+            pass  # briefs are the most that can be done; the call itself says what does not fit
         if "quote_limit" not in scratch.task_params:
             return  # fits verbatim
         share = max(64, scratch.tokens.total // max(1, len(previous) + 1))
@@ -90,6 +111,13 @@ class SimultaneousProtocol(DebateProtocol):
             return None
         final = max(rounds)
         return SynthesisInput(final, None, [c.id for c in self._round_answers(final)])
+
+    async def conclude(self, material: SynthesisInput) -> bool:
+        if self.ctx.settings.final != "majority":
+            return False
+        conclude_by_vote(self.ctx, [self.ctx.index.contributions[i] for i in material.contribution_ids],
+                         by="majority")
+        return True
 
     def score_input(self, step: int) -> SynthesisInput:
         return SynthesisInput(step, None, [c.id for c in self._round_answers(step)])

@@ -69,6 +69,8 @@ class ChatRequest:
     """Constrain the reply to JSON (`response_format`) when the endpoint accepts it."""
     tools: Sequence[dict[str, Any]] = ()
     """Function definitions offered to the model (OpenAI `tools`); empty: none."""
+    seed: int | None = None
+    """Sent as the request's `seed` (reproducible sampling where the server honours it)."""
 
 
 @dataclass

@@ -362,6 +362,7 @@ class OpenAIProvider:
                         stream_options={"include_usage": True},
                         response_format=cast("ResponseFormat", fmt) if fmt is not None else openai.omit,
                         tools=cast("Any", list(request.tools)) if request.tools else openai.omit,
+                        seed=request.seed if request.seed is not None else openai.omit,
                     )
             streaming = True
             try:

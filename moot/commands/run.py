@@ -22,15 +22,19 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subcommands) -> None:
-    from moot.core.models.terms import ROLES
+    from moot.core.models.terms import PROTOCOL_NAMES, ROLES
 
     run = sub.add_parser("run", help="run a debate (TUI in a terminal, else headless)")
     run.add_argument("problem", nargs="?", help="the problem statement (or use -p FILE)")
     completes(run.add_argument("-p", "--problem-file", help="read the problem from a file"), "file")
     completes(run.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)"), "file")
     run.add_argument("-a", "--agents", type=role_list, help=f"comma-separated roles: {', '.join(ROLES)}")
-    run.add_argument("--protocol", choices=["rounds", "conversation", "simultaneous"],
-                     help="debate shape (default rounds; see the README)")
+    run.add_argument("--protocol", choices=list(PROTOCOL_NAMES), help="debate shape (default rounds; see the README)")
+    run.add_argument("--samples", type=bounded("samples"), help="vote: how many independent answers (default: one "
+                                                                "per agent)")
+    run.add_argument("--human", action="append", metavar="NAME",
+                     help="take a seat as NAME: you propose, critique and refine (or speak in turn) like an agent; "
+                          "type in the TUI, on stdin headless, or with `moot ctl ID say` (repeat for more people)")
     run.add_argument("-r", "--rounds", type=bounded("rounds"), help="number of rounds (default 3)")
     run.add_argument("--turns", type=bounded("turns"), help="turns of a conversation (default 200)")
     run.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, solution on stdout")

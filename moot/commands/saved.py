@@ -97,13 +97,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         say(f"turns: {sum(len(r.contributions) for r in state.rounds)} messages; rolling summaries: {len(rolls)}")
         for s in rolls[-5:]:
             say(f"  turn {s.round}: {s.agent_id} {s.trigger}, turns 1–{s.covered_count}, "
-                f"{s.metadata.before_tokens}→{s.metadata.after_tokens} tok")
+                f"{s.metadata.before_tokens}→{s.metadata.after_tokens} tok, {s.written_by}")
     for rnd in state.rounds if state.protocol != "conversation" else []:
         kinds: dict[str, int] = {}
         for c in rnd.contributions:
             kinds[c.type] = kinds.get(c.type, 0) + 1
         replaced = {s.id for s in rnd.replaced_summaries}
-        summ = ", ".join(f"{s.agent_id} {s.metadata.before_tokens}→{s.metadata.after_tokens} tok"
+        summ = ", ".join(f"{s.agent_id} {s.metadata.before_tokens}→{s.metadata.after_tokens} tok {s.written_by}"
                          + (" (replaced)" if s.id in replaced else "")
                          for s in [*rnd.replaced_summaries, *rnd.summaries.values()])
         say(f"round {rnd.number}: " + ", ".join(f"{v} {k}s" for k, v in kinds.items())

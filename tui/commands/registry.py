@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import app_commands, inspection, solution, steering
+from . import app_commands, compare, inspection, solution, steering
 from .base import CommandContext, CommandError, UsageError
 
 Handler = Callable[..., None]
@@ -58,6 +58,10 @@ COMMANDS: dict[str, CommandSpec] = {
                     "Without arguments: every agent's context by tier and its next summary. With an "
                     "agent: the exact messages of its latest call (or of its calls in that round).",
                     2, ("agent+judge",), "c · i", run=inspection.context),
+        CommandSpec("compare", "/compare A B [round]",
+                    "Two agents' contributions side by side: the words only one of them wrote marked, the "
+                    "claims only one makes listed; votes or ranks in vote and council debates.",
+                    3, ("agent", "agent"), "", run=compare.compare),
         CommandSpec("pause", "/pause", "Pause the debate at the next call boundary.", 0, (), "p",
                     run=steering.pause),
         CommandSpec("resume", "/resume", "Resume a paused debate.", 0, (), "p", run=steering.resume),

@@ -89,6 +89,23 @@ class Runtime:
         """A moderator note every agent sees from its next call on."""
         raise ReadOnlyError(READ_ONLY)
 
+    @property
+    def can_answer(self) -> bool:
+        """Can a person's answer reach the debate from here (`say`)?"""
+        return self.can_steer
+
+    def say(self, agent_id: str, text: str) -> str | None:
+        """A person's answer to their open turn (`--human`). ValueError (a line to show) when the
+        turn cannot take it; a command id when it went to another process."""
+        raise ReadOnlyError(READ_ONLY)
+
+    def load_draft(self, agent_id: str, slot: str) -> str:
+        """What the person typed for that turn before (a stop, a kill), or ""."""
+        return ""
+
+    def save_draft(self, agent_id: str, slot: str, text: str) -> None:
+        """Keep what the person has typed so far (StoreError when it cannot be written)."""
+
     async def shutdown(self) -> None:
         """Stop whatever runs (the engine, a tail) and wait for it; idempotent."""
 

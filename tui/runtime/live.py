@@ -128,6 +128,19 @@ class LiveRuntime(Runtime):
         self.orchestrator.inject(text)
         return None
 
+    def say(self, agent_id: str, text: str) -> str | None:
+        self.orchestrator.say(agent_id, text, via="editor")
+        return None
+
+    def load_draft(self, agent_id: str, slot: str) -> str:
+        drafts = self.orchestrator.desk.drafts
+        return drafts.load(agent_id, slot) if drafts is not None else ""
+
+    def save_draft(self, agent_id: str, slot: str, text: str) -> None:
+        drafts = self.orchestrator.desk.drafts
+        if drafts is not None:
+            drafts.save(agent_id, slot, text)
+
     async def shutdown(self) -> None:
         task = self._task
         if task is not None and not task.done():

@@ -166,11 +166,15 @@ class ContextScreen(Screen[None]):
             f"call {self.at + 1} of {len(self.calls)} · exact messages · debate {self.state.id}")))
         t = record.tokens
         dropped = f" · {len(record.dropped_ids)} older items dropped" if record.dropped_ids else ""
+        summary = self.index.summaries.get(record.summary_id or "")
+        written = f" ({summary.written_by})" if summary is not None and t.summary else ""
+        compact = " · compact prompts" if record.system_key.endswith("@compact") else ""
         window = (f" · window {k(record.window)} ({record.window_source})"
                   if record.window and record.window_source != "configured" else "")
         self.query_one("#ctx-tiers", Label).update(Text(one_line_safe(
-            f"{record.model} · system {k(t.system)} · summary {k(t.summary)} · history {k(t.history)} · "
-            f"task {k(t.task)} = {k(t.total)} of {k(record.budget)} · answer {k(record.max_tokens)}{window}{dropped}")))
+            f"{record.model} · system {k(t.system)}{compact} · summary {k(t.summary)}{written} · "
+            f"history {k(t.history)} · task {k(t.task)} = {k(t.total)} of {k(record.budget)} · "
+            f"answer {k(record.max_tokens)}{window}{dropped}")))
         area.load_text(call_text(view))
         area.scroll_home(animate=False)
         if self.searching:

@@ -20,7 +20,7 @@ from ...core.context.index import DebateIndex
 from ...core.context.outlook import Outlook, Trigger, outlook
 from ...core.models.state import AgentInfo, DebateState
 from ...core.safety.sanitize import one_line_safe
-from ..format import k
+from ..format import dom_id, k
 from ..widgets.token_gauge import tier_bar
 
 TIERS = ("system", "summary", "history", "task")
@@ -167,7 +167,7 @@ class ContextOverviewScreen(Screen[None]):
                          f"debate {state.id}"), id="ctx-title")
         yield Legend()
         people = [(a, False) for a in state.agents] + ([(state.judge, True)] if state.judge else [])
-        items = [ListItem(AgentOutlook(info, judge), id=f"outlook-{info.id}") for info, judge in people]
+        items = [ListItem(AgentOutlook(info, judge), id=dom_id("outlook", info.id)) for info, judge in people]
         yield ListView(*items, id="ctx-agents")
         yield Footer()
 

@@ -1,7 +1,8 @@
 """The debate screen: header, a grid of agent panes, the event log and the command line.
 
-Three layers, one idea each: `debate_layout.DebateLayout` (what is on screen and where),
-`debate_events.DebateEvents` (what each engine event changes) and `DebateScreen` here — keys,
+Layers, one idea each: `debate_layout.DebateLayout` (what is on screen and where),
+`debate_events.DebateEvents` (what each engine event changes), `debate_seats.DebateSeats` (a
+person's turn: the editor their pane becomes) and `DebateScreen` here — keys,
 the command line and the door (`commands.CommandContext`) that slash commands act through.
 The commands themselves live in `tui/commands/`, one handler each.
 """
@@ -23,13 +24,14 @@ from ..theming import BUNDLED
 from ..widgets.command_input import CommandInput
 from .context import ContextScreen
 from .context_overview import ContextOverviewScreen
-from .debate_events import DebateEvents, agent_usage
+from .debate_events import agent_usage
 from .debate_layout import GRID_CHROME, grid_shape, needs_focus_layout
+from .debate_seats import DebateSeats
 
 __all__ = ["DebateScreen", "GRID_CHROME", "agent_usage", "grid_shape", "needs_focus_layout"]
 
 
-class DebateScreen(DebateEvents):
+class DebateScreen(DebateSeats):
     """One debate, live or recorded."""
 
     CSS_PATH = "debate.tcss"
@@ -123,6 +125,11 @@ class DebateScreen(DebateEvents):
         """The exact messages of the agent's calls: its latest call, or its first in `round_no`."""
         self.app.push_screen(ContextScreen(self.state, self.index, agent_id, round_no))
 
+    def open_compare(self, a: str, b: str, step: int | None = None) -> None:
+        from .compare import CompareScreen
+
+        self.app.push_screen(CompareScreen(self.state, self.index, a, b, step))
+
     def open_help(self) -> None:
         from .help import HelpScreen
 
@@ -148,6 +155,8 @@ class DebateScreen(DebateEvents):
             return self.can_go_back or self.zoomed is not None
         if action == "next_agent":
             return self.compact and self.zoomed is None
+        if action == "edit_turn":
+            return bool(self.editors) and not any(e.text_area is self.focused for e in self.editors.values())
         return True
 
     def action_summarize(self) -> None:

@@ -35,6 +35,7 @@ from ...core.events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -231,6 +232,7 @@ class DebateEvents(DebateLayout):
                                    if v.call_id == call_id), 0)
                     pane.call_later(pane.gauge.update_view, tokens, budget)
             case (DebateResumed() | RoundStarted() | PhaseCompleted() | Token() | Warning_() | NoteInjected()
+                  | SeatAnswered()
                   | Converged() | BudgetReached() | WindowLearned() | ToolsReady()):
                 pass  # the header and the event log show these
             case _:

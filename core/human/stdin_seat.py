@@ -1,0 +1,143 @@
+"""The headless seat: a person's turn shown on stderr, their answer read from stdin.
+
+When a person's turn opens, the messages they are asked (the view an agent in their seat would
+be sent) are printed to stderr, then their answer is read from stdin: every line until one that
+holds only `.`, or the end of input. Each line read is saved as the turn's draft, so a debate
+killed mid-answer keeps what was typed (a resume prints it and reads on). An answer the turn
+refuses (too long) is said in one line and read again. Another process may answer meanwhile
+(`moot ctl ID say`): the seat then moves on, keeping the lines typed since for the next turn.
+With stdin at its end, or a terminal this process does not own (a background job), the turns
+wait for `moot ctl ID say`, as a line on stderr says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, TextIO
+
+from ..safety.sanitize import one_line_safe, terminal_safe
+from ..tokens import count_messages
+from .desk import HumanDesk, Turn
+from .stdin_lines import StdinLines, can_read_stdin, stdin_lines
+
+END = "."
+"""A line holding only this ends an answer."""
+
+
+def turn_title(turn: Turn) -> str:
+    if turn.phase == "turn":
+        return f"message, turn {turn.round}"
+    target = f" of {turn.target_agent_id}'s proposal" if turn.target_agent_id else ""
+    return f"{turn.phase}{target}, round {turn.round}"
+
+
+def render_turn(turn: Turn, name: str, *, with_system: bool = True) -> str:
+    """What the person is shown: every message of their view, labelled, terminal-safe."""
+    n = count_messages(turn.messages, turn.model)
+    lines = [f"━━ your turn, {one_line_safe(name, 60)}: {turn_title(turn)} ━━ "
+             f"(what you are asked: {len(turn.messages)} messages, {n:,} tokens)"]
+    for m in turn.messages:
+        if m["role"] == "system" and not with_system:
+            lines.append("── system ── (as in your first turn)")
+            continue
+        lines += [f"── {m['role']} ──", terminal_safe(m["content"]).rstrip()]
+    return "\n".join(lines)
+
+
+class StdinSeat:
+    """Serves the people's turns on stdin and stderr until cancelled."""
+
+    def __init__(self, desk: HumanDesk, debate_id: str, names: dict[str, str], out: TextIO,
+                 lines: StdinLines | None = None) -> None:
+        self.desk = desk
+        self.debate_id = debate_id
+        self.names = names
+        self.out = out
+        self.lines = lines or stdin_lines()
+        self._opened: asyncio.Queue[Turn] = asyncio.Queue()
+        self._shown_system: set[str] = set()
+        self._readable = can_read_stdin()
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def _on_turn(self, turn: Turn, opened: bool) -> None:
+        if opened:
+            self._opened.put_nowait(turn)
+
+    def _ctl_hint(self, turn: Turn) -> str:
+        seat = f" --as {turn.agent_id}" if len(self.names) > 1 else ""
+        return f"moot ctl {self.debate_id}{seat} say \"…\""
+
+    async def run(self) -> None:
+        self.desk.watch(self._on_turn)
+        try:
+            while True:
+                turn = await self._opened.get()
+                if turn.answer.done():
+                    continue
+                await self._serve(turn)
+        finally:
+            self.desk.unwatch(self._on_turn)
+
+    async def _serve(self, turn: Turn) -> None:
+        name = self.names.get(turn.agent_id, turn.agent_id)
+        self._say(render_turn(turn, name, with_system=turn.agent_id not in self._shown_system))
+        self._shown_system.add(turn.agent_id)
+        what = "message" if turn.phase == "turn" else turn.phase
+        if not self._readable or self.lines.eof:
+            why = "stdin is not this process's to read (a background job)" if not self._readable else "stdin has ended"
+            self._say(f"━━ {why}: answer with `{self._ctl_hint(turn)}` from another shell")
+            return
+        drafts = self.desk.drafts
+        typed = drafts.load(turn.agent_id, turn.slot) if drafts is not None else ""
+        if typed:
+            self._say(f"── your saved draft (kept; type on to add to it) ──\n{terminal_safe(typed).rstrip()}")
+        self._say(f"━━ type your {what}; end it with a line holding only \"{END}\" (or end of input); "
+                  f"`{self._ctl_hint(turn)}` from another shell works too")
+        while not turn.answer.done():
+            line = await self._next_line(turn)
+            if line is None:
+                return  # answered elsewhere, or the debate stopped
+            ended = line == "" or line.rstrip("\r\n") == END
+            if not ended:
+                typed += line
+                self._save(turn, typed)
+                continue
+            if not typed.strip():
+                if line == "":
+                    self._say(f"━━ stdin has ended: answer with `{self._ctl_hint(turn)}` from another shell")
+                    return
+                self._say("━━ nothing typed yet: type your answer, then a line holding only \".\"")
+                continue
+            try:
+                self.desk.submit(turn.agent_id, typed, via="stdin")
+            except ValueError as exc:
+                self._say(f"━━ {one_line_safe(str(exc), 300)}; type it again")
+                typed = ""
+                if line == "":
+                    return
+
+    async def _next_line(self, turn: Turn) -> str | None:
+        """The next line, or None when the turn closed first (its line, if any, stays queued)."""
+        reading: asyncio.Future[Any] = asyncio.ensure_future(self.lines.readline())
+        closed: asyncio.Future[Any] = asyncio.ensure_future(asyncio.shield(turn.answer))
+        try:
+            await asyncio.wait([reading, closed], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if closed.done() and not closed.cancelled():
+                closed.exception()  # a stop: the engine's side reports it
+            closed.cancel()
+            if not reading.done():
+                reading.cancel()
+        if reading.done() and not reading.cancelled():
+            return reading.result()
+        return None
+
+    def _save(self, turn: Turn, text: str) -> None:
+        if self.desk.drafts is None:
+            return
+        try:
+            self.desk.drafts.save(turn.agent_id, turn.slot, text)
+        except Exception as exc:  # noqa: BLE001 - the text is still here; say so once per line
+            self._say(f"━━ the draft could not be saved: {one_line_safe(str(exc), 200)}")
