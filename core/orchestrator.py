@@ -22,6 +22,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import ResolvedAgent, public_config, resolve_agent
 from .context.index import DebateIndex
 from .control.commands import ControlCommand
+from .context.recall_tier import Recaller
 from .context.view import ViewBuilder
 from .engine.calls import CallEngine, endpoint_of
 from .engine.gate import BudgetExhausted, Gate, StopRequested
@@ -53,6 +54,7 @@ from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
 from .protocols.judging import synthesize
 from .providers.pool import ProviderPool
+from .search.live import LiveIndex
 from .safety.secrets import redact
 from .storage.state import apply, new_state
 from .tools.references import changed_files
@@ -244,6 +246,11 @@ class Orchestrator:
     def find_agent(self, name: str) -> ResolvedAgent | None:
         """A debater by id, name or role (see `moot.core.agents.find_agent`); not the judge."""
         return find_agent(name, self.agents)
+
+    def attach_search(self, live: LiveIndex) -> None:
+        """Index every text as it is emitted, and let views recall from that index."""
+        self.bus.listen(live.on_event)
+        self.engine.recaller = Recaller(live, self.index)
 
     # ------------------------------------------------------------------ events
 

@@ -23,11 +23,12 @@ from .models.config import MootConfig
 from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
 from .providers.pool import ProviderPool, default_provider_name
+from .search.live import LiveIndex
 from .storage.folder import DebateFolder
 from .storage.lock import DebateLock
 from .storage.log_writer import EventLogWriter
 from .storage.state_dir import StateDir, default_state_dir, new_debate_id
-from .search.index import SearchIndex
+from .search.index import SearchIndex, open_index
 from .tools.references import ReferenceSet, scan
 
 
@@ -53,6 +54,8 @@ class DebateSession:
     lock: DebateLock
     providers: ProviderPool
     writer: EventLogWriter
+    search: LiveIndex | None = None
+    """The debate's search index, fed as events are emitted (see `moot.core.search.live`)."""
     _writer_sub: Subscription | None = None
     _writer_task: asyncio.Task[None] | None = None
     _inbox_task: asyncio.Task[None] | None = None
@@ -164,6 +167,8 @@ class DebateSession:
             if self.writer_error is None and self.people and drafts is not None:
                 drafts.prune(self.state.all_contributions(), set(self.people))  # the log holds them all
         await self.providers.aclose()
+        if self.search is not None:
+            self.search.close()
         if self.orchestrator.grounding is not None:
             await self.orchestrator.grounding.aclose()
         self.folder.discard()  # never started (no first event on disk): leave nothing behind
@@ -204,7 +209,7 @@ def _grounding(config: MootConfig, refs: ReferenceSet | None,
             require_sdk()
         except McpUnavailable as exc:
             raise ConfigError(str(exc)) from None
-    return lambda people: Grounding.build(config, people, refs, lambda: SearchIndex.for_folder(folder().path))
+    return lambda people: Grounding.build(config, people, refs, lambda: open_index(folder().path))
 
 
 def new_session(
@@ -236,9 +241,22 @@ def new_session(
     except BaseException:
         folder.discard()
         raise
-    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder), _search(orch, folder))
     session.seat_people()
     return session
+
+
+def _search(orch: Orchestrator, folder: DebateFolder, log_seq: int | None = None) -> LiveIndex:
+    """The debate's search index, listening to its events (opened now for a resumed debate, whose
+    index is synced with its log first; at its first text for a new one)."""
+    def warn(message: str) -> None:
+        orch.emit(Warning_(message=message))
+
+    live = LiveIndex(folder, warn)
+    if log_seq is not None:
+        live.open(log_seq)
+    orch.attach_search(live)
+    return live
 
 
 def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | None = None) -> DebateSession:
@@ -266,10 +284,11 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
                             grounding=_grounding(config, _references(config, resuming=True), lambda: folder))
         for agent in [*orch.agents, orch.judge]:
             providers.get(agent)
+        search = _search(orch, folder, state.last_seq)
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder), search)
     session.seat_people()
     if session.people and orch.desk.drafts is not None:  # turns recorded before a kill: their drafts go
         orch.desk.drafts.prune(state.all_contributions(), set(session.people))

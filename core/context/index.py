@@ -195,6 +195,14 @@ class DebateIndex:
             return []
         return [self.contributions[i] for i in items.window(self._after(summary), before)]
 
+    def covered_items(self, agent_id: str, summary: Summary | None) -> list[Contribution]:
+        """The agent's perspective items that `summary` stands in for (none without one)."""
+        items = self._perspective.get(agent_id)
+        after = self._after(summary)
+        if items is None or after is None:
+            return []
+        return [self.contributions[i] for i in items.ids[: bisect_right(items.keys, after)]]
+
     def perspective_size(self, agent_id: str) -> int:
         items = self._perspective.get(agent_id)
         return len(items) if items else 0

@@ -5,10 +5,11 @@ messages by `render_messages`. The live call sends exactly what `render_messages
 returns, and `moot context` calls the same function on the stored record, so what
 is shown is byte for byte what was sent.
 
-Messages: system prompt · summary of older history (if any) · recent items verbatim
-(if any) · the phase's task. In the `rounds` protocol the history is the agent's
-perspective; in a `conversation` it is the shared transcript (the system message then
-also states the topic).
+Messages: system prompt · summary of older history (if any) · recalled items (if any) ·
+recent items verbatim (if any) · the phase's task. In the `rounds` protocol the history is
+the agent's perspective; in a `conversation` it is the shared transcript (the system message
+then also states the topic). The recall tier — old items the summary covers, brought back
+verbatim when the debate returns to them — is a block of its own (`recall_tier`).
 
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
 full answer reserve, and a `stretch`: how many more tokens it may take from the answer
@@ -18,13 +19,14 @@ into that list):
 
 0. prompts: the compact system prompt and task template (`core/prompts/compact/`) when
    the full ones would take more than `COMPACT_SHARE` of the budget;
-1. history: the oldest verbatim items (a marker says how many);
-2. quotes: quoted material in the task (a critique's target, the critiques received,
+1. recall: the recalled items, the least relevant first (the record counts them as dropped);
+2. history: the oldest verbatim items (a marker says how many);
+3. quotes: quoted material in the task (a critique's target, the critiques received,
    the judge's material) is shortened, down to `QUOTE_FLOOR` tokens each;
-3. the answer: the view takes up to `stretch` tokens more, so the caller's reply limit
+4. the answer: the view takes up to `stretch` tokens more, so the caller's reply limit
    shrinks toward its floor (it is computed from what the view left);
-4. last resorts: quotes below the floor, then the summary;
-5. refusal: `ContextOverflow`, carrying the smallest size the view could have.
+5. last resorts: quotes below the floor, then the summary;
+6. refusal: `ContextOverflow`, carrying the smallest size the view could have.
 
 Summaries are made to fit before they are used (their caps come from the room the views
 that read them have: see `moot.core.engine.summaries`). A conversation rolls its summary
@@ -40,6 +42,7 @@ from .. import tokens
 from .index import DebateIndex
 from .reads import reads_note
 from .tool_messages import references_message, tool_messages
+from .recall_tier import give_way, recall_message
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
 from ..prompts import COMPACT, render
@@ -200,6 +203,8 @@ def render_messages(record: ViewRecord, index: DebateIndex) -> list[Message]:
     if record.summary_id and record.phase in HISTORY_PHASES:
         summary = summary_message(index.summaries[record.summary_id], conversation)
         messages.append({"role": "user", "content": summary})
+    if (recalled := recall_message(record, index, lambda c: item_label(c, record.agent_id, index))) is not None:
+        messages.append(recalled)
     ids = history_ids(record, index)
     if ids or record.dropped_ids:
         owner = record.agent_id
@@ -220,9 +225,12 @@ def tier_tokens(record: ViewRecord, messages: list[Message]) -> TierTokens:
         t.references = tokens.count_message(rest.pop(), m)
     if record.summary_id and record.phase in HISTORY_PHASES and rest:
         t.summary = tokens.count_message(rest.pop(0), m)
+    if record.recall is not None and record.recall.items and rest:
+        t.recall = tokens.count_message(rest.pop(0), m)
     if rest:
         t.history = tokens.count_message(rest[0], m)
-    t.total = t.system + t.summary + t.history + t.references + t.task + tokens.REPLY_PRIMING
+    t.total = (t.system + t.summary + t.recall + t.history + t.references + t.task
+               + tokens.REPLY_PRIMING)
     return t
 
 
@@ -263,7 +271,7 @@ class ViewBuilder:
         """Tokens left in `budget` beside the fixed part of `record`'s view: its prompts (compact
         where `build` would choose them) and its task, without summary, history or quoted material."""
         probe = record.model_copy(update={"summary_id": None, "contribution_ids": [], "dropped_ids": [],
-                                          "task_contribution_ids": [], "history_turns": None,
+                                          "task_contribution_ids": [], "history_turns": None, "recall": None,
                                           "task_params": dict(record.task_params), "inline": {}})
         self.choose_prompts(probe, budget)
         return budget - self._count(probe)[1]
@@ -274,7 +282,7 @@ class ViewBuilder:
 
     def build(self, record: ViewRecord, history: list[Contribution], budget: int, stretch: int = 0) -> list[Message]:
         """Fill `record` (prompts, history ids, quote limit, tokens, budget) so the view fits
-        `budget`, or `budget + stretch` once tiers 0–2 are spent (see the module doc); return
+        `budget`, or `budget + stretch` once tiers 0–3 are spent (see the module doc); return
         its messages. Raises `ViewTooLarge` when even the smallest view does not fit."""
         record.budget = budget
         record.history_turns = None
@@ -285,18 +293,22 @@ class ViewBuilder:
         keep: list[Contribution] = list(history)
         record.contribution_ids = [c.id for c in keep]
         messages, total = self._count(record)
-        if total > budget and keep:  # tier 1: the oldest verbatim items
+        while total > budget and record.recall is not None and record.recall.items:  # tier 1: recalled items
+            record.recall = give_way(record.recall, total - budget, m, self.index,
+                                     lambda c: item_label(c, record.agent_id, self.index))
+            messages, total = self._count(record)
+        if total > budget and keep:  # tier 2: the oldest verbatim items
             keep = self._drop_oldest(record, keep, messages, budget)
             messages, total = self._count(record)
         if total > budget:
-            fitted = self._shorten_quotes(record, budget, QUOTE_FLOOR)  # tier 2
-            if fitted is None and stretch > 0:  # tier 3: the answer gives way
+            fitted = self._shorten_quotes(record, budget, QUOTE_FLOOR)  # tier 3
+            if fitted is None and stretch > 0:  # tier 4: the answer gives way
                 record.task_params["quote_limit"] = QUOTE_FLOOR
                 messages, total = self._count(record)
                 if total <= budget + stretch:
                     fitted = messages, total
                     record.budget = budget + stretch
-            if fitted is None:  # tier 4
+            if fitted is None:  # tier 5
                 fitted = self._last_resorts(record, budget + stretch)
                 record.budget = budget + stretch
             messages, total = fitted
@@ -357,7 +369,7 @@ class ViewBuilder:
         return best
 
     def _last_resorts(self, record: ViewRecord, budget: int) -> tuple[list[Message], int]:
-        """Tier 4: quotes below the floor, then the summary; raise `ViewTooLarge` when nothing
+        """Tier 5: quotes below the floor, then the summary; raise `ViewTooLarge` when nothing
         more can give."""
         fitted = self._shorten_quotes(record, budget, MIN_QUOTE)
         if fitted is None and record.summary_id and record.phase in HISTORY_PHASES:

@@ -25,7 +25,8 @@ from typing import assert_never
 from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
-from ..context.view import ViewBuilder
+from ..context.recall_tier import Recaller, RecallRequest, query_texts
+from ..context.view import ViewBuilder, item_label, render_task
 from .gate import Gate, StopRequested
 from .grounding import Grounding
 from .tool_loop import ToolLoop
@@ -33,7 +34,7 @@ from .windows import Fit, Windows, reply_floor
 from ..context.view import ViewTooLarge
 from ..errors import ContextOverflow, ContextTooLong, ProviderError, ToolsRefused
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
-from ..models.state import CallMetadata, Contribution, ViewRecord
+from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
 from ..pricing import call_cost
 from ..providers.base import (
     CallHint,
@@ -90,6 +91,8 @@ class CallSpec:
     limit is asked again once with more room."""
     context_setting: str = "context.max_context_tokens"
     """The setting `context_tokens` comes from, named when a view cannot fit it."""
+    recall: RecallRequest | None = None
+    """A recall tier for this view: which old items may come back, and its token cap."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ class CallEngine:
     windows: Windows = field(default_factory=Windows)
     grounding: Grounding | None = None
     """The references and tools calls may read (None: a debate without them)."""
+    recaller: Recaller | None = None
+    """The debate's search index, once open: without it views recall nothing."""
 
     def __post_init__(self) -> None:
         self._sem = asyncio.Semaphore(self.max_concurrency)
@@ -201,7 +206,9 @@ class CallEngine:
             finally:
                 self.in_flight -= 1
                 self.seats_open -= agent.is_person
-                self.report_pause()
+                # Said after the caller has recorded what the call wrote (it does so as soon as this
+                # returns): "paused, no call in flight" never comes before the last call's contribution.
+                asyncio.get_running_loop().call_soon(self.report_pause)
 
     def report_pause(self) -> None:
         """Once paused with no call in flight, say so (once): from then on nothing runs."""
@@ -216,11 +223,13 @@ class CallEngine:
         refusals = 0
         extra_room = 0
         spent: list[Completion] = []
+        recalled = self.recall(spec)
         while True:
             fit = self.fit(agent, spec.context_tokens, spec.max_tokens, model)
             budget = min(spec.budget, fit.input_budget) if spec.budget else fit.input_budget
             floor = reply_floor(record.phase, fit.max_tokens)
             record.window, record.window_source, record.count_ratio = fit.window, fit.source, fit.ratio
+            record.recall = recalled  # the builder lets it give way by replacing it, never by changing it
             access = self.grounding.access(agent, provider, record.phase) if self.grounding else None
             record.inline.pop("references", None)
             if self.grounding is not None and access == "tools":
@@ -333,6 +342,19 @@ class CallEngine:
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
         reads = tuple(dict.fromkeys(r.extract for step in record.tool_steps for r in step.results if r.ok))
         return CallResult(completion, meta, reads)
+
+    def recall(self, spec: CallSpec) -> RecallRecord | None:
+        """The recall tier chosen for a call, before its view is fitted (None: none asked for, no
+        index, or nothing found)."""
+        if spec.recall is None or self.recaller is None:
+            return None
+        record = spec.record
+        index = self.builder.index
+        history = list(spec.history)
+        texts = query_texts(history, record, render_task(record, index), index.prompts.get(record.task_key, ""))
+        in_view = [c.id for c in history] + list(record.task_contribution_ids)
+        return self.recaller.choose(record, spec.recall, texts, lambda c: item_label(c, record.agent_id, index),
+                                    exclude=in_view)
 
     def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, quotes: int = 0, context_tokens: int | None = None,
                    max_tokens: int | None = None, setting: str = "context.max_context_tokens") -> None:

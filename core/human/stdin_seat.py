@@ -13,7 +13,7 @@ wait for `moot ctl ID say`, as a line on stderr says.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from ..safety.sanitize import one_line_safe, terminal_safe
 from ..tokens import count_messages
@@ -31,24 +31,38 @@ def turn_title(turn: Turn) -> str:
     return f"{turn.phase}{target}, round {turn.round}"
 
 
-def render_turn(turn: Turn, name: str, *, with_system: bool = True) -> str:
-    """What the person is shown: every message of their view, labelled, terminal-safe."""
+def render_turn(turn: Turn, name: str, *, with_system: bool = True, plain: bool = False) -> str:
+    """What the person is shown: every message of their view, labelled, terminal-safe (`plain`:
+    labelled in words, for a screen reader, as plain mode reads everything else)."""
     n = count_messages(turn.messages, turn.model)
-    lines = [f"━━ your turn, {one_line_safe(name, 60)}: {turn_title(turn)} ━━ "
-             f"(what you are asked: {len(turn.messages)} messages, {n:,} tokens)"]
-    for m in turn.messages:
+    about = f"what you are asked: {len(turn.messages)} messages, {n:,} tokens"
+    lines = [f"Your turn, {one_line_safe(name, 60)}: {turn_title(turn)} ({about})." if plain
+             else f"━━ your turn, {one_line_safe(name, 60)}: {turn_title(turn)} ━━ ({about})"]
+    for i, m in enumerate(turn.messages, 1):
         if m["role"] == "system" and not with_system:
-            lines.append("── system ── (as in your first turn)")
+            lines.append("Message 1, system: as in your first turn." if plain
+                         else "── system ── (as in your first turn)")
             continue
-        lines += [f"── {m['role']} ──", terminal_safe(m["content"]).rstrip()]
+        label = f"Message {i}, {m['role']}:" if plain else f"── {m['role']} ──"
+        lines += [label, terminal_safe(m["content"]).rstrip()]
     return "\n".join(lines)
+
+
+class LineReader(Protocol):
+    """Where a seat reads its lines: stdin (`StdinLines`), or plain mode's lines that are no command."""
+
+    @property
+    def eof(self) -> bool:
+        """No line is left to read."""
+
+    async def readline(self) -> str: ...
 
 
 class StdinSeat:
     """Serves the people's turns on stdin and stderr until cancelled."""
 
     def __init__(self, desk: HumanDesk, debate_id: str, names: dict[str, str], out: TextIO,
-                 lines: StdinLines | None = None) -> None:
+                 lines: LineReader | None = None, plain: bool = False) -> None:
         self.desk = desk
         self.debate_id = debate_id
         self.names = names
@@ -57,9 +71,15 @@ class StdinSeat:
         self._opened: asyncio.Queue[Turn] = asyncio.Queue()
         self._shown_system: set[str] = set()
         self._readable = can_read_stdin()
+        self.plain = plain
+        """Plain mode: the seat's lines in words, without the rules a screen reader would spell out."""
 
     def _say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def _note(self, text: str) -> None:
+        """A line of the seat's own (not the person's view): marked, or in plain mode a sentence."""
+        self._say(f"{text[:1].upper()}{text[1:]}." if self.plain else f"━━ {text}")
 
     def _on_turn(self, turn: Turn, opened: bool) -> None:
         if opened:
@@ -82,18 +102,20 @@ class StdinSeat:
 
     async def _serve(self, turn: Turn) -> None:
         name = self.names.get(turn.agent_id, turn.agent_id)
-        self._say(render_turn(turn, name, with_system=turn.agent_id not in self._shown_system))
+        self._say(render_turn(turn, name, with_system=turn.agent_id not in self._shown_system, plain=self.plain))
         self._shown_system.add(turn.agent_id)
         what = "message" if turn.phase == "turn" else turn.phase
         if not self._readable or self.lines.eof:
             why = "stdin is not this process's to read (a background job)" if not self._readable else "stdin has ended"
-            self._say(f"━━ {why}: answer with `{self._ctl_hint(turn)}` from another shell")
+            self._note(f"{why}: answer with `{self._ctl_hint(turn)}` from another shell")
             return
         drafts = self.desk.drafts
         typed = drafts.load(turn.agent_id, turn.slot) if drafts is not None else ""
         if typed:
-            self._say(f"── your saved draft (kept; type on to add to it) ──\n{terminal_safe(typed).rstrip()}")
-        self._say(f"━━ type your {what}; end it with a line holding only \"{END}\" (or end of input); "
+            mark = "Your saved draft, kept; type on to add to it:" if self.plain else (
+                "── your saved draft (kept; type on to add to it) ──")
+            self._say(f"{mark}\n{terminal_safe(typed).rstrip()}")
+        self._note(f"type your {what}; end it with a line holding only \"{END}\" (or end of input); "
                   f"`{self._ctl_hint(turn)}` from another shell works too")
         while not turn.answer.done():
             line = await self._next_line(turn)
@@ -106,14 +128,14 @@ class StdinSeat:
                 continue
             if not typed.strip():
                 if line == "":
-                    self._say(f"━━ stdin has ended: answer with `{self._ctl_hint(turn)}` from another shell")
+                    self._note(f"stdin has ended: answer with `{self._ctl_hint(turn)}` from another shell")
                     return
-                self._say("━━ nothing typed yet: type your answer, then a line holding only \".\"")
+                self._note("nothing typed yet: type your answer, then a line holding only \".\"")
                 continue
             try:
                 self.desk.submit(turn.agent_id, typed, via="stdin")
             except ValueError as exc:
-                self._say(f"━━ {one_line_safe(str(exc), 300)}; type it again")
+                self._note(f"{one_line_safe(str(exc), 300)}; type it again")
                 typed = ""
                 if line == "":
                     return
@@ -140,4 +162,4 @@ class StdinSeat:
         try:
             self.desk.drafts.save(turn.agent_id, turn.slot, text)
         except Exception as exc:  # noqa: BLE001 - the text is still here; say so once per line
-            self._say(f"━━ the draft could not be saved: {one_line_safe(str(exc), 200)}")
+            self._note(f"the draft could not be saved: {one_line_safe(str(exc), 200)}")

@@ -28,6 +28,8 @@ MaxLength = Annotated[int, Field(ge=100)]
 MaxSummaryTokens = Annotated[int, Field(ge=32)]
 ContextTokens = Annotated[int, Field(ge=256)]
 ReserveTokens = Annotated[int, Field(ge=16)]
+RecallTokens = Annotated[int, Field(ge=0)]
+"""0 turns the recall tier off as `recall = false` does."""
 
 
 class SummarizationConfig(_Strict):
@@ -76,6 +78,11 @@ class ContextConfig(_Strict):
     """The whole request (messages) plus the reserved output must fit here."""
     reserve_output_tokens: ReserveTokens = 1000
     """Tokens kept free for the model's answer; also the call's max_tokens."""
+    recall: bool = False
+    """The recall tier (`rounds`, `simultaneous`): old items of the agent's own history that only its
+    summary covers come back verbatim when the debate returns to them (see README, Recall)."""
+    recall_tokens: RecallTokens | None = None
+    """Cap of the recall tier; default a tenth of the view's budget."""
 
     @model_validator(mode="after")
     def _reserve_fits(self) -> ContextConfig:
@@ -96,6 +103,8 @@ class ContextOverrides(_Strict):
 
     max_context_tokens: ContextTokens | None = None
     reserve_output_tokens: ReserveTokens | None = None
+    recall: bool | None = None
+    recall_tokens: RecallTokens | None = None
 
 
 def merge(base: _M, overrides: BaseModel | None) -> _M:
@@ -159,6 +168,12 @@ class ConversationConfig(_Strict):
     """Cap of the verbatim messages; past it the summary rolls forward early."""
     reserve_output_tokens: ReserveTokens = 1000
     """Kept free for each turn's answer (its max_tokens)."""
+    recall: bool = True
+    """The recall tier: old messages the summary covers come back verbatim when the conversation
+    returns to them (see README, Recall)."""
+    recall_tokens: RecallTokens | None = None
+    """Cap of the recall tier, taken from the verbatim window's share (`recent_tokens`); default a
+    tenth of `recent_tokens`."""
     score_every: int | None = Field(None, ge=1)
     """With `termination = "convergence"`: the judge scores convergence every this many turns."""
 
@@ -174,6 +189,19 @@ class ConversationConfig(_Strict):
     @property
     def input_budget(self) -> int:
         return self.max_context_tokens - self.reserve_output_tokens
+
+    @property
+    def recall_cap(self) -> int:
+        """Tokens of the recall tier (0: off)."""
+        if not self.recall:
+            return 0
+        return min(self.recent_tokens // 2, self.recent_tokens // 10 if self.recall_tokens is None
+                   else self.recall_tokens)
+
+    @property
+    def window_cap(self) -> int:
+        """The verbatim window's cap: `recent_tokens` less what the recall tier takes of it."""
+        return self.recent_tokens - self.recall_cap
 
 
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]

@@ -134,6 +134,8 @@ class Summary(BaseModel):
 class TierTokens(BaseModel):
     system: int = 0
     summary: int = 0
+    recall: int = 0
+    """Old items the summary covers, brought back verbatim (the recall tier)."""
     history: int = 0
     task: int = 0
     tools: int = 0
@@ -142,6 +144,33 @@ class TierTokens(BaseModel):
     """The retrieval tier: reference passages, where tools cannot be called."""
     total: int = 0
     """Whole request in chat format (tiers plus per-message overhead)."""
+
+
+class RecalledItem(BaseModel):
+    """One item of a view's recall tier, and why it was recalled."""
+
+    id: str
+    """The contribution (a conversation's message, an item of the agent's perspective)."""
+    score: float
+    """The sum of the inverse document frequencies of the rare query words it holds."""
+    terms: list[str] = Field(default_factory=list)
+    """Those words, the rarest first."""
+    span: tuple[int, int] | None = None
+    """For a long item, the passage around the match that was sent: character offsets into its
+    content (None: the whole item)."""
+
+
+class RecallRecord(BaseModel):
+    """What a view recalled: enough to rebuild it without searching again."""
+
+    query: list[str] = Field(default_factory=list)
+    """The rare words of the latest messages and the task that were searched, rarest first."""
+    items: list[RecalledItem] = Field(default_factory=list)
+    """Sent, best first (rendered oldest first)."""
+    cap: int = 0
+    """The tier's token cap."""
+    dropped: int = 0
+    """Items found and chosen that gave way for the view to fit its budget."""
 
 
 class ViewRecord(BaseModel):
@@ -168,6 +197,8 @@ class ViewRecord(BaseModel):
     of `contribution_ids` (so a 10,000-turn log does not repeat fifty ids a turn)."""
     task_contribution_ids: list[str] = Field(default_factory=list)
     """Contributions quoted inside the task (the critique's target, the critiques received)."""
+    recall: RecallRecord | None = None
+    """The recall tier: old items brought back verbatim (None: the tier was off or found nothing)."""
     inline: dict[str, str] = Field(default_factory=dict)
     """Text used in the view that is not a stored contribution (e.g. summarization input)."""
     tokens: TierTokens = Field(default_factory=TierTokens)

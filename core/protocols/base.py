@@ -23,6 +23,7 @@ from typing import ClassVar, TypedDict
 
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
+from ..context.recall_tier import RecallRequest
 from ..engine.calls import CallEngine, CallResult, CallSpec
 from ..engine.gate import BudgetExhausted, Gate, StopRequested
 from ..engine.summaries import Summaries
@@ -31,6 +32,7 @@ from ..models.config import AgentConfig, DebateSettings, MootConfig
 from ..models.state import Contribution, DebateState, Tally, ViewRecord
 from ..models.terms import ContributionType, Phase, ProtocolName
 from ..providers.base import CallHint, JsonAnswer
+from ..search.recall import RecallScope
 
 
 class DebateAborted(Exception):
@@ -137,8 +139,9 @@ class DebateContext:
                    budget: int | None = None, context_tokens: int | None = None, max_tokens: int | None = None,
                    json_answer: JsonAnswer | None = None, target: ResolvedAgent | None = None,
                    extra: dict[str, object] | None = None,
-                   context_setting: str = "context.max_context_tokens") -> CallResult:
-        """One call through the engine."""
+                   context_setting: str = "context.max_context_tokens",
+                   recall: RecallRequest | None = None) -> CallResult:
+        """One call through the engine (`recall`: its view gets a recall tier)."""
         more = dict(extra or {})
         people = [a.name for a in self.agents if a.is_person and a.id != agent.id]
         if people:  # the demo provider answers what they wrote by name
@@ -152,7 +155,19 @@ class DebateContext:
         return await self.engine.call(CallSpec(agent=agent, record=record, hint=hint, history=history,
                                                budget=budget, context_tokens=context_tokens,
                                                max_tokens=max_tokens, json_answer=json_answer,
-                                               context_setting=context_setting))
+                                               context_setting=context_setting, recall=recall))
+
+    def perspective_recall(self, agent: ResolvedAgent, covered: Sequence[Contribution],
+                           kinds: tuple[str, ...]) -> RecallRequest | None:
+        """A recall tier over the agent's own older history that only its summary covers (`rounds`,
+        `simultaneous`, when `context.recall` is on for it)."""
+        cfg = agent.context
+        cap = cfg.input_budget // 10 if cfg.recall_tokens is None else cfg.recall_tokens
+        if not cfg.recall or cap <= 0 or not covered:
+            return None
+        scope = RecallScope(kinds=kinds, max_step=max(c.round for c in covered), population=len(covered),
+                            only=frozenset(c.id for c in covered))
+        return RecallRequest(scope, min(cap, cfg.input_budget // 2))
 
     def add_contribution(self, agent: ResolvedAgent, step: int, kind: ContributionType, result: CallResult,
                          target: ResolvedAgent | None = None) -> Contribution:

@@ -66,8 +66,10 @@ class SimultaneousProtocol(DebateProtocol):
                                 params={"round": r, "total_rounds": self.total_steps, "role": agent.role,
                                         **({"own_answer_id": own.id} if own else {})})
             self._fit(agent, record, previous)
+            # Its answers from before the previous round are in no view: recall brings them back.
+            older = ctx.index.perspective_items(agent.id, (r - 1, 0))
             try:
-                result = await ctx.call(agent, record)
+                result = await ctx.call(agent, record, recall=ctx.perspective_recall(agent, older, ("answer",)))
             except ProviderError as exc:
                 if ctx.settings.on_error == "stop":
                     raise DebateAborted(f"{agent.id} answer in round {r} failed: {exc}") from None

@@ -53,6 +53,9 @@ class CommandContext(Protocol):
 
     def open_help(self) -> None: ...
 
+    def open_debates(self) -> None:
+        """The saved debates (the sessions screen), to open another one."""
+
     def open_compare(self, a: str, b: str, step: int | None = None) -> None:
         """Agents `a` and `b` side by side (`/compare`)."""
 

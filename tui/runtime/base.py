@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.events import Event
 from ...core.models.state import DebateState
+from ...core.storage.folder import DebateFolder
 
 READ_ONLY = "read-only: no process is running this debate"
 BACKLOG = 300
@@ -70,8 +72,18 @@ class Runtime:
         """Do commands reach the engine (this process runs it, or another one we attach to)?"""
         return False
 
+    @property
+    def debate_path(self) -> Path | None:
+        """The debate's folder on disk (None before it has its name): `/search` reads its index."""
+        folder = self.debate_folder()
+        return None if folder is None or folder.pending else folder.path
+
     def refresh(self) -> None:
         """Once a second: look again at what may change outside (another process's lock)."""
+
+    def debate_folder(self) -> DebateFolder | None:
+        """The folder of the debate shown (None: a scripted one); its parent is the state dir."""
+        return None
 
     def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
         raise ReadOnlyError(READ_ONLY)

@@ -41,6 +41,10 @@ class LiveRuntime(Runtime):
         self._interrupted = False
         """Set by interrupt(): the engine does not start any more."""
 
+
+    def debate_folder(self) -> DebateFolder | None:
+        return self.session.folder
+
     def use_clarifier(self, ask: Clarifier) -> None:
         """Let `ask` (the app's dialog) answer the engine's clarifying questions.
 

@@ -80,6 +80,9 @@ class ReplayRuntime(Runtime):
         self._playing.set()
         self.finished = False
 
+    def debate_folder(self) -> DebateFolder | None:
+        return self.folder
+
     async def start(self) -> Snapshot:
         events = await asyncio.to_thread(lambda: list(read_events(self.folder.events_path)))
         self._timeline = replay_timeline(events)
@@ -101,6 +104,7 @@ class ReplayRuntime(Runtime):
         self.finished = True
         while True:  # stay open on the end of the recording
             await asyncio.sleep(3600)
+
 
     def now(self) -> float:
         return self._virtual

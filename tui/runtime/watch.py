@@ -46,6 +46,10 @@ class WatchRuntime(Runtime):
         self._paused = False
         self._writer = writer_alive(folder)
 
+    def debate_folder(self) -> DebateFolder | None:
+        return self.folder
+
+
     @property
     def can_steer(self) -> bool:
         return self._writer and not self._ended

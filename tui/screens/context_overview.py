@@ -25,7 +25,7 @@ from ..widgets.token_gauge import tier_bar
 
 TIERS = ("system", "summary", "history", "task")
 UNITS = {"characters": "chars", "messages": "msgs"}
-STYLE_CLASSES = ("system", "summary", "history", "task", "tools", "free", "output", "muted", "warn")
+STYLE_CLASSES = ("system", "summary", "recall", "history", "task", "tools", "free", "output", "muted", "warn")
 
 
 class _Styled(Widget):
@@ -34,6 +34,7 @@ class _Styled(Widget):
     DEFAULT_CSS = """
     _Styled > .ctx-tier--system { color: $gauge-system; }
     _Styled > .ctx-tier--summary { color: $gauge-summary; }
+    _Styled > .ctx-tier--recall { color: $gauge-summary; }
     _Styled > .ctx-tier--history { color: $gauge-history; }
     _Styled > .ctx-tier--task { color: $gauge-task; }
     _Styled > .ctx-tier--tools { color: $accent; }
@@ -51,11 +52,19 @@ class _Styled(Widget):
 class Legend(_Styled):
     DEFAULT_CSS = "Legend { height: auto; padding: 0 1; }"
 
+    def __init__(self, recall: bool = False) -> None:
+        super().__init__()
+        self.recall = recall
+        """Name the recall tier too (some view of the debate has one)."""
+
     def render(self) -> Text:
         text = Text()
         for name in TIERS:
             text.append("█ ", self.tier_style(name))
             text.append(f"{name}  ")
+            if name == "summary" and self.recall:
+                text.append("▓ ", self.tier_style("recall"))
+                text.append("recall  ")
         text.append("░ ", self.tier_style("free"))
         text.append("free  ")
         text.append("▒ ", self.tier_style("output"))
@@ -103,11 +112,16 @@ class AgentOutlook(_Styled):
             head.append(f" ({model}{view.window_source})", self.tier_style("muted"))
         t = view.tokens
         read = t.tools + t.references  # what the call read (tool results, or reference passages)
-        values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history - read)]
-        tiers: tuple[str, ...] = TIERS + (("tools",) if read else ())
-        values += [read] if read else []
+        values = [t.system, t.summary, t.history,
+                  max(0, t.total - t.system - t.summary - t.recall - t.history - read)]
+        tiers: tuple[str, ...] = TIERS
+        if t.recall:  # the recall tier, after the summary it stands beside
+            tiers, values = TIERS[:2] + ("recall",) + TIERS[2:], values[:2] + [t.recall] + values[2:]
+        if read:
+            tiers, values = tiers + ("tools",), values + [read]
         free = max(0, view.budget - used)
-        parts = [(v, self.tier_style(name), "▓" if name == "tools" else "█") for name, v in zip(tiers, values)]
+        parts = [(v, self.tier_style(name), "▓" if name in ("recall", "tools") else "█")
+                 for name, v in zip(tiers, values)]
         parts.append((free, self.tier_style("free"), "░"))
         bar = Text("▕")
         bar.append_text(tier_bar(parts, room, width - 2, self.tier_style("output"), "▒"))
@@ -165,7 +179,9 @@ class ContextOverviewScreen(Screen[None]):
         step = "turn" if state.protocol == "conversation" else "round"
         yield Label(Text(f"Context · {step} {state.current_round}/{state.total_rounds} · % of each agent's window · "
                          f"debate {state.id}"), id="ctx-title")
-        yield Legend()
+        people_ids = [a.id for a in state.agents] + ([state.judge.id] if state.judge else [])
+        yield Legend(recall=any(look.view is not None and look.view.tokens.recall
+                                for look in (outlook(state, self.index, i) for i in people_ids)))
         people = [(a, False) for a in state.agents] + ([(state.judge, True)] if state.judge else [])
         items = [ListItem(AgentOutlook(info, judge), id=dom_id("outlook", info.id)) for info, judge in people]
         yield ListView(*items, id="ctx-agents")

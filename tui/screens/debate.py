@@ -27,6 +27,7 @@ from .context_overview import ContextOverviewScreen
 from .debate_events import agent_usage
 from .debate_layout import GRID_CHROME, grid_shape, needs_focus_layout
 from .debate_seats import DebateSeats
+from .debates import ShowSessions
 
 __all__ = ["DebateScreen", "GRID_CHROME", "agent_usage", "grid_shape", "needs_focus_layout"]
 
@@ -45,6 +46,7 @@ class DebateScreen(DebateSeats):
         Binding("left_square_bracket", "next_agent(-1)", "Previous agent", show=False),
         Binding("s", "summarize", "Summarize"),
         Binding("c", "context", "Context"),
+        Binding("d", "debates", "Debates", show=False),
         Binding("i", "inspect", "Inspect", show=False),
         Binding("p", "toggle_pause", "Pause"),
         Binding("x", "stop", "Stop"),
@@ -134,6 +136,9 @@ class DebateScreen(DebateSeats):
         from .help import HelpScreen
 
         self.app.push_screen(HelpScreen())
+
+    def open_debates(self) -> None:
+        self.post_message(ShowSessions())
 
     def controls_changed(self) -> None:
         self._refresh_header()
@@ -232,6 +237,9 @@ class DebateScreen(DebateSeats):
         for pane in ([self._focused_pane()] if self._focused_pane() else self.panes.values()):
             if pane is not None:
                 pane.follow()
+
+    def action_debates(self) -> None:
+        self.run_command_line("/debates")
 
     def action_help(self) -> None:
         self.run_command_line("/help")
