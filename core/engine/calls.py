@@ -26,7 +26,7 @@ from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
 from ..context.recall_tier import Recaller, RecallRequest, query_texts
-from ..context.view import ViewBuilder, item_label, render_task
+from ..context.view import ViewBuilder, history_ids, item_label, render_task
 from .gate import Gate, StopRequested
 from .grounding import Grounding
 from .tool_loop import ToolLoop
@@ -36,6 +36,7 @@ from ..errors import ContextOverflow, ContextTooLong, ProviderError, ToolsRefuse
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
 from ..pricing import call_cost
+from ..search.recall_tool import RecallTool
 from ..providers.base import (
     CallHint,
     ChatRequest,
@@ -232,8 +233,11 @@ class CallEngine:
             record.recall = recalled  # the builder lets it give way by replacing it, never by changing it
             access = self.grounding.access(agent, provider, record.phase) if self.grounding else None
             record.inline.pop("references", None)
+            box, recall_tool = None, None
             if self.grounding is not None and access == "tools":
-                record.inline["references"] = self.grounding.tools_note(agent.id)
+                recall_tool = self.recall_tool(spec)
+                box = self.grounding.toolbox(agent.id, recall_tool)
+                record.inline["references"] = self.grounding.tools_note(agent.id, box)
             elif self.grounding is not None and access == "retrieve":
                 passages = self.grounding.retrieve(record, spec.history, self.builder.index, budget)
                 if passages:
@@ -254,6 +258,9 @@ class CallEngine:
                                                             spec.context_setting)) from None
             if access == "tools":
                 record.budget = budget  # the view leaves the rest of it to the tool loop
+                if recall_tool is not None:  # what the fitted view holds verbatim is not recalled again
+                    recall_tool.in_view = [*history_ids(record, self.builder.index), *record.task_contribution_ids,
+                                           *(it.id for it in (record.recall.items if record.recall else []))]
             # The reply gets what the view leaves (the full reserve unless the view took some of it).
             record.max_tokens = max(1, min(fit.max_tokens + extra_room, fit.reply_room(record.tokens.total)))
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
@@ -261,8 +268,8 @@ class CallEngine:
                                   fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
                                   seed=agent.config.seed)
             loop = None
-            if self.grounding is not None and access == "tools":
-                loop = ToolLoop(self, agent, record, provider, self.grounding.boxes[agent.id],
+            if self.grounding is not None and access == "tools" and box is not None:
+                loop = ToolLoop(self, agent, record, provider, box,
                                 self.grounding.max_calls.get(agent.id, 10), budget, self.grounding.config.result_tokens)
                 loop.prepare()
             # A tool loop goes on changing its record: the event gets the record as it starts (its
@@ -355,6 +362,14 @@ class CallEngine:
         in_view = [c.id for c in history] + list(record.task_contribution_ids)
         return self.recaller.choose(record, spec.recall, texts, lambda c: item_label(c, record.agent_id, index),
                                     exclude=in_view)
+
+    def recall_tool(self, spec: CallSpec) -> RecallTool | None:
+        """`recall(query)` for a call whose view a summary stands in for part of (None: nothing
+        out of its view yet, or no index): the debate's earlier messages, by name, verbatim."""
+        record = spec.record
+        if self.recaller is None or record.summary_id is None:
+            return None
+        return RecallTool.for_view(self.recaller.search, self.builder.index, record, spec.history)
 
     def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, quotes: int = 0, context_tokens: int | None = None,
                    max_tokens: int | None = None, setting: str = "context.max_context_tokens") -> None:

@@ -3,7 +3,9 @@
 Per call, one of: `tools` (function calling: the built-in tools over the references and the
 MCP servers' tools, run in the tool loop), `retrieve` (no function calling at that endpoint,
 or `tools.mode = "retrieve"`: the reference passages most relevant to the call, a tier of
-its view) or nothing. The endpoint decides in `auto` mode: one that refused `tools`, or whose
+its view) or nothing. A call with tools whose view a summary stands in for part of also gets
+`recall(query)` (`moot.core.search.recall_tool`): the debate's own earlier messages, searched
+in the same index that holds the reference passages. The endpoint decides in `auto` mode: one that refused `tools`, or whose
 server said its model has none (llama.cpp `/props`), gets the retrieval tier from then on.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .. import tokens
 from ..config import ResolvedAgent
@@ -23,9 +25,10 @@ from ..events import Event
 from ..models.tools import McpServerConfig, ReferenceInfo, ToolServerInfo, ToolsConfig, ToolsMode, ToolsSetup
 from ..providers.base import Provider
 from ..search.index import SearchIndex
+from ..search.recall_tool import RECALL_DESCRIPTION, RECALL_NAME, RECALL_PARAMETERS, RecallTool
 from ..tools.builtin import Limits, reference_tools, root_label
 from ..tools.references import ReferenceSet, RefUnreadable
-from ..tools.registry import Toolbox
+from ..tools.registry import ToolDef, Toolbox, ToolOutput
 
 ToolPhase = frozenset({"proposal", "critique", "refinement", "answer", "turn"})
 """Phases whose calls may read: the ones that write an agent's own view of the problem."""
@@ -146,10 +149,24 @@ class Grounding:
             return "retrieve" if has_refs else None
         return "tools" if box else ("retrieve" if has_refs else None)
 
-    def tools_note(self, agent_id: str) -> str:
+    def toolbox(self, agent_id: str, recall: RecallTool | None = None) -> Toolbox:
+        """The tools one call offers: the agent's, and `recall` beside them when given."""
+        box = self.boxes.get(agent_id) or Toolbox()
+        if recall is None or box.get(RECALL_NAME) is not None:  # an MCP tool already has the name
+            return box
+        out = Toolbox(list(box.defs), dict(box.runners))
+
+        async def run(name: str, arguments: dict[str, Any]) -> ToolOutput:
+            answer = await recall(name, arguments)
+            return ToolOutput(answer.text, answer.ok, answer.summary)
+
+        out.add(ToolDef(RECALL_NAME, RECALL_DESCRIPTION, RECALL_PARAMETERS, "recall"), run)
+        return out
+
+    def tools_note(self, agent_id: str, box: Toolbox | None = None) -> str:
         """The message before a tool call's task: what it may read and how (models that are not
-        told seldom call a tool)."""
-        box = self.boxes.get(agent_id)
+        told seldom call a tool). `box`: the call's tools, when they are not the agent's own."""
+        box = box if box is not None else self.boxes.get(agent_id)
         names = ", ".join(box.names) if box else ""
         files = len(self.refs.files) if self.refs is not None else 0
         if files:
@@ -158,6 +175,9 @@ class Grounding:
                     "(with line numbers), search finds a word or phrase.")
         else:
             what = "You have tools that can look things up for this task."
+        if box is not None and box.get(RECALL_NAME) is not None:
+            what += (" recall finds this debate's earlier messages that the summary now stands in for, "
+                     "verbatim.")
         return (f"## References and tools\n\n{what} Tools: {names}. Call them as tools (function calls), then "
                 "base your answer on what they returned and name the file and line you rely on.")
 

@@ -4,6 +4,7 @@ When a call's next model turn would not fit, the oldest tool results are replace
 (priority trimming); across calls they are what an agent's history keeps of what it read.
 read_file: the path, the lines, the file type and its structure (definitions, headings);
 search: the query, the number of matches, the files; list_files: the count and top entries;
+recall: the query and the turns or rounds it brought back;
 anything else (an MCP tool): its arguments, the size of its output and its first line.
 Deterministic and offline: the same result always gives the same extract.
 """
@@ -34,6 +35,7 @@ _NUMBERED = re.compile(r"^\s*\d+\| ?(.*)$")
 _HEADING = re.compile(r"^(#{1,3})\s+(.+)")
 _LINES = re.compile(r"\(lines (\d+)–(\d+) of (\d+)\)")
 _MATCH = re.compile(r"^(.+?):(\d+): ")
+_RECALLED = re.compile(r"^### ((?:Turn|Round) \d+)")
 
 
 def _args(arguments: str) -> dict[str, object]:
@@ -96,6 +98,14 @@ def _list(args: dict[str, object], content: str) -> list[str]:
     return facts
 
 
+def _recall(args: dict[str, object], content: str) -> list[str]:
+    found = list(dict.fromkeys(m.group(1) for line in content.splitlines() if (m := _RECALLED.match(line))))
+    facts = [f'Query: "{str(args.get("query") or "")[:80]}"', f"Matches: {len(found)}"]
+    if found:
+        facts.append(f"From: {', '.join(found[:5])}")
+    return facts
+
+
 def _other(args: dict[str, object], content: str) -> list[str]:
     shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)[:40]}" for k, v in list(args.items())[:3])
     lines = content.splitlines()
@@ -111,6 +121,6 @@ def extract(name: str, arguments: str, content: str, ok: bool, kind: str | None 
     if not ok:
         return _join([content.removeprefix("error: ").strip()[:200]], name, False)
     args = _args(arguments)
-    kind = kind or {"read_file": "read", "search": "search", "list_files": "list"}.get(name)
-    facts = {"read": _read, "search": _search, "list": _list}.get(kind or "", _other)(args, content)
+    kind = kind or {"read_file": "read", "search": "search", "list_files": "list", "recall": "recall"}.get(name)
+    facts = {"read": _read, "search": _search, "list": _list, "recall": _recall}.get(kind or "", _other)(args, content)
     return _join(facts, name, True)

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ToolKind = Literal["list", "read", "search", "mcp"]
+ToolKind = Literal["list", "read", "search", "recall", "mcp"]
 MAX_ARGUMENT_CHARS = 4000
 """Arguments longer than this are refused (a model looping inside a JSON string)."""
 
