@@ -84,7 +84,8 @@ def main() -> int:
     results = [e for e in events if e["type"] == "tool_returned"]
     views = {e["view"]["call_id"]: e["view"] for e in events if e["type"] == "call_started"}
     with_tools = sum(1 for v in views.values() if v.get("tools"))
-    with_passages = sum(1 for v in views.values() if "references" in v.get("inline", {}))
+    # A call with tools carries its tools note under the same key: only a call without tools had passages.
+    with_passages = sum(1 for v in views.values() if "references" in v.get("inline", {}) and not v.get("tools"))
     refused = [e["error"] for e in events if e["type"] == "call_failed" and "tools" in e["error"]]
     answers = [e["contribution"] for e in events if e["type"] == "contribution_added"]
     grounded = [c for c in answers if any(f in c["content"] for f in FACTS)]
