@@ -22,10 +22,12 @@ from .models.state import (
     ModeratorNote,
     Solution,
     Summary,
+    TierTokens,
     Usage,
     ViewRecord,
 )
 from .models.terms import Phase, ProtocolName
+from .models.tools import ToolCallRecord, ToolsSetup, ToolStep
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,49 @@ class Token(_Event):
     delta: str
     restart: bool = False
     """The call started over after a failed attempt: drop what was streamed so far."""
+
+
+class ToolCalled(_Event):
+    """A model asked for a tool, which runs now (shown live; the step event records it)."""
+
+    type: Literal["tool_called"] = "tool_called"
+    call_id: str
+    agent_id: str
+    tool: ToolCallRecord
+
+
+class ToolReturned(_Event):
+    """A tool answered (its text is recorded once, in the `call_continued` that follows)."""
+
+    type: Literal["tool_returned"] = "tool_returned"
+    call_id: str
+    agent_id: str
+    tool_call_id: str
+    name: str
+    ok: bool = True
+    summary: str = ""
+    tokens: int = 0
+
+
+class CallContinued(_Event):
+    """A call's model turn called tools: this step (calls and results) joins its view, and the
+    next request of the same call starts (`tokens`: that request's tiers)."""
+
+    type: Literal["call_continued"] = "call_continued"
+    call_id: str
+    agent_id: str
+    round: int
+    step: ToolStep
+    tokens: TierTokens
+    tools: list[str] = Field(default_factory=list)
+    """The tools offered to that request (empty: it must answer without them)."""
+
+
+class ToolsReady(_Event):
+    """The references and tools the debate's agents have, as set up at its start or resume."""
+
+    type: Literal["tools_ready"] = "tools_ready"
+    setup: ToolsSetup
 
 
 class CallFailed(_Event):
@@ -259,6 +304,10 @@ Event = Annotated[
         CallStarted,
         Token,
         CallFailed,
+        ToolCalled,
+        ToolReturned,
+        CallContinued,
+        ToolsReady,
         ContributionAdded,
         SummaryAdded,
         SummaryRequested,

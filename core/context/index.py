@@ -21,6 +21,7 @@ from typing import assert_never
 
 from ..events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -44,6 +45,9 @@ from ..events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -180,7 +184,7 @@ class DebateIndex:
                   | CallFailed() | SummaryRequested() | SeatAnswered() | SynthesisCompleted() | Warning_() | ControlChanged()
                   | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
                   | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
-                  | WindowLearned()):
+                  | WindowLearned() | ToolCalled() | ToolReturned() | CallContinued() | ToolsReady()):
                 pass  # nothing to index
             case _:
                 assert_never(event)

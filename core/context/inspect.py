@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .. import tokens
 from .index import DebateIndex
 from ..errors import InspectError
 from .view import history_ids, render_messages
@@ -49,6 +50,8 @@ def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
         "summary_id": record.summary_id,
         "contribution_ids": history_ids(record, index),
         "dropped_ids": record.dropped_ids,
+        "tools": record.tools,
+        "tool_steps": len(record.tool_steps),
         "recall": record.recall.model_dump() if record.recall is not None else None,
     }
 
@@ -143,9 +146,16 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
                    + (f" · {len(c['dropped_ids'])} items dropped" if c["dropped_ids"] else ""))
         out += recall_lines(c.get("recall"))
         tiers = message_tiers(c)
+        if c.get("tools"):
+            out.append(f"tools offered: {', '.join(c['tools'])} · {c.get('tool_steps', 0)} tool steps")
         for (tier, n), m in zip(tiers, c["messages"]):
-            out.append(f"─── [{m['role']}] {tier} · {n} tokens")
-            out.append(m["content"])
+            about = f" · result of {m['tool_call_id']}" if m.get("tool_call_id") else ""
+            out.append(f"─── [{m['role']}] {tier} · {n} tokens{about}")
+            if m["content"]:
+                out.append(m["content"])
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function", {})
+                out.append(f"→ {call.get('id')}: {fn.get('name')}({fn.get('arguments')})")
         out.append("")
     return "\n".join(out)
 
@@ -173,7 +183,11 @@ def message_tiers(view: dict[str, Any]) -> list[tuple[str, int]]:
         tiers.append(("recall", t["recall"]))
     if t["history"]:
         tiers.append(("history", t["history"]))
+    if t.get("references"):
+        tiers.append(("references", t["references"]))
     tiers.append(("task", t["task"]))
+    loop = view["messages"][len(tiers):]  # the tool loop's messages, after the task
+    tiers += [("tools", tokens.count_message(m, view.get("model"))) for m in loop]
     if len(tiers) != len(view["messages"]):  # a view that was shrunk differently: label by position
         tiers = [(f"message {i + 1}", 0) for i in range(len(view["messages"]))]
     return tiers

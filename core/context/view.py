@@ -40,6 +40,8 @@ from typing import Any
 
 from .. import tokens
 from .index import DebateIndex
+from .reads import reads_note
+from .tool_messages import references_message, tool_messages
 from .recall_tier import give_way, recall_message
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
@@ -77,7 +79,8 @@ def item_label(c: Contribution, owner: str, index: DebateIndex) -> str:
 
 
 def format_item(c: Contribution, owner: str, index: DebateIndex) -> str:
-    return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}"
+    reads = reads_note(c) if c.agent_id == owner else ""  # what it read is part of its author's history
+    return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}{reads}"
 
 
 def summary_message(s: Summary, conversation: bool = False) -> str:
@@ -207,21 +210,27 @@ def render_messages(record: ViewRecord, index: DebateIndex) -> list[Message]:
         owner = record.agent_id
         blocks = [format_item(index.contributions[i], owner, index) for i in ids]
         messages.append({"role": "user", "content": history_message(blocks, len(record.dropped_ids), conversation)})
+    if (passages := references_message(record)) is not None:
+        messages.append(passages)
     messages.append({"role": "user", "content": render_task(record, index)})
-    return messages
+    return messages + tool_messages(record)
 
 
 def tier_tokens(record: ViewRecord, messages: list[Message]) -> TierTokens:
+    """Tokens per tier of a view's messages (before any tool step: those are the loop's to count)."""
     m = record.model
     t = TierTokens(system=tokens.count_message(messages[0], m), task=tokens.count_message(messages[-1], m))
     rest = messages[1:-1]
+    if references_message(record) is not None and rest:
+        t.references = tokens.count_message(rest.pop(), m)
     if record.summary_id and record.phase in HISTORY_PHASES and rest:
         t.summary = tokens.count_message(rest.pop(0), m)
     if record.recall is not None and record.recall.items and rest:
         t.recall = tokens.count_message(rest.pop(0), m)
     if rest:
         t.history = tokens.count_message(rest[0], m)
-    t.total = t.system + t.summary + t.recall + t.history + t.task + tokens.REPLY_PRIMING
+    t.total = (t.system + t.summary + t.recall + t.history + t.references + t.task
+               + tokens.REPLY_PRIMING)
     return t
 
 

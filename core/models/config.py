@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .tools import ToolsConfig, ToolsOverrides
 from .terms import (
     HUMAN, JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
 )
@@ -136,6 +137,8 @@ class AgentConfig(_Strict):
     """Models tried, in order, when the agent's own model keeps failing."""
     max_concurrency: int | None = Field(None, ge=1, le=64)
     """At most this many calls in flight at this agent's endpoint (a local server that wants fewer)."""
+    tools: ToolsOverrides | None = None
+    """This agent's own tools mode, call cap and MCP servers (beside `[tools]`)."""
     seed: int | None = Field(None, ge=0, le=2**31 - 1)
     """Sent with each call as `seed`: servers that honour it (OpenAI, llama.cpp, vLLM) sample
     reproducibly. `moot bench` gives each agent its own; a vote's copies add 1000 per pass."""
@@ -262,6 +265,8 @@ class DebateSettings(_Strict):
     trace: bool = False
     """Send the debate to an OpenTelemetry collector as one trace (needs `pip install 'moot[otel]'`;
     also on with `--trace` or when `OTEL_EXPORTER_OTLP_ENDPOINT` is set)."""
+    references: list[str] = Field(default_factory=list)
+    """Files and folders the agents may read with tools (`--ref`); saved as absolute paths."""
     trace_content: bool = False
     """Put prompt and completion text (masked) in the trace; off: only names, models, tokens, cost, times."""
 
@@ -279,6 +284,8 @@ class MootConfig(_Strict):
     debate: DebateSettings = Field(default_factory=DebateSettings)
     providers: dict[str, EndpointConfig] = Field(default_factory=dict)
     """Per-endpoint settings by base URL: `[providers."http://127.0.0.1:8080/v1"] max_concurrency = 2`."""
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    """Read-only tools over `debate.references` and the user's MCP servers (`[[tools.mcp]]`)."""
     agents: list[AgentConfig] = Field(default_factory=list)
     judge: AgentConfig = Field(default_factory=lambda: AgentConfig(id=JUDGE_ID, role="generalist"))
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from .tools import ToolsSetup, ToolStep
 from .terms import (
     JUDGE_ID,
     ContributionType,
@@ -66,6 +67,9 @@ class Contribution(BaseModel):
     metadata: CallMetadata = Field(default_factory=CallMetadata)
     carried_from: str | None = None
     """Set when a proposal reuses an earlier refinement (no LLM call was made)."""
+    reads: list[str] = Field(default_factory=list)
+    """What the agent read with tools while writing it: one extract per tool result (seed 002);
+    part of its perspective history, so summaries cover it."""
     ts: float = Field(default_factory=time.time)
 
 
@@ -134,6 +138,10 @@ class TierTokens(BaseModel):
     """Old items the summary covers, brought back verbatim (the recall tier)."""
     history: int = 0
     task: int = 0
+    tools: int = 0
+    """Tool definitions and the tool loop's messages (calls and results)."""
+    references: int = 0
+    """The retrieval tier: reference passages, where tools cannot be called."""
     total: int = 0
     """Whole request in chat format (tiers plus per-message overhead)."""
 
@@ -203,6 +211,11 @@ class ViewRecord(BaseModel):
     """Where the window came from: the config, the server (at start) or a refusal."""
     count_ratio: float = 1.0
     """The server's token count over moot's, as known when the view was built."""
+    tools: list[str] = Field(default_factory=list)
+    """Tools offered to the call (by name); empty when none were."""
+    tool_steps: list[ToolStep] = Field(default_factory=list)
+    """The tool loop: each model turn that called tools and what came back; the exact messages
+    of the call's last request are the view's, then these."""
 
 
 class Tally(BaseModel):
@@ -356,6 +369,8 @@ class DebateState(BaseModel):
     def count_held(self, change: int) -> None:
         if self._held is not None:
             self._held += change
+    tools: ToolsSetup | None = None
+    """The references and tools its agents had (None: a debate without them)."""
 
     def round(self, number: int) -> Round:
         """Step `number` as held in memory (made when new). An archived step is given detached

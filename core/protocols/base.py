@@ -173,7 +173,7 @@ class DebateContext:
                          target: ResolvedAgent | None = None) -> Contribution:
         c = Contribution(id=self.ids("c"), agent_id=agent.id, role=agent.role, type=kind, round=step,
                          target_agent_id=target.id if target else None, content=result.completion.content,
-                         metadata=result.meta)
+                         metadata=result.meta, reads=list(result.reads))
         self.emit(ContributionAdded(contribution=c))
         return c
 

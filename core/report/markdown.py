@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from ..models.state import (CallMetadata, Contribution, ConvergenceScore, DebateState, ModeratorNote, Round, Summary,
                             Usage)
 from ..safety.sanitize import terminal_safe
+from .grounding import report_section
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -303,7 +304,7 @@ def report_chunks(state: DebateState, verbose: bool = False, steps: Iterable[Rou
 
     Without control characters: it quotes models and servers, and is read in terminals. Runs of
     blank lines are collapsed and the end is trimmed across pieces, as in the whole text."""
-    parts: Iterable[list[str]] = [_header(state), _agents(state), _clarifications(state)]
+    parts: Iterable[list[str]] = [_header(state), _agents(state), report_section(state), _clarifications(state)]
     held, first = "", True
     for part in [*parts, *_rounds(state, verbose, state.rounds if steps is None else steps),
                  _synthesis(state, verbose), _totals(state)]:

@@ -12,6 +12,7 @@ from typing import assert_never
 from ..errors import ExitCode
 from ..events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -35,6 +36,9 @@ from ..events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -99,6 +103,15 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
                 rnd = _round(state, max(1, view.round))
                 rnd.calls = [c for c in rnd.calls if c.call_id != view.call_id]
                 rnd.calls.append(view)
+        case CallContinued(call_id=call_id, round=number, step=step, tokens=tokens, tools=tools):
+            rnd = _round(state, max(1, number))
+            record = next((v for v in reversed(rnd.calls) if v.call_id == call_id), None)
+            if record is not None:
+                if len(record.tool_steps) <= step.index:  # in-process the engine's record already holds it
+                    record.tool_steps.append(step)
+                record.tokens, record.tools = tokens, list(tools)
+        case ToolsReady(setup=setup):
+            state.tools = setup
         case ContributionAdded(contribution=c):
             rnd = _round(state, c.round)
             if not any(x.id == c.id for x in rnd.contributions):
@@ -152,7 +165,7 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
             state.exit_code = code
         case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | SeatAnswered() | Warning_()
               | ControlChanged()
-              | Converged() | BudgetReached() | WindowLearned()):
+              | Converged() | BudgetReached() | WindowLearned() | ToolCalled() | ToolReturned()):
             pass  # shown as they happen; nothing in the state changes
         case _:
             assert_never(event)

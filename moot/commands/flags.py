@@ -165,6 +165,8 @@ def overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Override
         debate["samples"] = args.samples
     if getattr(args, "trace", False):  # saved with a new debate, so that its resume traces too
         debate["trace"] = True
+    if getattr(args, "ref", None):  # saved (absolute) with the debate: a resume keeps them
+        debate["references"] = list(args.ref)
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None,
                      roles=getattr(args, "agents", None) or None,
                      provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,

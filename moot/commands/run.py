@@ -58,6 +58,8 @@ def register(sub: Subcommands) -> None:
                      help=f"run up to N agents (default {MAX_AGENTS}: a round's critiques grow with their square)")
     completes(run.add_argument("--report", metavar="FILE", help="write the markdown report at the end"), "file")
     run.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
+    run.add_argument("--ref", action="append", metavar="PATH",
+                     help="a file or folder the agents may read with tools (repeatable; .gitignore respected)")
     add_provider_args(run)
     add_state_dir(run)
     run.set_defaults(handler=cmd_run)

@@ -106,6 +106,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     say("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{one_line_safe(a.model, 80)})" for a in state.agents))
     if any(a.provider == "demo" for a in [*state.agents, *([state.judge] if state.judge else [])]):
         say("provider: DEMO (offline, scripted answers, not a real model)")
+    from moot.core.report.grounding import summary_lines
+
+    for line in summary_lines(state):  # references, MCP servers and their tools
+        say(line)
     if state.protocol == "conversation":
         messages, rolls = 0, 0
         last: collections.deque[Summary] = collections.deque(maxlen=5)

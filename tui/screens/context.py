@@ -60,10 +60,14 @@ def call_text(view: dict[str, Any]) -> str:
     """One call as plain text: a header per message with its tier and tokens, then its content."""
     parts: list[str] = []
     for (tier, n), message in zip(message_tiers(view), view["messages"]):
-        parts.append(f"━━ [{message['role']}] {tier} · {n} tokens ━━")
+        about = f" · result of {message['tool_call_id']}" if message.get("tool_call_id") else ""
+        parts.append(f"━━ [{message['role']}] {tier} · {n} tokens{about} ━━")
         if tier == "recall":  # why each item is there: the words searched, each item's score and words
             parts += [terminal_safe(line) for line in recall_lines(view.get("recall"))] + [""]
         parts.append(terminal_safe(message["content"]).rstrip())
+        for call in message.get("tool_calls") or []:  # the tool loop: what the model called
+            fn = call.get("function", {})
+            parts.append(terminal_safe(f"→ {call.get('id')}: {fn.get('name')}({fn.get('arguments')})"))
         parts.append("")
     return "\n".join(parts)
 

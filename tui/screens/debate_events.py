@@ -15,6 +15,7 @@ from textual import on
 from ...core.context.index import DebateIndex
 from ...core.events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -38,6 +39,9 @@ from ...core.events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -228,9 +232,20 @@ class DebateEvents(DebateLayout):
                 self.refresh_bindings()
             case ControlChanged():
                 self.refresh_bindings()
+            case ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
+                if (pane := self.pane(agent_id)) is not None:
+                    pane.call_later(pane.tool_called, call_id, tool)
+            case ToolReturned(call_id=call_id, agent_id=agent_id, tool_call_id=tool_call_id, ok=ok, summary=summary):
+                if (pane := self.pane(agent_id)) is not None:
+                    pane.call_later(pane.tool_returned, call_id, tool_call_id, ok, summary)
+            case CallContinued(agent_id=agent_id, tokens=tokens, call_id=call_id, round=number):
+                if (pane := self.pane(agent_id)) is not None:  # the gauge counts the tool loop's tier
+                    budget = next((v.budget for r in self.state.rounds[number - 1:number] for v in r.calls
+                                   if v.call_id == call_id), 0)
+                    pane.call_later(pane.gauge.update_view, tokens, budget)
             case (DebateResumed() | RoundStarted() | PhaseCompleted() | Token() | Warning_() | NoteInjected()
                   | SeatAnswered()
-                  | Converged() | BudgetReached() | WindowLearned()):
+                  | Converged() | BudgetReached() | WindowLearned() | ToolsReady()):
                 pass  # the header and the event log show these
             case _:
                 assert_never(event)

@@ -76,9 +76,13 @@ class Transcript(TranscriptLines, can_focus=False):
     def get(self, key: str) -> Entry | None:
         return self._index.get(key)
 
-    def add(self, entry: Entry, *, first: bool = False) -> Entry:
+    def add(self, entry: Entry, *, first: bool = False, before: str | None = None) -> Entry:
+        """Add at the end, first, or just before the entry keyed `before` (when it is there)."""
+        anchor = self._index.get(before) if before is not None else None
         if first:
             self.entries.insert(0, entry)
+        elif anchor is not None:
+            self.entries.insert(self.entries.index(anchor), entry)
         else:
             self.entries.append(entry)
         self._index[entry.key] = entry

@@ -38,6 +38,8 @@ class Entry:
     state: str = "live"
     """live, done, failed or solution (only colours the title)."""
     expanded: bool = False
+    brief: str | None = None
+    """What a collapsed history line shows after its title (None: the text's first line)."""
     segments: list[str] = field(default_factory=list)
     """Frozen leading blocks of `text` ("block" entries), each rendered once."""
     frozen: int = 0

@@ -68,7 +68,8 @@ class TranscriptLines(ScrollView, can_focus=False):
             muted = self.get_component_rich_style("transcript--history")
             if entry.expanded:
                 return self._text_strips(head, width, muted) + self._markdown_strips(entry.text, width)
-            line = Text.assemble(head, "  ", first_line(terminal_safe(entry.text), 200))
+            brief = entry.brief if entry.brief is not None else first_line(terminal_safe(entry.text), 200)
+            line = Text.assemble(head, "  ", terminal_safe(brief))
             line.truncate(width, overflow="ellipsis")
             return self._text_strips(line, width, muted, wrap=False)
         title = Text(terminal_safe(entry.title))
