@@ -83,6 +83,52 @@ def test_killed_while_typing_resumes_with_what_was_typed(tmp_path: Path) -> None
     assert not list((state_dir / debate_id / "drafts").iterdir())  # recorded: the drafts are gone
 
 
+KEY = "lb-7Hq2Wm9xPz4Rk8VtC3nJ"
+"""A configured key (not shaped like `sk-…`: only knowing it as the configured key masks it)."""
+
+
+def _files_holding(root: Path, text: str) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+
+
+def test_a_key_pasted_into_an_answer_reaches_no_file(tmp_path: Path) -> None:
+    pasted = f"Start with one Postgres table; the staging server logs in with {KEY} for now.\n"
+    answers = f"{pasted}.\n{CRITIQUE}.\n{CRITIQUE}.\n{REFINEMENT}"
+    r = moot("run", "Design a URL shortener", "--provider", "demo", "--human", "Ada", "-a", "architect,kiss",
+             "-r", "1", "--headless", "--state-dir", str(tmp_path / "d"), input_text=answers,
+             env={**_env(tmp_path), "OPENAI_API_KEY": KEY})
+    assert r.returncode == 0, r.stderr
+    assert _files_holding(tmp_path / "d", KEY) == []
+    assert KEY not in r.stdout + r.stderr
+    assert "logs in with sk-*** for now" in _contributions(tmp_path / "d", "ada")[0]["content"]
+
+
+@pytest.mark.slow
+def test_a_key_typed_on_stdin_is_masked_in_the_draft(tmp_path: Path) -> None:
+    state_dir = tmp_path / "d"
+    env = {**os.environ, **_env(tmp_path), "PYTHONUNBUFFERED": "1", "OPENAI_API_KEY": KEY}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moot", "run", "Design a URL shortener", "--provider", "demo", "--human", "Ada",
+         "-a", "architect,kiss", "-r", "1", "--headless", "--state-dir", str(state_dir)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(f"The staging server logs in with {KEY} for now.\n".encode())
+        proc.stdin.flush()
+        drafts: list[Path] = []
+        for _ in range(400):
+            drafts = list(state_dir.glob("*/drafts/ada@r1-proposal.md"))
+            if drafts and drafts[0].read_text():
+                break
+            time.sleep(0.05)
+        assert drafts, "the typed line was never saved"
+        assert drafts[0].read_text() == "The staging server logs in with sk-*** for now.\n"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _files_holding(state_dir, KEY) == []
+
+
 @pytest.mark.slow
 def test_ctl_say_answers_a_debate_running_elsewhere(tmp_path: Path) -> None:
     state_dir = tmp_path / "d"

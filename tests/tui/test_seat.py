@@ -33,7 +33,8 @@ MORE = "Measure the p99 before adding a cache."
 
 
 def keys(text: str) -> list[str]:
-    special = {" ": "space", "/": "slash", ";": "semicolon", ".": "full_stop", ",": "comma", "?": "question_mark"}
+    special = {" ": "space", "/": "slash", ";": "semicolon", ".": "full_stop", ",": "comma", "?": "question_mark",
+               "-": "minus"}
     return [special.get(ch, ch) for ch in text]
 
 
@@ -90,6 +91,25 @@ async def test_typing_a_turn_and_sending_it(tmp_path: Path) -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert editor.text_area.has_focus
+
+
+async def test_a_key_typed_into_the_editor_is_masked_in_the_draft_on_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "lb-7Hq2Wm9xPz4Rk8VtC3nJ"  # configured, not shaped like `sk-…`
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    session = seat_session(tmp_path / "state")
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: "ada" in screen.editors)
+        await settle(pilot)
+        await pilot.press(*keys(f"Staging logs in with {key} today"))
+        draft = session.folder.path / "drafts" / "ada@r1-proposal.md"
+        await wait_for(pilot, lambda: draft.is_file() and "today" in draft.read_text())
+        assert draft.read_text() == "Staging logs in with sk-*** today"
+        assert screen.editors["ada"].text == f"Staging logs in with {key} today"  # the editor keeps what was typed
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: session.state.status != "running")
 
 
 async def test_quit_while_waiting_then_resume_with_the_draft_and_send(tmp_path: Path) -> None:
