@@ -193,3 +193,37 @@ def test_the_readmes_headless_seat_example_runs_as_written(tmp_path: Path) -> No
     assert r.stderr.count("✎ ada answered") == 4 and r.stdout.startswith("## Recommended solution")
     assert [c["content"] for c in _contributions(tmp_path / "debates", "ada")] == [
         "One Postgres table and a base62 counter.", "Too many moving parts.", "Fine as a start.", "I keep the table."]
+
+
+def _refused(tmp_path: Path, *args: str) -> str:
+    """`moot run` with `args` refused as bad input: one line, exit 2, no debate folder."""
+    state_dir = tmp_path / "d"
+    r = moot("run", "Design a URL shortener", "--provider", "demo", "-a", "architect,kiss", "--headless",
+             "--state-dir", str(state_dir), *args, input_text="", env=_env(tmp_path), timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("moot: "), r.stderr
+    assert "\x1b" not in r.stderr
+    assert not state_dir.exists() or not [p for p in state_dir.iterdir() if not p.name.startswith(".")]
+    return lines[0]
+
+
+@pytest.mark.parametrize(("name", "says"), [
+    ("", "a name needs a letter or a digit"),
+    ("  ", "a name needs a letter or a digit"),
+    ("Kiss", "'kiss' is already an agent"),
+    ("Architect", "'architect' is already an agent"),
+    ("Security", "role"),
+    ("Judge", "judge"),
+    ("Ada\x1b]0;pwned\x07", "control"),
+    ("Ada\u202eecnalevol", "control"),
+], ids=["empty", "blank", "agent", "agent-case", "role", "judge", "escape", "bidi"])
+def test_a_bad_human_name_is_one_line_and_exit_2(tmp_path: Path, name: str, says: str) -> None:
+    line = _refused(tmp_path, "--human", name)
+    assert says in line, line
+
+
+def test_the_same_person_twice_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    line = _refused(tmp_path, "--human", "Ada", "--human", "ada")
+    assert "'ada'" in line and "twice" in line, line
