@@ -108,6 +108,10 @@ def _human_seats(names: list[str], data: dict[str, Any]) -> list[dict[str, Any]]
     """The seats of `--human` NAMEs, refused as bad input when a seat's id would be another
     seat's, an agent's, the judge's or a role's name (each would be confused with the other in
     every transcript, and `moot ctl ID --as` could not tell them apart)."""
+    protocol = data.get("debate", {}).get("protocol") if isinstance(data.get("debate"), dict) else None
+    if protocol == "single":
+        raise InputError("--protocol single runs one agent alone, so --human has no seat in it; "
+                         "use rounds, conversation, simultaneous, vote or council")
     agents = {a.get("id") or a.get("role") for a in data["agents"] if isinstance(a, dict)}
     judge = data.get("judge")
     judge_id = judge.get("id", JUDGE_ID) if isinstance(judge, dict) else JUDGE_ID
@@ -173,7 +177,7 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
         if not isinstance(data["debate"], dict):
             raise ConfigError(f"{source}: debate: must be an object")
         data["debate"].update(flags)
-    if ov.humans:
+    if ov.humans:  # after the flags: `--protocol single` decides whether a person has a seat
         data["agents"] = [*data["agents"], *_human_seats(ov.humans, data)]
     try:
         cfg = MootConfig.model_validate(data)

@@ -209,6 +209,13 @@ def _refused(tmp_path: Path, *args: str) -> str:
     return lines[0]
 
 
+def test_the_single_protocol_refuses_a_seat_for_a_person(tmp_path: Path) -> None:
+    """`single` runs one agent alone: a person asked for a seat would be dropped silently (the
+    debate ran without them), so the flags are refused together."""
+    line = _refused(tmp_path, "--protocol", "single", "--human", "Ada")
+    assert "--protocol single" in line and "--human" in line
+
+
 @pytest.mark.parametrize(("name", "says"), [
     ("", "a name needs a letter or a digit"),
     ("  ", "a name needs a letter or a digit"),
