@@ -31,6 +31,17 @@ def _contributions(state_dir: Path, agent: str) -> list[dict]:
             if e["type"] == "contribution_added" and e["contribution"]["agent_id"] == agent]
 
 
+def _first_draft(state_dir: Path) -> Path:
+    """Ada's proposal draft, once the line typed on stdin is saved in it (up to 20 s)."""
+    drafts: list[Path] = []
+    for _ in range(400):
+        drafts = list(state_dir.glob("*/drafts/ada@r1-proposal.md"))
+        if drafts and drafts[0].read_text():
+            return drafts[0]
+        time.sleep(0.05)
+    raise AssertionError("the typed line was never saved")
+
+
 def test_headless_reads_each_turn_from_stdin_until_a_dot(tmp_path: Path) -> None:
     answers = f"{PROPOSAL}.\n{CRITIQUE}.\n{CRITIQUE}.\n{REFINEMENT}"  # the last one ends at end of input
     r = moot("run", "Design a URL shortener", "--provider", "demo", "--human", "Ada", "-a", "architect,kiss",
@@ -58,20 +69,14 @@ def test_killed_while_typing_resumes_with_what_was_typed(tmp_path: Path) -> None
     try:
         proc.stdin.write(b"Start with one Postgres table keyed by a base62 counter.\n")
         proc.stdin.flush()
-        drafts: list[Path] = []
-        for _ in range(400):
-            drafts = list(state_dir.glob("*/drafts/ada@r1-proposal.md"))
-            if drafts and drafts[0].read_text():
-                break
-            time.sleep(0.05)
-        assert drafts, "the typed line was never saved"
+        draft = _first_draft(state_dir)
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    debate_id = drafts[0].parent.parent.name
+    debate_id = draft.parent.parent.name
     # The rest of the proposal, then the other turns.
     rest = (f"A read-through cache comes later, once redirects pass fifty milliseconds at the p99.\n.\n"
             f"{CRITIQUE}.\n{CRITIQUE}.\n{REFINEMENT}.\n")
@@ -115,14 +120,7 @@ def test_a_key_typed_on_stdin_is_masked_in_the_draft(tmp_path: Path) -> None:
     try:
         proc.stdin.write(f"The staging server logs in with {KEY} for now.\n".encode())
         proc.stdin.flush()
-        drafts: list[Path] = []
-        for _ in range(400):
-            drafts = list(state_dir.glob("*/drafts/ada@r1-proposal.md"))
-            if drafts and drafts[0].read_text():
-                break
-            time.sleep(0.05)
-        assert drafts, "the typed line was never saved"
-        assert drafts[0].read_text() == "The staging server logs in with sk-*** for now.\n"
+        assert _first_draft(state_dir).read_text() == "The staging server logs in with sk-*** for now.\n"
     finally:
         proc.kill()
         proc.wait()

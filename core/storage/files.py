@@ -21,17 +21,25 @@ def refusal(path: Path, why: str) -> StoreError:
                       "never through a link (nothing was changed)")
 
 
+def file_mode(path: Path) -> int | None:
+    """`path`'s own mode (a link is not followed), None when it does not exist; StoreError (one
+    line) when it cannot be read."""
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+
+
 def require_real_folder(path: Path) -> None:
     """StoreError (one line, nothing changed) when the debate folder `path` is a symbolic link or
     not a folder: every file in it is opened without following links, but the folder's own name
     would be followed, and a linked folder would have moot read and write outside its state dir.
     A missing folder is left to the caller (its own, more precise error)."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    mode = file_mode(path)
+    if mode is None:
         return
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
     if stat.S_ISLNK(mode):
         raise StoreError(f"{path} is a symbolic link; moot reads and writes a debate folder only where it is, "
                          "never through a link (nothing was changed)")
