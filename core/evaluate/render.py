@@ -9,7 +9,7 @@ import json
 
 from ..models.state import DebateState
 from ..report.markdown import cell, table
-from ..safety.sanitize import json_safe, terminal_safe
+from ..safety.sanitize import csv_cell, json_safe, terminal_safe
 from .scores import CRITERIA, EvaluatorResult, Score, averages
 
 FORMATS = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv"}
@@ -74,8 +74,9 @@ def render_csv(results: list[EvaluatorResult]) -> str:
             s = r.scores.get(c)
             if r.error or s is None:
                 w.writerow([c, r.id, "", "", f"error: {r.error}" if r.error else "not scored"])
-            else:
-                w.writerow([c, r.id, "" if s.value is None else s.value, s.reason, s.note or ""])
+            else:  # a reason is a model's text: never a spreadsheet formula
+                w.writerow([c, r.id, "" if s.value is None else s.value, csv_cell(s.reason),
+                            csv_cell(s.note or "")])
     for c, a in averages(results).items():
         w.writerow([c, "average", "" if a is None else f"{a:.2f}", "", ""])
     return terminal_safe(buf.getvalue())
