@@ -239,3 +239,21 @@ def test_bench_csv_cells_cannot_start_a_spreadsheet_formula(tmp_path: Path) -> N
     [line] = list(csv.DictReader(io.StringIO(render_csv({**doc, "results": [row]}), newline="")))
     assert (line["answer"], line["error"], line["decided_by"]) == ("'+cmd|' /C calc'!A0", "'=2+3", "'\tsingle")
     assert line["agent_answers"] == '{"a": "=1+1"}'  # starts with a brace: no formula
+
+
+@pytest.mark.parametrize(("answer", "says"), [
+    ([12, 13], "a list"), ({"value": 12}, "an object"), (None, "null"), (True, "true"), ("  ", "empty"),
+], ids=["list", "object", "null", "bool", "blank"])
+def test_a_dataset_answer_that_is_not_text_or_a_number_is_one_line_naming_the_line(
+        tmp_path: Path, answer: object, says: str) -> None:
+    """`str()` made a list "[12, 13]" and null "None": answers no model could give, so every
+    question was scored wrong without a word. Refused at the line that holds it."""
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": "q1", "question": "What is 12 times 24?", "answer": "288"}) + "\n"
+                    + json.dumps({"id": "q2", "question": "What is 7 minus 19?", "answer": answer}) + "\n")
+    code, out, err = _bench(str(data), "--protocols", "single", "--provider", "demo", "--headless",
+                            "--state-dir", str(tmp_path / "d"))
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{data}:2: answer must be text or a number" in err and says in err, err
+    assert not (tmp_path / "d").exists() or not any((tmp_path / "d").iterdir())
