@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
+import threading
 from pathlib import Path
 
 from ..errors import StoreError
@@ -77,15 +79,22 @@ def read_regular(path: Path) -> bytes:
         return fh.read()
 
 
+def temporary_name(path: Path) -> Path:
+    """A hidden name beside `path` that no other writer uses: the process, the thread and a
+    random part (`.state.json.<pid>.<thread>.<random>.tmp`). Two threads saving one file must
+    never share a temporary file, or one removes or renames the other's half-written bytes."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp")
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write a file so that a crash leaves either the old or the new content, never a mix.
 
     The temporary file is created afresh (`O_EXCL`, never through a link someone left at its
     name), and the rename replaces `path` itself, never what a link there points to."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temporary_name(path)
     try:
         try:
-            tmp.unlink()  # a stale one (or a link) from a crash: removes the name, not any target
+            tmp.unlink()  # a link planted at the name: removes the name, not its target
         except FileNotFoundError:
             pass
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
