@@ -27,6 +27,7 @@ from .engine.calls import CallEngine, endpoint_of
 from .engine.gate import BudgetExhausted, Gate, StopRequested
 from .engine.summaries import Summaries
 from .errors import ContextOverflow
+from .event_bus import EventBus
 from .events import (
     BudgetReached,
     ControlChanged,
@@ -36,10 +37,10 @@ from .events import (
     DebateResumed,
     DebateStarted,
     Event,
-    EventBus,
     NoteInjected,
     SeatAnswered,
     SummaryRequested,
+    Token,
     Warning_,
 )
 from .models.config import MootConfig
@@ -51,6 +52,7 @@ from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
 from .protocols.judging import synthesize
 from .providers.pool import ProviderPool
+from .search.archived import ArchivedContributions
 from .search.live import LiveIndex
 from .safety.secrets import redact
 from .storage.state import apply, new_state
@@ -243,6 +245,8 @@ class Orchestrator:
         """Index every text as it is emitted, and let views recall from that index."""
         self.bus.listen(live.on_event)
         self.engine.recaller = Recaller(live, self.index)
+        # Old items the recall tier brings back from steps this state let go of: read from the log.
+        self.index.contributions.read_back = ArchivedContributions(live, lambda: live.folder.events_path)
 
     # ------------------------------------------------------------------ events
 
@@ -251,8 +255,14 @@ class Orchestrator:
         return self.bus.emit(event)
 
     def _fold(self, event: Event) -> None:
+        if isinstance(event, Token):
+            return  # (most events: streamed text, which changes neither the state nor the index)
+        archived = self.state.archived_rounds
         apply(self.state, event)
         self.index.on_event(event)
+        if self.state.archived_rounds != archived:  # older steps were let go: they are in the log
+            self.index.archive(self.state.archived_rounds)
+            self.builder.forget_archived()
 
     # ------------------------------------------------------------------ the debate
 

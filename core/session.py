@@ -15,17 +15,23 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import Overrides, build_config
 from .control.commands import Inbox
 from .errors import StoreError
-from .events import EventBus, Subscription, Warning_
+from .event_bus import EventBus, Subscription
+from .events import Warning_
 from .human.drafts import Drafts
 from .models.config import MootConfig
 from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
 from .providers.pool import ProviderPool, default_provider_name
+from .storage.steps import contributions_of
 from .search.live import LiveIndex
 from .storage.folder import DebateFolder
 from .storage.lock import DebateLock
 from .storage.log_writer import EventLogWriter
 from .storage.state_dir import StateDir, default_state_dir, new_debate_id
+
+
+WRITER_BACKLOG = 2000
+"""Events the event log's writer may fall behind by before new calls wait for it."""
 
 
 @dataclass
@@ -75,7 +81,9 @@ class DebateSession:
         return {a.id: a.name for a in self.orchestrator.agents if a.is_person}
 
     def start_writer(self) -> None:
-        self._writer_sub = self.bus.subscribe("event-log")
+        # The debate waits at its next call while the log's writer is this many events behind.
+        self._writer_sub = self.bus.subscribe("event-log", limit=WRITER_BACKLOG)
+        self.orchestrator.gate.backlog = self.bus.caught_up
         self._writer_task = asyncio.create_task(self.writer.run(self._writer_sub))
         # Commands from other processes (`moot ctl`, an attached `moot watch`) through the folder.
         orch = self.orchestrator
@@ -202,6 +210,13 @@ def new_session(
         raise
     session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder), _search(orch, folder))
     session.seat_people()
+    return _bound(session)
+
+
+def _bound(session: DebateSession) -> DebateSession:
+    """Steps the state let go of are read back from this debate's log when a view needs them."""
+    folder = session.folder
+    session.orchestrator.index.read_archived = lambda through: contributions_of(folder.events_path, through)
     return session
 
 
@@ -246,7 +261,8 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder), search)
+    writer = EventLogWriter(folder, bounded=state.archived_rounds > 0)
+    session = _bound(DebateSession(orch, folder, lock, providers, writer, search))
     session.seat_people()
     if session.people and orch.desk.drafts is not None:  # turns recorded before a kill: their drafts go
         orch.desk.drafts.prune(state.all_contributions(), set(session.people))

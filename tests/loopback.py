@@ -366,6 +366,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         served = self.server.owner.model
+        self.server.owner.note_probe("GET " + self.path)
         fault = self._probe_fault()
         if fault:
             return self._endless(fault)
@@ -382,10 +383,13 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        chat = self.path.rstrip("/").endswith("/chat/completions")
+        if not chat:
+            owner.note_probe("POST " + self.path)
         fault = self._probe_fault()
         if fault:
             return self._endless(fault)
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not chat:
             return self._not_found()
         try:
             body = json.loads(raw or b"{}")
@@ -536,6 +540,8 @@ class LoopbackServer:
         self._conns: set[socket.socket] = set()
         self.connections = 0
         """TCP connections accepted so far (keep-alive reuse keeps this low)."""
+        self.probes: list[str] = []
+        """Requests other than chat completions (window probes), as `METHOD /path`, in arrival order."""
         self.sent: dict[str, int] = {}
         """Bytes of never-ending probe answers sent so far, by path (what the client let through)."""
         self.hangups: list[str] = []
@@ -574,6 +580,10 @@ class LoopbackServer:
                 self.connections += 1
             else:
                 self._conns.discard(conn)
+
+    def note_probe(self, what: str) -> None:
+        with self._lock:
+            self.probes.append(what)
 
     @property
     def requests(self) -> list[dict[str, Any]]:

@@ -20,9 +20,12 @@ def resolve_agent_id(state: DebateState, name: str) -> str:
 def records_for(state: DebateState, round_no: int, agent_id: str | None, phase: str | None = None) -> list[ViewRecord]:
     """The recorded calls of one step (every agent's when `agent_id` is None), oldest first."""
     word = "turns" if state.protocol == "conversation" else "rounds"
-    if round_no < 1 or round_no > len(state.rounds):
-        raise InspectError(f"debate {state.id} has {word} 1–{len(state.rounds)}, not {round_no}")
-    step = next((r for r in state.rounds if r.number == round_no), state.rounds[round_no - 1])
+    if round_no < 1 or round_no > state.round_count:
+        raise InspectError(f"debate {state.id} has {word} 1–{state.round_count}, not {round_no}")
+    if round_no <= state.archived_rounds:
+        raise InspectError(f"{word[:-1]} {round_no} of debate {state.id} is in its event log only; "
+                           "load the state with every step (DebateFolder.load(bounded=False))")
+    step = state.round(round_no)
     calls = [c for c in step.calls if agent_id is None or c.agent_id == agent_id]
     if phase:
         calls = [c for c in calls if c.phase == phase]
@@ -70,9 +73,9 @@ def carried_proposal(state: DebateState, round_no: int, agent: str) -> Carried |
     """Where `agent`'s proposal in `round_no` came from when it was carried (no call was made for
     it, so `calls_for` finds none), with the call that wrote it. None when it was not carried."""
     agent_id = resolve_agent_id(state, agent)
-    if not 1 <= round_no <= len(state.rounds):
+    if not state.archived_rounds < round_no <= state.round_count:
         return None
-    carried = next((c for c in state.rounds[round_no - 1].contributions
+    carried = next((c for c in state.round(round_no).contributions
                     if c.agent_id == agent_id and c.type == "proposal" and c.carried_from), None)
     if carried is None:
         return None
@@ -93,7 +96,8 @@ def first_view_holding(state: DebateState, index: DebateIndex, text_id: str,
     c = index.contributions.get(text_id)
     s = index.summaries.get(text_id)
     first = c.round if c is not None else s.round if s is not None else 1
-    for rnd in state.rounds[max(0, first - 1): first - 1 + steps]:
+    held = first - 1 - state.archived_rounds  # (a long debate's state holds its last steps only)
+    for rnd in state.rounds[max(0, held): max(0, held + steps)]:
         for record in rnd.calls:
             held = (record.summary_id == text_id if s is not None else
                     text_id in record.task_contribution_ids or text_id in history_ids(record, index)
@@ -112,7 +116,7 @@ def calls_at_turn_in_log(folder: DebateFolder, turn: int, agent: str | None = No
 
     found = TurnReader(folder).read(turn, agent, phase)
     if found is None:
-        return calls_at_turn(folder.load(), turn, agent, phase)
+        return calls_at_turn(folder.load(bounded=False), turn, agent, phase)
     records, index = found
     return [call_view(r, index) for r in records]
 

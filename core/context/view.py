@@ -241,6 +241,11 @@ class ViewBuilder:
             self._item_tokens[key] = n
         return n
 
+    def forget_archived(self) -> None:
+        """Drop the counts of items the index let go of (see `DebateIndex.archive`)."""
+        held = self.index.contributions
+        self._item_tokens = {k: n for k, n in self._item_tokens.items() if k[0] in held}
+
     def prompt_tokens(self, key: str, model: str) -> int:
         n = self._prompt_tokens.get((key, model))
         if n is None:

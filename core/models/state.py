@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from .terms import (
     JUDGE_ID,
@@ -338,11 +338,39 @@ class DebateState(BaseModel):
     pending_questions: list[Clarification] = Field(default_factory=list)
     """Questions asked and not yet answered (a crash while the user answers keeps them)."""
     pending_round: int = 0
+    archived_rounds: int = 0
+    """Steps 1..this many are not held here: their contributions, summaries and views are in the
+    event log only (`storage.archive`), and `rounds` begins with step `archived_rounds + 1`.
+    0 (every step held) in snapshots written before a debate could outgrow its memory."""
+
+    _held: int | None = PrivateAttr(default=None)
+
+    @property
+    def held_contributions(self) -> int:
+        """Contributions in `rounds`: counted once, then kept by `count_held` (what `apply` adds, what
+        `archive` lets go of), so asking at every step costs nothing however many steps are held."""
+        if self._held is None:
+            self._held = sum(len(r.contributions) for r in self.rounds)
+        return self._held
+
+    def count_held(self, change: int) -> None:
+        if self._held is not None:
+            self._held += change
 
     def round(self, number: int) -> Round:
-        while len(self.rounds) < number:
-            self.rounds.append(Round(number=len(self.rounds) + 1))
-        return self.rounds[number - 1]
+        """Step `number` as held in memory (made when new). An archived step is given detached
+        and empty: what it held is in the log, and nothing folded into it is kept."""
+        if number <= self.archived_rounds:
+            return Round(number=number)
+        while self.round_count < number:
+            self.rounds.append(Round(number=self.round_count + 1))
+        return self.rounds[number - self.archived_rounds - 1]
+
+    @property
+    def round_count(self) -> int:
+        """Steps begun so far, archived ones included (`len(rounds)` counts only those held)."""
+        return self.archived_rounds + len(self.rounds)
 
     def all_contributions(self) -> list[Contribution]:
+        """The contributions held in memory (all of them unless steps were archived)."""
         return [c for r in self.rounds for c in r.contributions]

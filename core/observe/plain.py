@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO, assert_never
 
+from ..event_bus import Subscription
 from ..events import (
     BudgetReached,
     CallFailed,
@@ -38,7 +39,6 @@ from ..events import (
     SummaryAdded,
     SummaryRequested,
     SynthesisCompleted,
-    Subscription,
     Token,
     Warning_,
     WindowLearned,

@@ -80,7 +80,7 @@ class SimultaneousProtocol(DebateProtocol):
 
     def _round_answers(self, r: int) -> list[Contribution]:
         ctx = self.ctx
-        if r < 1 or r > len(ctx.state.rounds):
+        if r < 1 or r > ctx.state.round_count:
             return []
         return sorted((c for c in ctx.state.round(r).contributions if c.type == "answer"), key=ctx.index.key)
 

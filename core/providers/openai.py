@@ -33,7 +33,8 @@ except ImportError:  # pragma: no cover
 
 from ..errors import ContextTooLong, ProviderError
 from .capped import ReadCapExceeded, capped_http_client, cut_utf8, read_cap, reply_text_cap, reply_wire_cap
-from .discovery import PROBE_DEADLINE_S, discover
+from .discovery import PROBE_DEADLINE_S
+from .window_cache import discover_remembered
 from .base import (
     ChatRequest,
     Completion,
@@ -440,7 +441,7 @@ class OpenAIProvider:
         `PROBE_DEADLINE_S` (or `timeout_s`, when lower). OpenAI's own API states none."""
         if not self.base_url or self.host == DEFAULT_HOST:
             return None
-        stated = await discover(self._client, self.base_url, model, min(PROBE_DEADLINE_S, self.timeout_s))
+        stated = await discover_remembered(self._client, self.base_url, model, min(PROBE_DEADLINE_S, self.timeout_s))
         if stated.slots is not None:
             self.slots = stated.slots
         return stated.window

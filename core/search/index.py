@@ -314,6 +314,11 @@ class SearchIndex:
             return []  # a word FTS5 cannot take as a phrase (nothing left after its tokenizer)
         return [(str(d), int(st)) for d, st in rows]
 
+    def seq_of(self, doc_id: str) -> int | None:
+        """The sequence number of the event that holds one document (where it is in the log)."""
+        row = self._db.execute("SELECT seq FROM docs WHERE doc_id = ? LIMIT 1", (doc_id,)).fetchone()
+        return int(row[0]) if row else None
+
     def text(self, doc_id: str) -> str | None:
         """The whole indexed text of one document."""
         row = self._db.execute("SELECT body FROM docs WHERE doc_id = ? LIMIT 1", (doc_id,)).fetchone()

@@ -13,6 +13,7 @@ import os
 import secrets
 import stat
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import StoreError
@@ -86,8 +87,9 @@ def temporary_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write a file so that a crash leaves either the old or the new content, never a mix.
+    `data` may come in pieces (a long report is never whole in memory).
 
     The temporary file is created afresh (`O_EXCL`, never through a link someone left at its
     name), and the rename replaces `path` itself, never what a link there points to."""
@@ -99,7 +101,8 @@ def write_atomic(path: Path, data: bytes) -> None:
             pass
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for piece in [data] if isinstance(data, bytes) else data:
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -156,7 +156,7 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
         "status": shown_status(folder, state.status),
         # The first line, without a markdown heading's marks (as the TUI header shows it).
         "problem": one_line_safe((state.problem.strip().splitlines() or [""])[0].lstrip("#").strip(), 80),
-        "rounds": f"{len(state.rounds)}/{state.total_rounds}",
+        "rounds": f"{state.round_count}/{state.total_rounds}",
         "steps": "turns" if state.protocol == "conversation" else "rounds",
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at)),
         "created_at": state.created_at,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NoReturn, cast
 
@@ -188,21 +188,22 @@ def open_debate(args: argparse.Namespace) -> DebateFolder:
     return StateDir(args.state_dir).open(args.id)
 
 
-def write_file(path: Path, text: str) -> None:
-    """Write a file atomically; an unwritable path is a one-line error (exit 2)."""
+def write_file(path: Path, text: str | Iterable[str]) -> None:
+    """Write a file atomically (`text` whole or in pieces); an unwritable path is a one-line error (exit 2)."""
     from moot.core.storage.files import write_atomic
 
     try:
-        write_atomic(path, text.encode("utf-8"))
+        write_atomic(path, text.encode("utf-8") if isinstance(text, str) else (t.encode("utf-8") for t in text))
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def deliver(text: str, output: str | None, what: str) -> None:
-    """Write `text` to the -o file (atomically, naming it on stderr) or to stdout."""
+def deliver(text: str | Iterable[str], output: str | None, what: str) -> None:
+    """Write `text` (whole or in pieces) to the -o file (atomically, naming it on stderr) or to stdout."""
     if output:
         write_file(Path(output), text)
         print(f"{what} written to {output}", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        for piece in [text] if isinstance(text, str) else text:
+            sys.stdout.write(piece)
         sys.stdout.flush()

@@ -16,6 +16,7 @@ from ...core.models.state import AgentInfo, Clarification, Contribution, Converg
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
 from ..format import contribution_title, dom_id, k, solution_markdown, solution_title, usd
+from .label_text import update_label
 from .token_gauge import TokenGauge
 from .transcript import Entry, Transcript
 
@@ -262,7 +263,7 @@ class AgentPane(Vertical, can_focus=True):
 
     def summary_requested(self, focus: str | None = None) -> None:
         badge = self.query_one(".pane-badge", Label)
-        badge.update(Text("⇣ summary requested" + (f": {focus}" if focus else "")))
+        update_label(badge, Text("⇣ summary requested" + (f": {focus}" if focus else "")))
         badge.set_classes("pane-badge -requested")
 
     def summary_added(self, s: Summary, *, show_block: bool = True) -> None:
@@ -273,7 +274,7 @@ class AgentPane(Vertical, can_focus=True):
         trigger = {"manual": "manual", "judge": "final round"}.get(s.trigger, "auto")
         fallback = " · fallback" if md.fallback_reason else ""
         badge = self.query_one(".pane-badge", Label)
-        badge.update(f"⇣ R{s.round} {k(md.before_tokens)}→{k(md.after_tokens)} {s.method} ({trigger}){fallback}")
+        update_label(badge, f"⇣ R{s.round} {k(md.before_tokens)}→{k(md.after_tokens)} {s.method} ({trigger}){fallback}")
         badge.set_classes("pane-badge -summarized" + (" -manual" if s.trigger == "manual" else "")
                           + (" -fallback" if md.fallback_reason else ""))
         badge.tooltip = Text(one_line_safe(  # Text: the fallback reason quotes a server, never markup
