@@ -188,7 +188,7 @@ class Orchestrator:
         agent = find_agent(agent_id, people)
         if agent is None:
             raise ValueError(f"no person's seat {agent_id!r}; seats: {', '.join(a.id for a in people)}")
-        self.desk.submit(agent.id, redact(text, self.providers.secrets), via=via, command_id=command_id)
+        self.desk.submit(agent.id, text, via=via, command_id=command_id)  # which masks the keys
 
     def _answered(self, turn: Turn, answer: Answer) -> None:
         self.emit(SeatAnswered(agent_id=turn.agent_id, round=turn.round, phase=cast(Phase, turn.phase),

@@ -76,8 +76,8 @@ class DebateSession:
 
     def seat_people(self) -> None:
         """Keep the people's drafts in this debate's folder (it may still be renamed: asked lazily)."""
-        folder = self.folder
-        self.orchestrator.desk.drafts = Drafts(lambda: folder.path)
+        folder, desk = self.folder, self.orchestrator.desk
+        desk.drafts = Drafts(lambda: folder.path, desk.secrets)
 
     @property
     def people(self) -> dict[str, str]:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import tiktoken
 
+from .storage.files import temporary_name
+
 # The same values tiktoken's own `tiktoken_ext.openai_public` uses.
 _ENDOFTEXT = "<|endoftext|>"
 _ENCODINGS: dict[str, dict] = {
@@ -100,7 +102,7 @@ def _write_cached(name: str, ranks: dict[bytes, int]) -> None:
     """Keep the parsed table for the next run (a tenth of the start-up it costs); best effort."""
     path = _cache_file(name)
     payload = marshal.dumps(ranks)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temporary_name(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(hashlib.sha256(payload).hexdigest().encode() + payload)

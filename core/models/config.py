@@ -6,7 +6,7 @@ silently ignored key.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -71,7 +71,29 @@ class SummarizationOverrides(_Strict):
     prompt_path: str | None = None
 
 
-class ContextConfig(_Strict):
+class _Window(_Strict):
+    """A token window that keeps room for the model's answer: its two fields are declared by
+    each subclass, in its own order (the config's field order is what a dump shows)."""
+
+    if TYPE_CHECKING:
+        max_context_tokens: int
+        reserve_output_tokens: int
+
+    @model_validator(mode="after")
+    def _reserve_fits(self) -> Self:
+        if self.reserve_output_tokens >= self.max_context_tokens:
+            raise ValueError(
+                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
+                f"max_context_tokens ({self.max_context_tokens})"
+            )
+        return self
+
+    @property
+    def input_budget(self) -> int:
+        return self.max_context_tokens - self.reserve_output_tokens
+
+
+class ContextConfig(_Window):
     """The token budget of one agent's view."""
 
     max_context_tokens: ContextTokens = 8000
@@ -83,19 +105,6 @@ class ContextConfig(_Strict):
     summary covers come back verbatim when the debate returns to them (see README, Recall)."""
     recall_tokens: RecallTokens | None = None
     """Cap of the recall tier; default a tenth of the view's budget."""
-
-    @model_validator(mode="after")
-    def _reserve_fits(self) -> ContextConfig:
-        if self.reserve_output_tokens >= self.max_context_tokens:
-            raise ValueError(
-                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
-                f"max_context_tokens ({self.max_context_tokens})"
-            )
-        return self
-
-    @property
-    def input_budget(self) -> int:
-        return self.max_context_tokens - self.reserve_output_tokens
 
 
 class ContextOverrides(_Strict):
@@ -148,7 +157,7 @@ class AgentConfig(_Strict):
         return self.name or self.id.replace("-", " ").title()
 
 
-class ConversationConfig(_Strict):
+class ConversationConfig(_Window):
     """The turn-based conversation (seed 003): a shared transcript, each view = system prompt +
     rolling summary of everything older + the latest messages verbatim, under a token budget."""
 
@@ -176,19 +185,6 @@ class ConversationConfig(_Strict):
     tenth of `recent_tokens`."""
     score_every: int | None = Field(None, ge=1)
     """With `termination = "convergence"`: the judge scores convergence every this many turns."""
-
-    @model_validator(mode="after")
-    def _fits(self) -> ConversationConfig:
-        if self.reserve_output_tokens >= self.max_context_tokens:
-            raise ValueError(
-                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
-                f"max_context_tokens ({self.max_context_tokens})"
-            )
-        return self
-
-    @property
-    def input_budget(self) -> int:
-        return self.max_context_tokens - self.reserve_output_tokens
 
     @property
     def recall_cap(self) -> int:

@@ -22,7 +22,7 @@ from ..config import ResolvedAgent
 from ..context.index import barrier
 from ..context.view import render_messages
 from ..errors import ProviderError
-from ..events import ContributionAdded, RoundStarted, Warning_
+from ..events import ContributionAdded, Warning_
 from ..models.state import CallMetadata, Contribution, Summary
 from ..models.terms import ContributionType, Phase, SummaryTrigger
 from .base import DebateAborted, DebateProtocol, SynthesisInput
@@ -41,9 +41,7 @@ class RoundsProtocol(DebateProtocol):
     async def run(self) -> None:
         ctx = self.ctx
         total = self.total_steps
-        for r in range(max(1, ctx.state.current_round), total + 1):
-            if ctx.state.current_round < r:
-                ctx.emit(RoundStarted(round=r))
+        for r in self.steps():
             await ctx.phase(r, "summarize", partial(self._summarization_phase, r))
             await ctx.phase(r, "proposal", partial(self._proposal_phase, r))
             await ctx.phase(r, "critique", partial(self._critique_phase, r))

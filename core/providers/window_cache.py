@@ -18,6 +18,7 @@ from pathlib import Path
 
 import openai
 
+from ..storage.files import temporary_name
 from ..tokens import cache_dir
 from .discovery import Stated, discover
 
@@ -84,7 +85,7 @@ def remember(base_url: str, model: str, stated: Stated, now: float | None = None
     if len(entries) > MAX_ENTRIES:
         newest = sorted(entries.items(), key=lambda kv: kv[1].get("at") or 0, reverse=True)  # type: ignore[arg-type, return-value]  # checked as numbers on read
         entries = dict(newest[:MAX_ENTRIES])
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temporary_name(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps({"version": VERSION, "entries": entries}, indent=1))

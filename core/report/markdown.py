@@ -46,13 +46,22 @@ def _outside_code(lines: list[str]) -> tuple[list[bool], str]:
     return flags, fence
 
 
+def _empty_heading(line: str) -> bool:
+    """`##`, `# ` or `### ###`: a heading with no text (a closing run of #s is no text)."""
+    m = _HEADING.match(line)
+    return m is not None and not re.sub(r"(?:^|\s)#+\s*$", "", line[m.end():]).strip()
+
+
 def demote_headings(text: str, top: int) -> str:
     """Shift markdown headings so the shallowest one sits at level `top` (max 6).
 
     Headings inside fenced code blocks are left alone, text that is already deep
-    enough keeps its levels, and a code fence left open is closed."""
+    enough keeps its levels, a heading with no text is dropped (a model's empty `##`
+    would be an empty entry in the report's outline), and a code fence left open is closed."""
     lines = text.splitlines()
     prose, open_fence = _outside_code(lines)
+    kept = [(line, ok) for line, ok in zip(lines, prose) if not (ok and _empty_heading(line))]
+    lines, prose = [line for line, _ in kept], [ok for _, ok in kept]
     levels = [len(m.group(2)) for line, ok in zip(lines, prose) if ok and (m := _HEADING.match(line))]
     shift = max(0, top - min(levels)) if levels else 0
     out: list[str] = []
@@ -63,6 +72,19 @@ def demote_headings(text: str, top: int) -> str:
     if open_fence:  # an unclosed code block would swallow the rest of the report
         out.append(open_fence)
     return "\n".join(out).strip()
+
+
+def looks_like_json(text: str) -> bool:
+    """A reply that is JSON (or was meant to be: a streamed object cut short), not prose."""
+    return text.lstrip().startswith(("{", "["))
+
+
+def code_block(text: str, info: str = "") -> str:
+    """`text` as a fenced code block, shown as written: the fence is longer than any run of
+    backticks inside, so nothing in it can close the block early."""
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    return f"{fence}{info}\n{text.strip()}\n{fence}"
 
 
 def cell(value: object) -> str:
@@ -265,9 +287,14 @@ def _synthesis(state: DebateState, verbose: bool) -> list[str]:
                 "the agents agreed._", ""]
     if verbose:
         out += [_meta_line(sol.metadata), ""]
-    if not sol.parsed:
-        out += ["_The judge's reply was not structured JSON; it is shown as written._", ""]
-    out += [demote_headings(sol.description, 3), ""]
+    if not sol.parsed and looks_like_json(sol.description):  # cut short, or not the fields asked for
+        out += ["_The judge's reply could not be read as the synthesis it was asked for; it is shown as "
+                "written._", "", code_block(sol.description, "json"), ""]
+    elif not sol.parsed:
+        out += ["_The judge's reply was not structured JSON; it is shown as written._", "",
+                demote_headings(sol.description, 3), ""]
+    else:
+        out += [demote_headings(sol.description, 3), ""]
     for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
                          ("Unresolved", sol.unresolved)):
         if items:

@@ -28,8 +28,8 @@ from pydantic import ValidationError
 from ..errors import StoreError
 from ..events import parse_event
 from ..models.state import DebateState, Round
+from .files import file_mode, fsync_dir, open_regular, read_regular, refusal, require_real_folder
 from .steps import read_steps
-from .files import fsync_dir, open_regular, read_regular, refusal, require_real_folder
 from .lock import DebateLock, lock_held
 from .log import numbered_events
 from .state import StateError, apply, new_state
@@ -58,12 +58,9 @@ class DebateFolder:
         require_real_folder(self.path)
         for name in FOLDER_FILES:
             path = self.path / name
-            try:
-                mode = os.lstat(path).st_mode
-            except FileNotFoundError:
+            mode = file_mode(path)
+            if mode is None:
                 continue
-            except OSError as exc:
-                raise StoreError(f"cannot read {path}: {exc.strerror}") from None
             if stat.S_ISLNK(mode):
                 raise refusal(path, "is a symbolic link")
             if not stat.S_ISREG(mode):
@@ -86,6 +83,14 @@ class DebateFolder:
         """Remove a pending folder that never received its first event (nothing was recorded)."""
         if self.pending:
             shutil.rmtree(self.path, ignore_errors=True)
+
+    def modified_at(self) -> float:
+        """When the event log last changed (0 when it cannot be read): the date of a debate
+        that cannot be loaded."""
+        try:
+            return self.events_path.stat().st_mtime
+        except OSError:
+            return 0.0
 
     @property
     def events_path(self) -> Path:

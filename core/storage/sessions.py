@@ -94,11 +94,7 @@ def read_row(folder: DebateFolder) -> SessionRow:
     try:
         state = folder.load()
     except StoreError as exc:
-        try:
-            when = folder.events_path.stat().st_mtime
-        except OSError:
-            when = 0.0
-        return SessionRow(id=folder.id, created_at=when, error=one_line_safe(str(exc), 300))
+        return SessionRow(id=folder.id, created_at=folder.modified_at(), error=one_line_safe(str(exc), 300))
     people = [*state.agents, *([state.judge] if state.judge else [])]
     first = (state.problem.strip().splitlines() or [""])[0].lstrip("#").strip()
     return SessionRow(

@@ -147,12 +147,8 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
     try:
         state = folder.load()
     except StoreError as exc:
-        try:
-            when = folder.events_path.stat().st_mtime
-        except OSError:
-            when = 0.0
-        return {"id": folder.id, "status": "unreadable", "problem": str(exc), "rounds": 0, "created_at": when,
-                "providers": []}
+        return {"id": folder.id, "status": "unreadable", "problem": str(exc), "rounds": 0,
+                "created_at": folder.modified_at(), "providers": []}
     people = [*state.agents, *([state.judge] if state.judge else [])]
     providers = sorted({a.provider for a in people})
     return {

@@ -88,9 +88,10 @@ def bounded(field: str) -> Callable[[str], int]:
     return parse
 
 
-def role_list(text: str) -> list[str]:
-    """`-a architect,security`: known roles, each once. A typo is a bad argument (exit 2), with a
-    guess; the same mistake inside a config file is a configuration error (exit 4)."""
+def known_roles(text: str) -> list[str]:
+    """`-a generalist,kiss`: comma-separated known roles, in order, repeats kept. A typo is a bad
+    argument (exit 2), with a guess; the same mistake inside a config file is a configuration
+    error (exit 4)."""
     from moot.core.agents import did_you_mean
     from moot.core.models.terms import ROLES
 
@@ -101,6 +102,12 @@ def role_list(text: str) -> list[str]:
         if role not in ROLES:
             raise argparse.ArgumentTypeError(f"unknown role {role!r}{did_you_mean(role, ROLES)}; "
                                              f"expected one of {', '.join(ROLES)}")
+    return roles
+
+
+def role_list(text: str) -> list[str]:
+    """`-a architect,security`: known roles (`known_roles`), each once."""
+    roles = known_roles(text)
     twice = next((r for i, r in enumerate(roles) if r in roles[:i]), None)
     if twice is not None:
         raise argparse.ArgumentTypeError(f"role {twice!r} is named twice (each role is one agent; for two "
