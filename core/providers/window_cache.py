@@ -6,11 +6,14 @@ that it stated none, and when. An entry is trusted for `MAX_AGE_S`; a server res
 another window within that time is corrected by its first refusal (`engine.windows`), as any
 wrong window is. The file is a cache: unreadable or foreign, it is ignored and rewritten;
 written atomically (a temporary file renamed), so a crash or two runs at once never leave half of
-one. No key or header is stored: an endpoint's address and a model's name only.
+one. Nothing an address or a model's name holds is stored, only a hash of the two: a base URL
+may carry a password (`https://user:pass@host/v1`) and a hostile server may name its model after
+the key it was sent.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -26,7 +29,7 @@ MAX_AGE_S = 24 * 3600.0
 """How long a stated window is used without asking again."""
 MAX_ENTRIES = 256
 """The oldest entries beyond this many are dropped (the file stays small)."""
-VERSION = 1
+VERSION = 2
 
 
 async def discover_remembered(client: openai.AsyncOpenAI, base_url: str, model: str, deadline_s: float) -> Stated:
@@ -46,8 +49,9 @@ def cache_file() -> Path:
     return Path(explicit) if explicit else cache_dir() / "windows.json"
 
 
-def _key(base_url: str, model: str) -> str:
-    return f"{base_url.rstrip('/')} {model}"
+def entry_key(base_url: str, model: str) -> str:
+    """The entry's name: a hash of the endpoint and the model, never their text."""
+    return hashlib.sha256(f"{base_url.rstrip('/')}\n{model}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _read(path: Path) -> dict[str, dict[str, object]]:
@@ -66,7 +70,7 @@ def _count(value: object) -> int | None:
 
 def recall(base_url: str, model: str, now: float | None = None) -> Stated | None:
     """What the server at `base_url` stated for `model` less than `MAX_AGE_S` ago, if remembered."""
-    entry = _read(cache_file()).get(_key(base_url, model))
+    entry = _read(cache_file()).get(entry_key(base_url, model))
     if entry is None:
         return None
     at = entry.get("at")
@@ -80,7 +84,7 @@ def remember(base_url: str, model: str, stated: Stated, now: float | None = None
     """Keep what the server stated (best effort: a cache that cannot be written is left alone)."""
     path = cache_file()
     entries = _read(path)
-    entries[_key(base_url, model)] = {"window": stated.window, "slots": stated.slots,
+    entries[entry_key(base_url, model)] = {"window": stated.window, "slots": stated.slots,
                                       "at": time.time() if now is None else now}
     if len(entries) > MAX_ENTRIES:
         newest = sorted(entries.items(), key=lambda kv: kv[1].get("at") or 0, reverse=True)  # type: ignore[arg-type, return-value]  # checked as numbers on read

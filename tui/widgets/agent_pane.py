@@ -1,4 +1,8 @@
-"""One agent's pane: who it is, what it is doing, its view's token gauge and its contributions."""
+"""One agent's pane: who it is, what it is doing, its view's token gauge and its contributions.
+
+Over 400 lines: the pane routes one agent's events to its parts (header, gauge, transcript,
+seat editor) in one place, so a reader finds every change an event makes to a pane here.
+"""
 
 from __future__ import annotations
 
