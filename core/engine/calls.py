@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -32,7 +32,7 @@ from ..context.view import ViewTooLarge
 from ..errors import ContextOverflow, ContextTooLong, ProviderError
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, ViewRecord
-from ..pricing import call_cost
+from ..pricing import PriceOverride, call_cost
 from ..providers.base import (
     CallHint,
     ChatRequest,
@@ -113,12 +113,15 @@ class CallEngine:
     emit: Callable[[Event], Event]
     clock: Clock
     max_concurrency: int
-    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    prices: Mapping[str, PriceOverride] = field(default_factory=dict)
     endpoint_limits: dict[str, int] = field(default_factory=dict)
     """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
     windows: Windows = field(default_factory=Windows)
 
     def __post_init__(self) -> None:
+        self.slots: dict[str, int] = {}
+        """Agent id → the llama.cpp slot it keeps (see `discover`)."""
+        self._slot_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self.in_flight = 0
         """Calls past the gate and not yet ended."""
@@ -129,10 +132,10 @@ class CallEngine:
     def secrets(self) -> list[str]:
         return self.providers.secrets
 
-    def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int) -> float:
+    def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int, cached: int = 0) -> float:
         if agent.provider == "demo":
             return 0.0
-        return call_cost(model, prompt, completion, self.prices)
+        return call_cost(model, prompt, completion, self.prices, cached)
 
     # ------------------------------------------------------------------ windows
 
@@ -161,6 +164,23 @@ class CallEngine:
                 # a queued request's deadline runs while it waits).
                 self.endpoint_limits[key[0]] = slots
                 self._endpoint_sems[key[0]] = asyncio.Semaphore(slots)
+        self._keep_slots(agents)
+
+    def _keep_slots(self, agents: Sequence[ResolvedAgent]) -> None:
+        """On a llama.cpp server with a slot for each of its speakers, each speaker keeps one, so
+        its next request finds its own previous prompt in that slot's cache (a request landing on
+        another speaker's slot recomputes its whole prompt). One speaker's calls then take turns
+        on its slot, waiting here rather than at the server, where their deadlines would run."""
+        speakers: dict[str, list[str]] = {}
+        for a in agents:
+            names = speakers.setdefault(endpoint_of(a), [])
+            if a.id not in names:
+                names.append(a.id)
+        for a in agents:
+            provider = self.providers.get(a)
+            names = speakers[endpoint_of(a)]
+            if provider.llama_cpp and provider.slots is not None and len(names) <= provider.slots:
+                self.slots[a.id] = names.index(a.id)
 
     def _where(self, agent: ResolvedAgent) -> str:
         return redact(strip_userinfo(agent.config.base_url) or agent.provider, self.secrets)
@@ -176,7 +196,9 @@ class CallEngine:
             record.model = spec.model
         model = record.model or agent.model
         endpoint = endpoint_of(agent)
-        async with self._sem, self._endpoint_sems.get(endpoint, _NO_LIMIT):
+        slot = self.slots.get(agent.id)
+        slot_lock = _NO_LIMIT if slot is None else self._slot_locks.setdefault((endpoint, slot), asyncio.Lock())
+        async with slot_lock, self._sem, self._endpoint_sems.get(endpoint, _NO_LIMIT):
             await self.gate.wait()
             self.in_flight += 1
             try:
@@ -212,7 +234,8 @@ class CallEngine:
             record.max_tokens = max(1, min(fit.max_tokens + extra_room, fit.reply_room(record.tokens.total)))
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
-                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer)
+                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
+                                  slot=self.slots.get(agent.id))
             self.emit(CallStarted(view=record))
             started = self.clock.monotonic()
             try:
@@ -256,6 +279,7 @@ class CallEngine:
         for earlier in spent:  # what the cut attempt cost is part of this call's cost
             completion.prompt_tokens += earlier.prompt_tokens
             completion.completion_tokens += earlier.completion_tokens
+            completion.cached_tokens += earlier.cached_tokens
             completion.attempts += earlier.attempts
             completion.usage_estimated = completion.usage_estimated or earlier.usage_estimated
         model = completion.model or model
@@ -264,7 +288,9 @@ class CallEngine:
             latency_ms=latency, model=model, provider=agent.provider, call_id=record.call_id,
             attempts=completion.attempts, finish_reason=completion.finish_reason,
             usage_estimated=completion.usage_estimated, clipped_at=completion.clipped_at,
-            cost_usd=self.cost(agent, model, completion.prompt_tokens, completion.completion_tokens),
+            cached_tokens=completion.cached_tokens,
+            cost_usd=self.cost(agent, model, completion.prompt_tokens, completion.completion_tokens,
+                               completion.cached_tokens),
         )
         if completion.usage_estimated:
             self.emit(Warning_(message=f"{agent.id}: the server reported no usable token usage; "

@@ -38,6 +38,9 @@ class CallMetadata(BaseModel):
     clipped_at: int | None = None
     """The reply ran far past its token limit and moot stopped reading it at this many bytes:
     the content is what came before (`max_tokens` × 32 bytes + 16 KiB of text)."""
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache (priced at the cached
+    rate); 0 when the server did not say."""
 
 
 class Usage(BaseModel):
@@ -48,6 +51,8 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     summary_tokens: int = 0
     """Of the tokens above, those spent on summarization calls."""
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache."""
     cost_usd: float = 0.0
 
     @property
@@ -79,6 +84,8 @@ class SummaryMetadata(BaseModel):
     """prompt_tokens + completion_tokens of the summarization calls (0 for rule-based)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache."""
     cost_usd: float = 0.0
     model: str | None = None
     fallback_reason: str | None = None

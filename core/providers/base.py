@@ -55,6 +55,9 @@ class ChatRequest:
     fallback_models: Sequence[str] = ()
     json_answer: JsonAnswer | None = None
     """Constrain the reply to JSON (`response_format`) when the endpoint accepts it."""
+    slot: int | None = None
+    """The server slot this speaker keeps (llama.cpp's `id_slot`), so its prompt cache stays warm;
+    None: the server chooses."""
 
 
 @dataclass
@@ -73,6 +76,9 @@ class Completion:
     clipped_at: int | None = None
     """moot stopped reading the reply at this many bytes (far past `max_tokens`; see
     `providers.capped`): the content is what came before the cap."""
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the server served from its prompt cache, as it reported them
+    (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,8 @@ class Provider(Protocol):
     """Shown in every view (the demo provider says DEMO)."""
     slots: int | None
     """How many requests the server runs at once, when it said so (after `discover_window`)."""
+    llama_cpp: bool
+    """The server is llama.cpp's (after `discover_window`): it takes `id_slot` (`ChatRequest.slot`)."""
 
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamItem]:
         """Stream one completion; retries and fallbacks happen inside (see the module doc)."""

@@ -44,6 +44,7 @@ class DemoProvider:
     name = "demo"
     label = "DEMO (offline, scripted)"
     slots: int | None = None
+    llama_cpp: bool = False
 
     def __init__(
         self,

@@ -161,6 +161,7 @@ def _add_usage(state: DebateState, meta: CallMetadata | SummaryMetadata, agent_i
         t.calls += calls
         t.prompt_tokens += meta.prompt_tokens
         t.completion_tokens += meta.completion_tokens
+        t.cached_tokens += meta.cached_tokens
         t.cost_usd += meta.cost_usd
         if summary:
             t.summary_tokens += meta.prompt_tokens + meta.completion_tokens
