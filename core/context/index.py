@@ -104,6 +104,8 @@ class DebateIndex:
         self._rank: dict[str, int] = {"": -1}
         self.prompts: dict[str, str] = {}
         self.problem = ""
+        self.layout = 1
+        """The debate's view layout (`moot.core.context.view`)."""
         if state is not None:
             self.load(state)
 
@@ -117,6 +119,7 @@ class DebateIndex:
     def load(self, state: DebateState) -> None:
         self.prompts = state.prompts
         self.problem = state.problem
+        self.layout = state.view_layout
         self._people(state.agents, state.judge)
         for rnd in state.rounds:
             for c in rnd.contributions:
@@ -137,6 +140,7 @@ class DebateIndex:
             case DebateStarted():
                 self.prompts = dict(event.prompts)
                 self.problem = event.problem
+                self.layout = event.view_layout
                 self._people(event.agents, event.judge)
             case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
                   | CallFailed() | SummaryRequested() | SynthesisCompleted() | Warning_() | ControlChanged()

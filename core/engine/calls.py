@@ -318,6 +318,7 @@ class CallEngine:
             live = builder.index
             scratch = DebateIndex()
             scratch.prompts, scratch.problem, scratch.names = live.prompts, live.problem, live.names
+            scratch.layout = live.layout
             probe.task_contribution_ids = []
             for i in range(quotes):
                 c = Contribution(id=f"check-{i}", agent_id=agent.id, role=agent.role, type="critique", round=1,

@@ -257,6 +257,9 @@ class DebateState(BaseModel):
     judge_summary: Summary | None = None
     prompts: dict[str, str] = Field(default_factory=dict)
     """Every prompt text used, by key, so views can be rebuilt byte for byte."""
+    view_layout: int = 1
+    """How this debate's views lay out their messages (see `moot.core.context.view`): kept for
+    life, so a debate resumed by a later version goes on as it began and rebuilds as it was sent."""
     config: dict[str, Any] = Field(default_factory=dict)
     """The effective configuration (no secrets) so later commands can continue the debate."""
     created_at: float = Field(default_factory=time.time)

@@ -140,8 +140,14 @@ class RoundsProtocol(DebateProtocol):
         record = ctx.record(agent, r, phase, target=target, params=params, task_ids=task_ids)
         summary = ctx.index.latest_summary.get(agent.id)
         record.summary_id = summary.id if summary else None
-        in_task = set(task_ids)
-        history = [c for c in ctx.index.uncovered_items(agent.id, summary, barrier(r, phase)) if c.id not in in_task]
+        if kind == "refinement" and ctx.index.layout >= 2:
+            # Its own proposal and the critiques stay in the history, where its critiques' views had
+            # the rest and the next summary's request will have all of it (the task points at them).
+            history = ctx.index.uncovered_items(agent.id, summary, barrier(r, phase))
+        else:
+            in_task = set(task_ids)
+            history = [c for c in ctx.index.uncovered_items(agent.id, summary, barrier(r, phase))
+                       if c.id not in in_task]
         try:
             result = await ctx.call(agent, record, history=history, target=target)
         except ProviderError as exc:

@@ -202,7 +202,11 @@ class DemoProvider:
             return (f"## Answer\n\n{intro}\n\n{bullets(pick('design', 4))}\n\n## Reasoning\n\n"
                     f"{bullets(pick('decisions', 3))}\n\n## Changes since your last answer\n\n{changes}\n")
         if phase == "summarize":
-            return self._summarize(last, int(hint.extra.get("max_chars", 2500)), model, max_tokens)
+            # The material: inside the task's <history> tags, or (layout 2) the summary and history
+            # messages before the task.
+            between = "\n\n".join(m["content"] for m in messages[1:-1])
+            material = last if "<history>" in last or not between else between
+            return self._summarize(material, int(hint.extra.get("max_chars", 2500)), model, max_tokens)
         if phase == "synthesis":
             return self._synthesis(hint, rng, fmt, ctx, model, max_tokens)
         if phase == "score":

@@ -76,6 +76,7 @@ def apply(state: DebateState, event: Event) -> DebateState:
             state.agents = list(event.agents)
             state.judge = event.judge
             state.prompts = dict(event.prompts)
+            state.view_layout = event.view_layout
             state.config = dict(event.config)
             state.created_at = event.ts
             state.status = "running"
