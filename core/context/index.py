@@ -99,6 +99,8 @@ class DebateIndex:
         self._transcript = _Ordered()
         """Every conversation message, in turn order (the shared transcript)."""
         self.latest_summary: dict[str, Summary] = {}
+        self._summaries_of: dict[str, list[Summary]] = {}
+        """agent id → its summaries by (round, time): what `summary_at` searches."""
         self.names: dict[str, tuple[str, str]] = {}
         """agent id → (display name, role)."""
         self._rank: dict[str, int] = {"": -1}
@@ -167,6 +169,11 @@ class DebateIndex:
             self._perspective.setdefault(owner, _Ordered()).add(key, c.id)
 
     def add_summary(self, s: Summary) -> None:
+        if s.id not in self.summaries:
+            mine = self._summaries_of.setdefault(s.agent_id, [])
+            mine.append(s)
+            if len(mine) > 1 and (mine[-2].round, mine[-2].ts) > (s.round, s.ts):
+                mine.sort(key=lambda x: (x.round, x.ts))
         self.summaries[s.id] = s
         prev = self.latest_summary.get(s.agent_id)
         if prev is None or (s.round, s.ts) >= (prev.round, prev.ts):
@@ -179,6 +186,19 @@ class DebateIndex:
             return None
         covered = self.contributions.get(summary.covered_through)
         return self.key(covered) if covered is not None else None
+
+    def summary_at(self, agent_id: str, before: tuple[int, int]) -> Summary | None:
+        """The newest summary of `agent_id` a view at `before` (step, phase) reads: made at that
+        step or earlier, and covering only items the view may see. With calls scheduled by their
+        inputs, an agent's later summary can exist while one of its earlier calls still waits;
+        that call's view must not depend on it."""
+        for s in reversed(self._summaries_of.get(agent_id, [])):
+            if s.round > before[0]:
+                continue
+            covered = self._after(s)
+            if covered is None or covered[:2] < before:
+                return s
+        return None
 
     def perspective_items(self, agent_id: str, before: tuple[int, int] | None = None) -> list[Contribution]:
         items = self._perspective.get(agent_id)
