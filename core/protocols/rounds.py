@@ -69,8 +69,10 @@ class RoundsProtocol(DebateProtocol):
                     graph.add(("summary", a.id, r), r, "summarize", partial(self._summary_step, a, r),
                               [("refinement", a.id, r - 1)])
                 if find_contribution(ctx.state, r, a.id, "proposal") is None:
-                    graph.add(("proposal", a.id, r), r, "proposal", partial(self._proposal_step, a, r),
-                              [("summary", a.id, r), ("refinement", a.id, r - 1)])
+                    # A carried refinement reads nothing new; a proposal written afresh reads the summary.
+                    carry = r > 1 and ctx.settings.carry_refinements
+                    graph.add(("proposal", a.id, r), r, "proposal", partial(self._proposal_step, a, r, graph),
+                              [("refinement", a.id, r - 1)] if carry else [("summary", a.id, r)])
             for critic in ctx.agents:
                 for target in ctx.agents:
                     if target.id == critic.id or find_contribution(ctx.state, r, critic.id, "critique", target.id):
@@ -108,7 +110,7 @@ class RoundsProtocol(DebateProtocol):
             await self.ctx.gate.wait()
             await self._summarize(agent, r, trigger, "summarize")
 
-    async def _proposal_step(self, agent: ResolvedAgent, r: int) -> None:
+    async def _proposal_step(self, agent: ResolvedAgent, r: int, graph: CallGraph) -> None:
         ctx = self.ctx
         if find_contribution(ctx.state, r, agent.id, "proposal"):
             return
@@ -119,6 +121,7 @@ class RoundsProtocol(DebateProtocol):
                     id=ctx.ids("c"), agent_id=agent.id, role=agent.role, type="proposal", round=r,
                     content=prev.content, carried_from=prev.id, metadata=CallMetadata(model=agent.model))))
                 return
+        await graph.after(("summary", agent.id, r))
         await self._contribute(agent, r, "proposal", required=True)
 
     async def _critique_step(self, critic: ResolvedAgent, target: ResolvedAgent, r: int) -> None:

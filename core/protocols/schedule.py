@@ -50,6 +50,14 @@ class _Step:
 class CallGraph:
     ctx: DebateContext
     _steps: dict[Hashable, _Step] = field(default_factory=dict)
+    _tasks: dict[Hashable, asyncio.Task[None]] = field(default_factory=dict)
+
+    async def after(self, key: Hashable) -> None:
+        """Inside a step: wait for step `key` too (a dependency only some outcomes have, such as
+        a proposal that turns out not to be carried and so reads its agent's summary)."""
+        task = self._tasks.get(key)
+        if task is not None:
+            await task
 
     def add(self, key: Hashable, step: int, phase: Phase, body: Callable[[], Awaitable[None]],
             deps: Sequence[Hashable] = ()) -> None:
@@ -64,7 +72,7 @@ class CallGraph:
             pending[(s.round, s.phase)] = pending.get((s.round, s.phase), 0) + 1
         begun: set[tuple[int, str]] = set()
         failed: list[BaseException] = []
-        tasks: dict[Hashable, asyncio.Task[None]] = {}
+        tasks = self._tasks
 
         async def one(s: _Step) -> None:
             for d in s.deps:
