@@ -10,6 +10,11 @@ seeded by the request itself) and moot's defaults otherwise:
 - conversation, 60 turns, at a 32,000-token view (`max_context_tokens = 32000`, and the
   verbatim window's cap scaled with it: `recent_tokens = 20000`, `summary_tokens = 4000`).
 
+With `--base-url URL --model NAME` it runs the rounds debate against that server instead
+(llama.cpp's `llama-server`, say; `--rounds 2 --max-tokens 200` keeps a CPU run short) and
+prints the share by the server's own count: the `cached_tokens` (or llama.cpp `timings.cache_n`)
+it reported, as moot recorded them, over the prompt tokens it reported.
+
 For each it prints the share of the prompt tokens that repeat the start of the same
 speaker's previous request (`tests/prefix_cache.py`: a speaker is a llama.cpp slot when the
 request names one, else its system message; tokens as a chat template lays them out),
@@ -74,7 +79,26 @@ async def run_case(name: str, debate: dict[str, Any], rounds: int, chars: int, t
             f"{statistics.mean(shares):.1%} |{server}{moot}")
 
 
+async def real_server(args: argparse.Namespace) -> None:
+    """The rounds debate against a real server; the share by its own count."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config: dict[str, Any] = {"debate": {"context": {"reserve_output_tokens": args.max_tokens}}}
+        cfg = build_config(config, Overrides(rounds=args.rounds, provider="openai", base_url=args.base_url,
+                                             model=args.model, roles=ROLES))
+        session = new_session(PROBLEM, cfg, SessionOptions(state_dir=Path(tmp), backoff_base_s=0.5))
+        state = await session.run()
+    t = state.totals
+    calls = [c.metadata for r in state.rounds for c in r.contributions if not c.carried_from]
+    print(f"{args.base_url} · {args.model} · rounds, {args.rounds} rounds × 3 agents: {state.status}, "
+          f"{t.calls} calls; the server counted {t.prompt_tokens:,} prompt tokens, {t.cached_tokens:,} of them "
+          f"from its cache: {t.cached_tokens / max(1, t.prompt_tokens):.1%} "
+          f"(contributions: {sum(m.cached_tokens for m in calls):,} of {sum(m.prompt_tokens for m in calls):,})")
+
+
 async def main_async(args: argparse.Namespace) -> None:
+    if args.base_url:
+        await real_server(args)
+        return
     cases = [
         (f"rounds, {args.rounds} rounds", {}),
         (f"conversation, {args.turns} turns, 8,000-token view", {"protocol": "conversation", "turns": args.turns}),
@@ -94,6 +118,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--turns", type=int, default=60)
     ap.add_argument("--chars", type=int, default=2000)
+    ap.add_argument("--base-url", help="run the rounds debate against this server instead (its own count)")
+    ap.add_argument("--model", default="smollm2")
+    ap.add_argument("--max-tokens", type=int, default=1000, help="each reply's limit against a real server")
     asyncio.run(main_async(ap.parse_args()))
 
 
