@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import threading
 
 from .models.state import Clarification
 from .safety.sanitize import one_line_safe
@@ -33,21 +31,7 @@ async def ask_on_stdin(questions: list[Clarification]) -> list[str]:
 
 
 async def _readline() -> str:
-    """One line of stdin without blocking the event loop. A daemon thread, not the
-    default executor: a blocked read must never keep the process alive after Ctrl-C."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[str] = loop.create_future()
+    """One line of stdin without blocking the event loop (the reader a person's turns share)."""
+    from .human.stdin_lines import stdin_lines
 
-    def read() -> None:
-        try:
-            line = sys.stdin.readline()
-        except (OSError, ValueError):
-            line = ""
-        def deliver() -> None:
-            if not future.done():
-                future.set_result(line)
-
-        loop.call_soon_threadsafe(deliver)
-
-    threading.Thread(target=read, name="moot-stdin", daemon=True).start()
-    return await future
+    return await stdin_lines().readline()

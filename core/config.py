@@ -7,6 +7,7 @@ each agent's `summarization` / `context` override them field by field.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from .agents import did_you_mean
 from .errors import ConfigError
 from .inputs import MAX_CONFIG_BYTES, read_text_file
 from .models.config import AgentConfig, ContextConfig, MootConfig, SummarizationConfig, merge
-from .models.terms import ROLES, ProviderName
+from .models.terms import HUMAN, ROLES, ProviderName
 from .safety.secrets import strip_userinfo
 
 DEFAULT_ROLES = ("architect", "performance", "kiss")
@@ -84,6 +85,19 @@ class Overrides:
     base_url: str | None = None
     debate: dict[str, Any] | None = None
     """Debate-wide settings from flags (--clarify, --max-cost, …), merged over the file's."""
+    humans: list[str] | None = None
+    """`--human NAME`: people who take a seat, after the other agents (see `human_seat`)."""
+
+
+def human_seat(name: str) -> dict[str, Any]:
+    """The agent entry of a person named `name` (`--human Ada`): a generalist whose provider is
+    `human`, its id the name in lower case with anything but letters, digits, `.`, `_` and `-`
+    made a dash. ConfigError for a name with nothing to make an id of."""
+    shown = " ".join(name.split())
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", shown.lower()).strip("-.")[:64]
+    if not slug:
+        raise ConfigError(f"--human {name!r}: a name needs a letter or a digit")
+    return {"id": slug, "name": shown[:80], "role": "generalist", "provider": HUMAN}
 
 
 def load_config(path: str | Path | None, overrides: Overrides | None = None, *, cwd: Path | None = None) -> MootConfig:
@@ -115,9 +129,17 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
         if bad:
             raise ConfigError(f"unknown role {bad[0]!r}{did_you_mean(bad[0], ROLES)}; "
                               f"expected one of {', '.join(ROLES)}")
-        data["agents"] = [{"id": r, "role": r} for r in ov.roles]
+        seen: dict[str, int] = {}
+        data["agents"] = []
+        for r in ov.roles:  # `-a generalist,generalist` → generalist, generalist-2
+            seen[r] = seen.get(r, 0) + 1
+            data["agents"].append({"id": r if seen[r] == 1 else f"{r}-{seen[r]}", "role": r})
     elif not data.get("agents"):
         data["agents"] = [{"id": r, "role": r} for r in DEFAULT_ROLES]
+    if ov.humans:
+        if not isinstance(data["agents"], list):
+            raise ConfigError(f"{source}: agents: must be a list")
+        data["agents"] = [*data["agents"], *(human_seat(n) for n in ov.humans)]
     flags = dict(ov.debate or {})
     if ov.rounds is not None:
         flags["rounds"] = ov.rounds
@@ -133,6 +155,8 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
     if not cfg.active_agents:
         raise ConfigError(f"{source}: agents: at least one enabled agent is needed")
     for agent in [*cfg.agents, cfg.judge]:
+        if agent.provider == HUMAN:
+            continue  # a person's seat stays theirs whatever model the others run on
         if ov.provider:
             agent.provider = ov.provider
         if ov.model:
@@ -164,10 +188,16 @@ class ResolvedAgent:
     def name(self) -> str:
         return self.config.display_name
 
+    @property
+    def is_person(self) -> bool:
+        """A seat a person takes (`provider = "human"`): their turns are typed, never a model call."""
+        return self.provider == HUMAN
+
 
 def resolve_agent(agent: AgentConfig, cfg: MootConfig, default_provider: str) -> ResolvedAgent:
     provider = agent.provider or default_provider
-    model = agent.model or (DEFAULT_DEMO_MODEL if provider == "demo" else DEFAULT_OPENAI_MODEL)
+    model = HUMAN if provider == HUMAN else agent.model or (
+        DEFAULT_DEMO_MODEL if provider == "demo" else DEFAULT_OPENAI_MODEL)
     try:
         return ResolvedAgent(
             config=agent,

@@ -126,6 +126,20 @@ class SummaryRequested(_Event):
     """Set when the request came from another process (`moot ctl`, an attached watch)."""
 
 
+class SeatAnswered(_Event):
+    """A person answered their turn (`--human`); the contribution follows. Says where the words came
+    from; `command_id` is set when they came from another process (`moot ctl ID say`)."""
+
+    type: Literal["seat_answered"] = "seat_answered"
+    agent_id: str
+    round: int
+    phase: Phase
+    target_agent_id: str | None = None
+    via: Literal["editor", "stdin", "ctl", "library"] = "library"
+    chars: int = 0
+    command_id: str | None = None
+
+
 class SynthesisCompleted(_Event):
     type: Literal["synthesis_completed"] = "synthesis_completed"
     solution: Solution
@@ -254,6 +268,7 @@ Event = Annotated[
         ContributionAdded,
         SummaryAdded,
         SummaryRequested,
+        SeatAnswered,
         SynthesisCompleted,
         Warning_,
         ControlChanged,

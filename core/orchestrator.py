@@ -13,7 +13,7 @@ each honoured at the next call boundary (the gate), never in the middle of a cal
 from __future__ import annotations
 
 import asyncio
-from typing import assert_never
+from typing import assert_never, cast
 
 from . import prompts
 from .agents import find_agent
@@ -21,6 +21,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import ResolvedAgent, public_config, resolve_agent
 from .context.index import DebateIndex
 from .control.commands import ControlCommand
+from .context.recall_tier import Recaller
 from .context.view import LAYOUT, ViewBuilder
 from .engine.calls import CallEngine, endpoint_of
 from .engine.gate import BudgetExhausted, Gate, StopRequested
@@ -37,17 +38,20 @@ from .events import (
     Event,
     EventBus,
     NoteInjected,
+    SeatAnswered,
     SummaryRequested,
     Warning_,
 )
 from .models.config import MootConfig
 from .models.state import AgentInfo, DebateState, ModeratorNote
-from .models.terms import MAX_FOCUS
+from .models.terms import MAX_FOCUS, Phase
+from .human.desk import Answer, Turn, Via
 from .protocols import PROTOCOLS
 from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
 from .protocols.judging import synthesize
 from .providers.pool import ProviderPool
+from .search.live import LiveIndex
 from .safety.secrets import redact
 from .storage.state import apply, new_state
 from .trace_ids import new_trace_id
@@ -60,6 +64,9 @@ def endpoint_limits(config: MootConfig, agents: list[ResolvedAgent]) -> dict[str
     the `max_concurrency` of the agents that use it."""
     limits: dict[str, int] = {}
     for a in agents:
+        if a.is_person:  # a person answers one thing at a time
+            limits[endpoint_of(a)] = 1
+            continue
         endpoint = config.providers.get(a.config.base_url or "")
         for n in (a.config.max_concurrency, endpoint.max_concurrency if endpoint else None):
             if n is not None:
@@ -100,9 +107,13 @@ class Orchestrator:
         self.bus.set_seq(self.state.last_seq)
         self.index = DebateIndex(self.state)
         self.builder = ViewBuilder(self.index)
-        self.agents = [resolve_agent(a, config, default_provider) for a in config.active_agents]
+        seats = PROTOCOLS[config.debate.protocol].seats(config)
+        self.agents = [resolve_agent(a, config, default_provider) for a in seats]
         self.judge = resolve_agent(config.judge, config, default_provider)
         self.bus.listen(self._fold)
+        self.desk = providers.desk
+        """The people's open turns (`--human`): their answers come in through `say`."""
+        self.desk.on_answer = self._answered
         self.gate = Gate(config.debate, lambda: self.state.totals)
         self.engine = CallEngine(providers=providers, builder=self.builder, gate=self.gate, emit=self.emit,
                                  clock=clock, max_concurrency=config.debate.max_concurrency,
@@ -154,7 +165,25 @@ class Orchestrator:
         if not self.gate.stop():
             return False
         self.emit(ControlChanged(action="stop", command_id=command_id))
+        self.desk.stop()  # a person's open turn ends now (what they typed is in the drafts)
         return True
+
+    def say(self, agent_id: str, text: str, *, via: Via = "library", command_id: str | None = None) -> None:
+        """A person's answer to their open turn (`--human`): `agent_id` by id, name or role of a
+        person's seat. ValueError (one line) when no such seat waits, or the text is empty or
+        longer than a reply may be."""
+        people = [a for a in self.agents if a.is_person]
+        if not people:
+            raise ValueError("nobody takes a seat in this debate (start it with --human NAME)")
+        agent = find_agent(agent_id, people)
+        if agent is None:
+            raise ValueError(f"no person's seat {agent_id!r}; seats: {', '.join(a.id for a in people)}")
+        self.desk.submit(agent.id, redact(text, self.providers.secrets), via=via, command_id=command_id)
+
+    def _answered(self, turn: Turn, answer: Answer) -> None:
+        self.emit(SeatAnswered(agent_id=turn.agent_id, round=turn.round, phase=cast(Phase, turn.phase),
+                               target_agent_id=turn.target_agent_id, via=answer.via, chars=len(answer.text),
+                               command_id=answer.command_id))
 
     def inject(self, text: str, *, command_id: str | None = None) -> ModeratorNote:
         """A moderator note every agent sees verbatim, from its next call on."""
@@ -192,6 +221,13 @@ class Orchestrator:
                     self.request_summary(agent_id, command.text, command_id=command.id)
             case "inject":
                 self.inject(command.text or "", command_id=command.id)
+            case "say":
+                seats = [a.id for a in self.agents if a.is_person]
+                who = command.agent or (seats[0] if len(seats) == 1 else "")
+                if not who:
+                    raise ValueError(f"say as whom? seats: {', '.join(seats)} (moot ctl ID --as NAME say …)"
+                                     if seats else "nobody takes a seat in this debate")
+                self.say(who, command.text or "", via="ctl", command_id=command.id)
             case _:
                 assert_never(command.action)
 
@@ -202,6 +238,11 @@ class Orchestrator:
     def find_agent(self, name: str) -> ResolvedAgent | None:
         """A debater by id, name or role (see `moot.core.agents.find_agent`); not the judge."""
         return find_agent(name, self.agents)
+
+    def attach_search(self, live: LiveIndex) -> None:
+        """Index every text as it is emitted, and let views recall from that index."""
+        self.bus.listen(live.on_event)
+        self.engine.recaller = Recaller(live, self.index)
 
     # ------------------------------------------------------------------ events
 
@@ -221,6 +262,7 @@ class Orchestrator:
 
     def _collect_prompts(self) -> dict[str, str]:
         out: dict[str, str] = {}
+        question = self.config.debate.answer is not None
         kinds = ("system", *self.protocol.task_kinds)
         for a in self.agents:
             for kind in dict.fromkeys(kinds):
@@ -229,8 +271,9 @@ class Orchestrator:
                     override = a.config.system_prompt_path
                 elif kind == "summarize":
                     override = a.config.summary_prompt_path or a.summarization.prompt_path
-                out[f"{a.id}/{kind}"] = prompts.load(a.role, kind, override)
-                small = None if override else prompts.compact(a.role, kind)
+                out[f"{a.id}/{kind}"] = prompts.load(a.role, kind, override, question=question)
+                small = None if override or (question and (False, kind) in prompts.QUESTION_KINDS) else (
+                    prompts.compact(a.role, kind))
                 if small:
                     out[f"{a.id}/{kind}{prompts.COMPACT}"] = small
         j = self.judge
@@ -239,8 +282,9 @@ class Orchestrator:
         for kind in judge_kinds:
             override = j.config.system_prompt_path if kind == "system" else (
                 j.config.summary_prompt_path if kind == "summarize" else None)
-            out[f"{j.id}/{kind}"] = prompts.load("judge", kind, override)
-            small = None if override else prompts.compact("judge", kind)
+            out[f"{j.id}/{kind}"] = prompts.load("judge", kind, override, question=question)
+            small = None if override or (question and (True, kind) in prompts.QUESTION_KINDS) else (
+                prompts.compact("judge", kind))
             if small:
                 out[f"{j.id}/{kind}{prompts.COMPACT}"] = small
         return out
@@ -284,7 +328,11 @@ class Orchestrator:
                 if material is None:
                     raise DebateAborted("nothing to synthesize: no contribution was made")
                 self.gate.spending_allowed = True
-                await ctx.phase(material.step, "synthesis", lambda: synthesize(ctx, material))
+                async def conclude() -> None:
+                    if not await self.protocol.conclude(material):
+                        await synthesize(ctx, material)
+
+                await ctx.phase(material.step, "synthesis", conclude)
             for agent_id in sorted(self.summaries.pending):
                 self.emit(Warning_(message=f"the summary request for {agent_id} came after its last call; "
                                            "nothing to summarize into", agent_id=agent_id))

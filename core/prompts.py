@@ -23,13 +23,22 @@ SHARED: dict[str, tuple[str, str]] = {
     "turn": ("conversation", "turn"),
     "summarize_conversation": ("conversation", "summarize"),
     "answer": ("simultaneous", "answer"),
+    "solo": ("single", "answer"),
+    "rank": ("council", "rank"),
 }
 """Prompt kinds every role shares, by protocol: kind → (folder, file). The role's own voice
 comes from its system prompt."""
+QUESTION_KINDS: dict[tuple[bool, str], str] = {
+    **{(False, k): k for k in ("system", "answer", "solo", "propose", "critique", "refine", "rank")},
+    (True, "system"): "judge", (True, "synthesize"): "synthesize",
+}
+"""A question with a checkable answer (`debate.answer` set, as `moot bench` does) replaces the
+design-debate prompts with `prompts/question/<file>.md`: (is the judge, kind) → file. The
+summary, score and clarify prompts stay the role's."""
 
 COMPACT = "@compact"
 """Suffix of a prompt's key in a debate's prompts for its compact variant (`architect/system@compact`)."""
-_COMPACT_KINDS = {"propose", "critique", "refine", "summarize", "clarify", "answer", "turn",
+_COMPACT_KINDS = {"propose", "critique", "refine", "summarize", "clarify", "answer", "turn", "solo", "rank",
                   "summarize_conversation", "synthesize", "score"}
 
 
@@ -59,7 +68,8 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 @lru_cache(maxsize=None)
 def builtin(role: str, kind: str) -> str:
     """The shipped prompt text for a role (or "judge") and kind."""
-    if role not in ("judge", "evaluator", "conversation", "simultaneous") and role not in ROLES:
+    if role not in ("judge", "evaluator", "conversation", "simultaneous", "single", "council", "question") \
+            and role not in ROLES:
         raise PromptError(f"unknown role {role!r}")
     try:
         return resources.files("moot.core").joinpath("prompts", role, f"{kind}.md").read_text("utf-8")
@@ -67,15 +77,17 @@ def builtin(role: str, kind: str) -> str:
         raise PromptError(f"no built-in {kind} prompt for {role}") from exc
 
 
-def load(role: str, kind: str, override_path: str | None = None) -> str:
+def load(role: str, kind: str, override_path: str | None = None, *, question: bool = False) -> str:
     """A prompt from `override_path` when given (a clear error if unreadable), else the built-in
-    (the protocol's shared template for the kinds in SHARED)."""
+    (the question prompts for a question, the protocol's shared template for the kinds in SHARED)."""
     if override_path:
         path = Path(override_path).expanduser()
         text = read_text_file(path, "prompt file", max_bytes=MAX_PROMPT_BYTES, error=PromptError)
         if not text.strip():
             raise PromptError(f"prompt file {path} is empty")
         return text
+    if question and (role == "judge", kind) in QUESTION_KINDS:
+        return builtin("question", QUESTION_KINDS[(role == "judge", kind)])
     if kind in SHARED:
         return builtin(*SHARED[kind])
     return builtin(role, kind)

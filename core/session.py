@@ -16,10 +16,12 @@ from .config import Overrides, build_config
 from .control.commands import Inbox
 from .errors import StoreError
 from .events import EventBus, Subscription, Warning_
+from .human.drafts import Drafts
 from .models.config import MootConfig
 from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
 from .providers.pool import ProviderPool, default_provider_name
+from .search.live import LiveIndex
 from .storage.folder import DebateFolder
 from .storage.lock import DebateLock
 from .storage.log_writer import EventLogWriter
@@ -48,6 +50,8 @@ class DebateSession:
     lock: DebateLock
     providers: ProviderPool
     writer: EventLogWriter
+    search: LiveIndex | None = None
+    """The debate's search index, fed as events are emitted (see `moot.core.search.live`)."""
     _writer_sub: Subscription | None = None
     _writer_task: asyncio.Task[None] | None = None
     _inbox_task: asyncio.Task[None] | None = None
@@ -59,6 +63,16 @@ class DebateSession:
     @property
     def state(self) -> DebateState:
         return self.orchestrator.state
+
+    def seat_people(self) -> None:
+        """Keep the people's drafts in this debate's folder (it may still be renamed: asked lazily)."""
+        folder = self.folder
+        self.orchestrator.desk.drafts = Drafts(lambda: folder.path)
+
+    @property
+    def people(self) -> dict[str, str]:
+        """The people who take a seat: agent id → name."""
+        return {a.id: a.name for a in self.orchestrator.agents if a.is_person}
 
     def start_writer(self) -> None:
         self._writer_sub = self.bus.subscribe("event-log")
@@ -126,6 +140,14 @@ class DebateSession:
         )
 
     async def close(self) -> None:
+        """Stop the inbox, flush the log, close the providers; the lock is released whatever
+        happens on the way (a cancel while the log flushes must not leave it held)."""
+        try:
+            await self._close()
+        finally:
+            self.lock.release()
+
+    async def _close(self) -> None:
         if self._inbox_task is not None:
             self._inbox_task.cancel()
             await asyncio.wait({self._inbox_task})  # its own end, not ours: a cancel of close() still propagates
@@ -137,9 +159,13 @@ class DebateSession:
             except Exception:  # noqa: BLE001 - reported by run() as a StoreError
                 pass
             self._writer_sub = None
+            drafts = self.orchestrator.desk.drafts
+            if self.writer_error is None and self.people and drafts is not None:
+                drafts.prune(self.state.all_contributions(), set(self.people))  # the log holds them all
         await self.providers.aclose()
+        if self.search is not None:
+            self.search.close()
         self.folder.discard()  # never started (no first event on disk): leave nothing behind
-        self.lock.release()
 
 
 def _cancelling() -> bool:
@@ -174,7 +200,22 @@ def new_session(
     except BaseException:
         folder.discard()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder), _search(orch, folder))
+    session.seat_people()
+    return session
+
+
+def _search(orch: Orchestrator, folder: DebateFolder, log_seq: int | None = None) -> LiveIndex:
+    """The debate's search index, listening to its events (opened now for a resumed debate, whose
+    index is synced with its log first; at its first text for a new one)."""
+    def warn(message: str) -> None:
+        orch.emit(Warning_(message=message))
+
+    live = LiveIndex(folder, warn)
+    if log_seq is not None:
+        live.open(log_seq)
+    orch.attach_search(live)
+    return live
 
 
 def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | None = None) -> DebateSession:
@@ -201,10 +242,15 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
                             clock=opts.clock, clarifier=opts.clarifier)
         for agent in [*orch.agents, orch.judge]:
             providers.get(agent)
+        search = _search(orch, folder, state.last_seq)
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    return DebateSession(orch, folder, lock, providers, EventLogWriter(folder))
+    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder), search)
+    session.seat_people()
+    if session.people and orch.desk.drafts is not None:  # turns recorded before a kill: their drafts go
+        orch.desk.drafts.prune(state.all_contributions(), set(session.people))
+    return session
 
 
 __all__ = ["DebateSession", "SessionOptions", "new_session", "resume_session"]

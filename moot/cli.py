@@ -1,8 +1,8 @@
 """The `moot` command: the composition root, above the engine (`moot.core`) and the TUI (`moot.tui`).
 
 This module builds the parser and dispatches; each family of subcommands lives in its own
-module under `moot/commands/` (run/resume, list/show, context, report/trace, eval, watch/replay,
-ctl, completion), which imports the engine only inside its handlers, so start-up stays short
+module under `moot/commands/` (run/resume, list/show, context, search, report/trace, eval, watch/replay,
+serve, ctl, completion), which imports the engine only inside its handlers, so start-up stays short
 (`bench/startup.py`). Exit codes: 0 ok, 2 bad arguments or input, 3 provider failure, 4 config
 error, 130 interrupted. Errors are one line on stderr, never a traceback.
 
@@ -32,10 +32,10 @@ import threading
 from moot.core.errors import ExitCode, MootError
 
 from . import __version__
-from .commands import completion, context, ctl, evaluate, export, run, saved, watch
+from .commands import bench, completion, context, ctl, evaluate, export, run, saved, search, serve, watch
 from .commands.flags import Handler, Parser
 
-FAMILIES = (run, saved, context, export, evaluate, watch, ctl, completion)
+FAMILIES = (run, saved, context, search, export, evaluate, watch, serve, ctl, bench, completion)
 """Every subcommand module; each `register`s its parsers with their handlers."""
 
 

@@ -17,7 +17,9 @@ import argparse
 import base64
 import functools
 import gzip
+import hashlib
 import json
+import re
 import socket
 import sys
 import threading
@@ -173,6 +175,45 @@ def default_reply(body: dict[str, Any], n: int, reply_chars: int = REPLY_CHARS) 
         cut = text.rfind(" ", 0, reply_chars)
         text = text[: cut if cut > len(text) // 2 else reply_chars].rstrip()
     return text
+
+
+_EXPRESSION = re.compile(r"\d+(?:[-+*]\d+)+")
+_RESPONSE_LABEL = re.compile(r"^### Response ([A-Z])$", re.MULTILINE)
+
+
+def _chance(body: dict[str, Any], salt: str) -> float:
+    """A number in [0, 1) fixed by the request's content and seed: the same request gets the same
+    reply whatever order requests arrive in (so Ray and local runs can be compared)."""
+    key = json.dumps([body.get("messages"), body.get("seed"), salt], sort_keys=True).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+
+
+def arithmetic_reply(p_right: float = 0.6) -> ReplyFn:
+    """A model that works out `a+b*c…` right with probability `p_right` and is off by a small
+    amount otherwise; it ranks anonymized answers (council) and answers the judge in JSON."""
+    from moot.core.bench.datasets import eval_arithmetic
+
+    def reply(body: dict[str, Any], n: int) -> str:
+        ask = _last_user_text(body)
+        found = _EXPRESSION.search(ask)
+        if found is None:
+            return default_reply(body, n)
+        truth = eval_arithmetic(found.group(0))
+        u = _chance(body, "right")
+        value = truth if u < p_right else truth + (1 + int(_chance(body, "off") * 5)) * (1 if u < 0.8 else -1)
+        steps = (f"Multiplication comes before addition and subtraction in {found.group(0)}, so I worked out the "
+                 f"products first and then added and subtracted from left to right. The result is {value}.")
+        if "json" in ask.lower() and "confidence" in ask.lower():  # the judge
+            return json.dumps({"solution": f"{steps}\n\nAnswer: {value}", "confidence": 75, "tradeoffs": [],
+                               "recommendations": [], "unresolved": []})
+        if "FINAL RANKING" in ask:  # a council member ranking the others' answers
+            labels = _RESPONSE_LABEL.findall(ask)
+            order = sorted(labels, key=lambda x: _chance(body, x))
+            return ("I checked each response's arithmetic step by step and compared the results with my own.\n\n"
+                    "FINAL RANKING:\n" + "\n".join(f"{i}. Response {x}" for i, x in enumerate(order, start=1)))
+        return f"{steps}\n\nAnswer: {value}"
+
+    return reply
 
 
 _BAD_CHUNKS: dict[str, Callable[[dict[str, Any]], bytes]] = {
@@ -646,12 +687,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reply-chars", type=int, default=REPLY_CHARS)
     parser.add_argument("--chunk-chars", type=int, default=16)
     parser.add_argument("--fail-every", type=int, default=None)
+    parser.add_argument("--arithmetic", type=float, default=None, metavar="P",
+                        help="answer arithmetic questions right with probability P")
     parser.add_argument("--endless-reply", action="store_true", help="chat streams that never finish")
     parser.add_argument("--probe", action="append", default=[], metavar="PATH=MODE",
                         help="a window probe that never ends: /props, /models or /api/show = drip, stream or flood")
     args = parser.parse_args(argv)
     probes = dict(p.split("=", 1) for p in args.probe)
     server = LoopbackServer(
+        arithmetic_reply(args.arithmetic) if args.arithmetic is not None else None,
         delay=args.delay,
         chunk_chars=args.chunk_chars,
         chunk_delay=args.chunk_delay,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -225,3 +226,63 @@ def loopback_reply(body: dict[str, Any], n: int, chars: int = 2500) -> str:
     if "json" in ask and "questions" in ask:
         return json.dumps({"questions": ["What peak traffic should the design plan for?"]})
     return reply(n, chars).text
+
+
+# ---------------------------------------------------------------- facts planted early, brought up late
+
+_SYLLABLES = ["ka", "lo", "mi", "zu", "re", "ta", "no", "vi", "sha", "dor", "bel", "quin", "tor", "mag", "lex",
+              "pim", "rus", "gal", "fen", "ur"]
+_TEAMS = ["billing", "edge", "identity", "storage", "payments", "search", "growth"]
+_TURN = re.compile(r"# Turn (\d+) of \d+")
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A detail only one early message holds, and a later message that comes back to it by name."""
+
+    name: str
+    sentence: str
+    mention: str
+
+
+def planted(i: int) -> Planted:
+    """The i-th planted fact (its name is a made-up word no other text holds)."""
+    n, parts = i + 400, []
+    for _ in range(3):
+        n, d = divmod(n, len(_SYLLABLES))
+        parts.append(_SYLLABLES[d])
+    name = "".join(parts).capitalize()
+    seconds = 20 + (i * 7) % 80
+    team = _TEAMS[i % len(_TEAMS)]
+    return Planted(name,
+                   f"One detail to keep: the {name} quota shard holds its lease for {seconds} seconds, and the "
+                   f"{team} team owns it.",
+                   f"Going back to the {name} quota shard we settled much earlier: does its lease still hold "
+                   f"after the failover drill?")
+
+
+def turn_of(body: dict[str, Any]) -> int | None:
+    """The conversation turn a request is for (None: a summary, the judge, another kind of call)."""
+    m = _TURN.search(_last_user_text(body))
+    return int(m.group(1)) if m else None
+
+
+@dataclass
+class FactScript:
+    """A `LoopbackServer` reply function for a conversation: ordinary prose each turn, a planted
+    fact at the turns of `plants` (turn → fact), a mention of one at the turns of `mentions`."""
+
+    plants: dict[int, int]
+    mentions: dict[int, int]
+    chars: int = 700
+
+    def __call__(self, body: dict[str, Any], n: int) -> str:
+        turn = turn_of(body)
+        if turn is None:
+            return loopback_reply(body, n, self.chars)
+        text = reply(turn * 31 + 7, self.chars).text  # by turn: a redone turn says the same
+        if turn in self.plants:
+            return f"{text}\n\n{planted(self.plants[turn]).sentence}"
+        if turn in self.mentions:
+            return f"{planted(self.mentions[turn]).mention}\n\n{text}"
+        return text

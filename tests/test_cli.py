@@ -109,6 +109,7 @@ def _wait_for(predicate: Any, timeout: float = 60) -> None:
     raise AssertionError("timed out")
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_says_so_once_with_its_cause(tmp_path: Path) -> None:
     sd = tmp_path / "D"
     proc = subprocess.Popen([sys.executable, "-m", "moot", "run", "Design a cache", "--provider", "demo",

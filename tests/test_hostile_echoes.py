@@ -190,3 +190,17 @@ def test_a_key_split_across_streamed_deltas_is_masked_while_it_streams(tmp_path:
     assert len(streamed) >= 2 and all(text in streamed.values() for text in kept)
     assert all(f"Echo: {MASK}, {MASK}, {MASK}, Bearer {MASK}; done." in text for text in kept)
     assert [e[:12] for e in encoded if any(e in text for text in streamed.values())] == []
+
+
+@pytest.mark.parametrize("text", ["a\x7fb", "\x7f", "plain \x9b31m", "\u202eevil", "ok"])
+def test_json_output_escapes_del_c1_and_reordering_characters_and_keeps_the_values(text: str) -> None:
+    """`--json` output: DEL is ASCII, so a document of ASCII text must still be escaped
+    (a hypothesis example found `moot show --json` printing DEL as is)."""
+    import json
+
+    from moot.core.safety.sanitize import UNSAFE, json_safe
+
+    doc = json.dumps({"content": text}, ensure_ascii=False)
+    safe = json_safe(doc)
+    assert not UNSAFE.search(safe)
+    assert json.loads(safe) == {"content": text}

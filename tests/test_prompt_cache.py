@@ -127,6 +127,8 @@ def test_cached_tokens_are_recorded_priced_at_their_rate_and_shown(tmp_path: Pat
     assert f"({state.totals.cached_tokens} from the provider's prompt cache, {share})" in shown.stdout
     report = cli("report", folder.name, "--state-dir", str(sd)).stdout
     assert "Prompt from cache" in report and f"{state.totals.cached_tokens} ({share})" in report
+    page = cli("report", folder.name, "--html", "--state-dir", str(sd)).stdout
+    assert "Prompt from cache" in page and "served from the provider" in page
 
 
 def test_pricing_has_a_cached_rate() -> None:

@@ -22,7 +22,7 @@ from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session
 from moot.core.storage.folder import DebateFolder
 from moot.core.storage.state_dir import StateDir
-from tests.conftest import moot, read_jsonl
+from tests.conftest import cli, read_jsonl
 from tests.loopback import LoopbackServer
 from tests.test_resume import check_complete, cli_env, resume_hint, spawn, start_loopback, wait_for_events
 
@@ -64,8 +64,8 @@ def test_conversation_120_turns_window_summary_and_exact_context(tmp_path: Path)
         "recent_messages": 10, "summary_every": 10}})
     sd = tmp_path / "debates"
     with LoopbackServer(reply_chars=400) as srv:
-        r = moot("run", PROBLEM, "--headless", "-c", str(cfg), "--provider", "openai", "--base-url", srv.base_url,
-                 "--state-dir", str(sd), timeout=300)
+        r = cli("run", PROBLEM, "--headless", "-c", str(cfg), "--provider", "openai", "--base-url", srv.base_url,
+                "--state-dir", str(sd))
         bodies = srv.requests
     assert r.returncode == 0, r.stderr
     state = _load(sd)
@@ -115,21 +115,21 @@ def test_conversation_120_turns_window_summary_and_exact_context(tmp_path: Path)
     # `moot context --turn T --json` is byte for byte what the server received.
     by_turn = {int(TURN_TASK.search(b["messages"][-1]["content"]).group(1)): b for b in turns}
     for t in (1, 11, 21, 57, 120):
-        out = moot("context", state.id, "--turn", str(t), "--agent", messages[t].agent_id, "--phase", "turn", "--json",
-                   "--state-dir", str(sd))
+        out = cli("context", state.id, "--turn", str(t), "--agent", messages[t].agent_id, "--phase", "turn", "--json",
+                  "--state-dir", str(sd))
         assert out.returncode == 0, out.stderr
         (call,) = json.loads(out.stdout)
         assert call["messages"] == by_turn[t]["messages"]
-    everything = json.loads(moot("context", state.id, "--turn", "21", "--json", "--state-dir", str(sd)).stdout)
+    everything = json.loads(cli("context", state.id, "--turn", "21", "--json", "--state-dir", str(sd)).stdout)
     assert [c["phase"] for c in everything] == ["summarize", "turn"]  # the summarizer's call, then the speaker's
     assert everything[0]["messages"] == summaries[0]["messages"]
-    text = moot("context", state.id, "--turn", "21", "--state-dir", str(sd)).stdout
+    text = cli("context", state.id, "--turn", "21", "--state-dir", str(sd)).stdout
     assert "judge summarize" in text and "turn ·" in text
-    r = moot("context", state.id, "--round", "1", "--agent", messages[1].agent_id, "--state-dir", str(sd))
+    r = cli("context", state.id, "--round", "1", "--agent", messages[1].agent_id, "--state-dir", str(sd))
     assert r.returncode == 0  # --round works too (a turn is the conversation's step)
     # An agent that did not speak at that turn: said, with whose calls are there (never another's view).
     silent = next(a.id for a in state.agents if a.id != messages[57].agent_id)
-    r = moot("context", state.id, "--turn", "57", "--agent", silent, "--state-dir", str(sd))
+    r = cli("context", state.id, "--turn", "57", "--agent", silent, "--state-dir", str(sd))
     assert r.returncode == 2 and r.stdout == ""
     assert f"{silent} made no call at turn 57; calls at that turn: {messages[57].agent_id} (turn)" in r.stderr
     assert index.message_count == 120
@@ -175,6 +175,7 @@ def test_conversation_per_agent_scope_and_manual_roll(tmp_path: Path) -> None:
                 assert "the cost figures" in task and "point of view of Kiss" in task
 
 
+@pytest.mark.slow
 def test_conversation_kill_and_resume(tmp_path: Path) -> None:
     proc, url = start_loopback("--delay", "0.05", "--chunk-delay", "0.005")
     try:
@@ -188,7 +189,8 @@ def test_conversation_kill_and_resume(tmp_path: Path) -> None:
         time.sleep(random.uniform(0.0, 0.3))
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=10)
-        r = moot("resume", folder.name, "--headless", "--base-url", url, "--state-dir", str(sd), timeout=180)
+        with LoopbackServer() as fast:  # the kill is what needs pacing; the resume runs at full speed
+            r = cli("resume", folder.name, "--headless", "--base-url", fast.base_url, "--state-dir", str(sd))
         assert r.returncode == 0, r.stderr
         state = check_complete(folder, 24, ["architect", "performance", "kiss"])
         turns = sorted(c.round for rnd in state.rounds for c in rnd.contributions if c.type == "message")
@@ -200,8 +202,8 @@ def test_conversation_kill_and_resume(tmp_path: Path) -> None:
 
 
 def test_conversation_200_turns_demo_headless(tmp_path: Path) -> None:
-    r = moot("run", PROBLEM, "--protocol", "conversation", "--turns", "200", "--provider", "demo", "--headless",
-             "--state-dir", str(tmp_path), timeout=240)
+    r = cli("run", PROBLEM, "--protocol", "conversation", "--turns", "200", "--provider", "demo", "--headless",
+            "--state-dir", str(tmp_path))
     assert r.returncode == 0, r.stderr
     state = _load(tmp_path)
     assert state.total_rounds == 200 and state.final_solution is not None
@@ -214,8 +216,8 @@ def test_conversation_200_turns_demo_headless(tmp_path: Path) -> None:
 def test_simultaneous_views_hold_the_previous_round_and_nothing_of_their_own(tmp_path: Path) -> None:
     sd = tmp_path / "debates"
     with LoopbackServer(reply_chars=300) as srv:
-        r = moot("run", PROBLEM, "--headless", "--protocol", "simultaneous", "-r", "3", "--provider", "openai",
-                 "--base-url", srv.base_url, "--state-dir", str(sd), timeout=180)
+        r = cli("run", PROBLEM, "--headless", "--protocol", "simultaneous", "-r", "3", "--provider", "openai",
+                "--base-url", srv.base_url, "--state-dir", str(sd))
         bodies = srv.requests
     assert r.returncode == 0, r.stderr
     state = _load(sd)
@@ -300,19 +302,19 @@ def test_every_protocol_is_in_the_event_log_and_the_report(tmp_path: Path) -> No
     for protocol, flags in (("rounds", ["-r", "1"]), ("simultaneous", ["-r", "2"]),
                             ("conversation", ["--turns", "7"])):
         sd = tmp_path / protocol
-        r = moot("run", PROBLEM, "--headless", "--protocol", protocol, *flags, "--provider", "demo",
-                 "--state-dir", str(sd))
+        r = cli("run", PROBLEM, "--headless", "--protocol", protocol, *flags, "--provider", "demo",
+                "--state-dir", str(sd))
         assert r.returncode == 0, r.stderr
         (folder,) = StateDir(sd).debates()
         events = read_jsonl(folder.events_path)
         assert events[0]["protocol"] == protocol
-        report = moot("report", folder.id, "--state-dir", str(sd))
+        report = cli("report", folder.id, "--state-dir", str(sd))
         assert report.returncode == 0 and "## Final synthesis" in report.stdout, report.stderr
         if protocol == "conversation":
             assert "### Turn 7 · " in report.stdout
         if protocol == "simultaneous":
             assert "### Answer: kiss" in report.stdout
-        show = moot("show", folder.id, "--state-dir", str(sd))
+        show = cli("show", folder.id, "--state-dir", str(sd))
         assert show.returncode == 0 and protocol in show.stdout
 
 
@@ -323,8 +325,8 @@ def test_resume_hint_in_each_protocol(tmp_path: Path, protocol: str) -> None:
     with LoopbackServer(reply_chars=200) as srv:
         srv.faults.fail_models = frozenset({"bad"})
         flags = ["--turns", "6"] if protocol == "conversation" else ["-r", "2"]
-        r = moot("run", PROBLEM, "--headless", "--protocol", protocol, *flags, "--provider", "openai", "--model", "bad",
-                 "--base-url", srv.base_url, "--state-dir", str(sd))
+        r = cli("run", PROBLEM, "--headless", "--protocol", protocol, *flags, "--provider", "openai", "--model", "bad",
+                "--base-url", srv.base_url, "--state-dir", str(sd))
         assert r.returncode == 3 and "continue with `moot resume" in r.stderr, r.stderr
-        r2 = moot(*resume_hint(r.stderr), "--headless", "--base-url", srv.base_url, "--model", "good")
+        r2 = cli(*resume_hint(r.stderr), "--headless", "--base-url", srv.base_url, "--model", "good")
         assert r2.returncode == 0, r2.stderr

@@ -63,6 +63,7 @@ def _visible(sd: Path) -> list[Path]:
     return sorted(p for p in sd.iterdir() if not p.name.startswith(".")) if sd.is_dir() else []
 
 
+@pytest.mark.slow
 def test_a_kill_anywhere_in_the_startup_window_leaves_nothing_or_a_resumable_debate(tmp_path: Path) -> None:
     """SIGKILL at moments over the startup window: in the first 0.3 s of the process, and
     from 0 to 20 ms after its debate folder appears (the window from creating the folder to

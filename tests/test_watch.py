@@ -66,6 +66,7 @@ def _interrupted_then_resumed(sd: Path) -> tuple[subprocess.Popen, Path]:
     return resume, folder
 
 
+@pytest.mark.slow
 def test_headless_watch_follows_a_resume_and_ends_with_the_debate(tmp_path: Path) -> None:
     sd = tmp_path / "D"
     resume, folder = _interrupted_then_resumed(sd)
@@ -97,7 +98,8 @@ def test_headless_watch_of_a_killed_writer_says_so_and_exits_non_zero(tmp_path: 
     assert DebateFolder(folder).load().status == "running"  # nothing was written by the watcher
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # a hang guard; a loaded machine is slow
 async def test_tui_watch_follows_a_resume_then_a_killed_writer(tmp_path: Path) -> None:
     sd = tmp_path / "D"
     resume, folder = _interrupted_then_resumed(sd)

@@ -25,7 +25,7 @@ from ..core.storage.folder import DebateFolder
 from ..core.storage.state_dir import StateDir
 from .collector import QuietCollector
 from .commands.palette import MootCommandProvider
-from .screens.debates import DebatesScreen
+from .screens.debates import DebatesScreen, ShowSessions
 from ..core.clock import Clock
 from ..core.errors import ExitCode
 from .runtime.base import Runtime
@@ -124,9 +124,12 @@ class MootApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "command_line":
+            from textual.widgets import TextArea
+
             from .screens.debate import DebateScreen
 
-            return isinstance(self.screen, DebateScreen)
+            # In a person's editor a slash is text (the command line is a tab or an escape away).
+            return isinstance(self.screen, DebateScreen) and not isinstance(self.focused, TextArea)
         return True
 
     def action_command_line(self) -> None:
@@ -196,10 +199,40 @@ class MootApp(App[int]):
     def _open_picked(self, message: DebatesScreen.Open) -> None:
         self.open_debate(message.folder, replay=message.replay)
 
+    def sessions_dir(self) -> StateDir:
+        """The state dir the sessions screen lists: the one given, else the shown debate's."""
+        if self.state_dir is not None:
+            return self.state_dir
+        folder = next((f for f in (r.debate_folder() for r in self.runtimes) if f is not None), None)
+        return StateDir(folder.path.parent) if folder is not None else StateDir()
+
+    @on(ShowSessions)
+    def _show_sessions(self) -> None:
+        self.open_sessions()
+
+    def open_sessions(self) -> None:
+        """The sessions screen over the debate shown (`d`, `/debates`): back to the one already
+        open below, else a new one; esc returns to the debate."""
+        sessions = next((s for s in reversed(self.screen_stack) if isinstance(s, DebatesScreen)), None)
+        if sessions is not None:
+            while self.screen is not sessions:
+                self.pop_screen()
+            sessions.action_reload()
+            return
+        self.push_screen(DebatesScreen(self.sessions_dir(), can_go_back=True))
+
     def open_debate(self, folder: DebateFolder, replay: bool = False) -> None:
-        """From the list: watch (read-only, follows the log) or replay a saved debate."""
+        """From the list: watch (read-only, follows the log) or replay a saved debate. The debate
+        this process runs is not watched beside itself: its own screen comes back."""
         from .screens.debate import DebateScreen
 
+        if not replay:
+            for screen in reversed(self.screen_stack):
+                shown = screen.runtime.debate_folder() if isinstance(screen, DebateScreen) else None
+                if shown is not None and shown.path.resolve() == folder.path.resolve():
+                    while self.screen is not screen:
+                        self.pop_screen()
+                    return
         runtime: Runtime = (ReplayRuntime(folder, self.speed, clock=self.clock) if replay
                             else WatchRuntime(folder, clock=self.clock))
         self.runtimes.append(runtime)

@@ -10,6 +10,11 @@ __all__ = ["PHASE_LABELS", "clock_time", "contribution_title", "first_line", "k"
            "solution_title", "usd"]
 
 
+def dom_id(prefix: str, agent_id: str) -> str:
+    """A widget id for an agent: agent ids may hold `.`, which Textual ids may not."""
+    return f"{prefix}-{agent_id.replace('.', '_')}"
+
+
 def clock_time(seconds: float) -> str:
     """mm:ss, or h:mm:ss past an hour."""
     s = max(0, int(seconds))
@@ -32,5 +37,7 @@ def contribution_title(kind: str, round_no: int, target: str | None = None) -> s
 
 
 def solution_title(solution: Solution) -> str:
+    if solution.tally is not None and solution.confidence is None:  # a vote, a single answer: no judge
+        return f"Final answer · {solution.tally.summary()}"
     conf = f"{solution.confidence}/100" if solution.confidence is not None else "n/a"
     return f"Final solution · confidence {conf}"

@@ -39,6 +39,7 @@ from ..events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -48,7 +49,8 @@ from ..events import (
 from ..models.state import AgentInfo, Contribution, DebateState, Summary
 
 PHASE_RANK: dict[str, int] = {
-    "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "refinement": 3,
+    "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "rank": 2, "ranking": 2,
+    "refinement": 3,
     "score": 4, "synthesis": 5,
 }
 """Where each phase (and the contribution type it makes) sits inside a step."""
@@ -145,7 +147,7 @@ class DebateIndex:
                 self.layout = event.view_layout
                 self._people(event.agents, event.judge)
             case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
-                  | CallFailed() | SummaryRequested() | SynthesisCompleted() | Warning_() | ControlChanged()
+                  | CallFailed() | SummaryRequested() | SeatAnswered() | SynthesisCompleted() | Warning_() | ControlChanged()
                   | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
                   | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
                   | WindowLearned()):
@@ -212,6 +214,14 @@ class DebateIndex:
         if items is None:
             return []
         return [self.contributions[i] for i in items.window(self._after(summary), before)]
+
+    def covered_items(self, agent_id: str, summary: Summary | None) -> list[Contribution]:
+        """The agent's perspective items that `summary` stands in for (none without one)."""
+        items = self._perspective.get(agent_id)
+        after = self._after(summary)
+        if items is None or after is None:
+            return []
+        return [self.contributions[i] for i in items.ids[: bisect_right(items.keys, after)]]
 
     def perspective_size(self, agent_id: str) -> int:
         items = self._perspective.get(agent_id)

@@ -46,6 +46,7 @@ def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
         "summary_id": record.summary_id,
         "contribution_ids": history_ids(record, index),
         "dropped_ids": record.dropped_ids,
+        "recall": record.recall.model_dump() if record.recall is not None else None,
     }
 
 
@@ -84,6 +85,25 @@ def carried_proposal(state: DebateState, round_no: int, agent: str) -> Carried |
     return Carried(source.round, source.type, [call_view(r, index) for r in records] if call_id else [])
 
 
+def first_view_holding(state: DebateState, index: DebateIndex, text_id: str,
+                       steps: int = 400) -> ViewRecord | None:
+    """The first recorded call whose view holds a contribution (verbatim, quoted or recalled) or a
+    summary, looking at most `steps` rounds or turns past its own; else the call that wrote the
+    contribution (None when neither is recorded)."""
+    c = index.contributions.get(text_id)
+    s = index.summaries.get(text_id)
+    first = c.round if c is not None else s.round if s is not None else 1
+    for rnd in state.rounds[max(0, first - 1): first - 1 + steps]:
+        for record in rnd.calls:
+            held = (record.summary_id == text_id if s is not None else
+                    text_id in record.task_contribution_ids or text_id in history_ids(record, index)
+                    or (record.recall is not None and any(it.id == text_id for it in record.recall.items)))
+            if held:
+                return record
+    call_id = c.metadata.call_id if c is not None else None
+    return next((r for rnd in state.rounds for r in rnd.calls if call_id and r.call_id == call_id), None)
+
+
 def calls_at_turn_in_log(folder: DebateFolder, turn: int, agent: str | None = None,
                          phase: str | None = None) -> list[dict[str, Any]]:
     """`calls_at_turn`, reading only what the turn's views need from the event log (fast on a
@@ -117,6 +137,7 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
         target = f" → {c['target_agent_id']}" if c["target_agent_id"] else ""
         out.append(f"═══ {c['agent_id']} {c['phase']}{target} · {c['model']} · {t['total']} / {c['budget']} tokens"
                    + (f" · {len(c['dropped_ids'])} items dropped" if c["dropped_ids"] else ""))
+        out += recall_lines(c.get("recall"))
         tiers = message_tiers(c)
         for (tier, n), m in zip(tiers, c["messages"]):
             out.append(f"─── [{m['role']}] {tier} · {n} tokens")
@@ -125,12 +146,27 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def recall_lines(recall: dict[str, Any] | None) -> list[str]:
+    """Why each item of a view's recall tier is there: the words searched, each item's score and words."""
+    if not recall or not recall.get("items"):
+        return []
+    lines = [f"recall: searched {', '.join(recall['query'])} (rare words of the latest messages and the task); "
+             f"{len(recall['items'])} recalled within {recall['cap']} tokens"
+             + (f", {recall['dropped']} gave way to fit" if recall.get("dropped") else "")]
+    for item in recall["items"]:
+        part = " (passage)" if item.get("span") else ""
+        lines.append(f"  {item['id']}{part} · score {item['score']:.2f} · {', '.join(item['terms'])}")
+    return lines
+
+
 def message_tiers(view: dict[str, Any]) -> list[tuple[str, int]]:
     """(tier, tokens) for each message of a call view, in order (system, summary, history, task)."""
     t = view["tokens"]
     tiers = [("system", t["system"])]
     if t["summary"]:
         tiers.append(("summary", t["summary"]))
+    if t.get("recall"):
+        tiers.append(("recall", t["recall"]))
     if t["history"]:
         tiers.append(("history", t["history"]))
     tiers.append(("task", t["task"]))

@@ -113,5 +113,5 @@ def _conversation(state: DebateState, index: DebateIndex, cfg: MootConfig, agent
     waiting = len(index.messages_after(summary))
     messages = Trigger("messages", waiting, conv.recent_messages + conv.summary_every)
     history = view.tokens.history if view is not None else 0
-    tokens = Trigger("tokens", history, conv.recent_tokens)
+    tokens = Trigger("tokens", history, conv.window_cap)  # recent_tokens less the recall tier's share
     return Outlook(agent_id, view, (messages, tokens), owner)

@@ -80,6 +80,8 @@ class TurnReader:
             if r.history_turns is not None:
                 turns.update(range(r.history_turns[0], r.history_turns[1] + 1))
             ids.update(r.contribution_ids, r.task_contribution_ids)
+            if r.recall is not None:
+                ids.update(item.id for item in r.recall.items)
             if r.summary_id:
                 summaries.add(r.summary_id)
         for m in _MESSAGE.finditer(self.data):

@@ -6,9 +6,10 @@ returns, and `moot context` calls the same function on the stored record, so wha
 is shown is byte for byte what was sent.
 
 Messages, most stable first (`render_tiers`): system prompt and topic · summary of older
-history (if any) · recent items verbatim, oldest first (if any) · the phase's task. In the
-`rounds` protocol the history is the agent's perspective; in a `conversation` it is the
-shared transcript.
+history (if any) · recalled items (if any) · recent items verbatim, oldest first (if any) ·
+the phase's task. In the `rounds` protocol the history is the agent's perspective; in a
+`conversation` it is the shared transcript. The recall tier — old items the summary covers,
+brought back verbatim when the debate returns to them — is a block of its own (`recall_tier`).
 
 The order is for the provider's prompt cache: a server reuses what it computed for the
 start of a request that repeats the start of an earlier one, so each tier sits after the
@@ -16,9 +17,9 @@ ones that change less often than it does. Between two calls of one agent the sys
 message and the topic never change, the summary changes when it is remade, the history
 grows at its end (a refinement's history is the one its critiques had, and a summarization
 request carries the summary and the history its last view had, then what is new), and
-only the task is new each time. A new tier goes where its rate of change puts it (a
-recall tier, say, between the summary and the history). Debates recorded before this
-layout (`LAYOUT` 1: the problem in every task, a refinement's own proposal quoted instead
+only the task is new each time (recalled items change with what is said now, so they sit
+after the summary and before the history). A new tier goes where its rate of change puts
+it. Debates recorded before this layout (`LAYOUT` 1: the problem in every task, a refinement's own proposal quoted instead
 of kept in its history, a summarization request's material inside its task) rebuild in
 their own layout (`DebateIndex.layout`).
 
@@ -30,13 +31,14 @@ into that list):
 
 0. prompts: the compact system prompt and task template (`core/prompts/compact/`) when
    the full ones would take more than `COMPACT_SHARE` of the budget;
-1. history: the oldest verbatim items (a marker says how many);
-2. quotes: quoted material in the task (a critique's target, the critiques received,
+1. recall: the recalled items, the least relevant first (the record counts them as dropped);
+2. history: the oldest verbatim items (a marker says how many);
+3. quotes: quoted material in the task (a critique's target, the critiques received,
    the judge's material) is shortened, down to `QUOTE_FLOOR` tokens each;
-3. the answer: the view takes up to `stretch` tokens more, so the caller's reply limit
+4. the answer: the view takes up to `stretch` tokens more, so the caller's reply limit
    shrinks toward its floor (it is computed from what the view left);
-4. last resorts: quotes below the floor, then the summary;
-5. refusal: `ContextOverflow`, carrying the smallest size the view could have.
+5. last resorts: quotes below the floor, then the summary;
+6. refusal: `ContextOverflow`, carrying the smallest size the view could have.
 
 Summaries are made to fit before they are used (their caps come from the room the views
 that read them have: see `moot.core.engine.summaries`). A conversation rolls its summary
@@ -50,6 +52,7 @@ from typing import Any, Literal
 
 from .. import tokens
 from .index import DebateIndex
+from .recall_tier import give_way, recall_message
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
 from ..prompts import COMPACT, placeholder, render
@@ -181,6 +184,9 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
             f"### {index.name(index.contributions[i].agent_id)} ({index.contributions[i].role})\n\n"
             f"{_brief(record, index, i, limit)}" for i in ids if i != own
         ) or ("(none: this is the first round)" if first else "(no other answers were recorded)")
+    elif phase == "rank":  # anonymized: "Response A", "Response B"… in the record's order
+        p["answers"] = "\n\n".join(f"### Response {chr(65 + k)}\n\n{_quote(index.contributions[i].content, limit, m)}"
+                                   for k, i in enumerate(ids))
     elif phase in ("synthesis", "score") and transcript:
         parts: list[str] = []
         if record.summary_id:
@@ -198,6 +204,8 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
                 for c in (index.contributions[i] for i in ids)
             )
         p["material"] = material
+    if phase == "synthesis" and "ranking" in record.inline:  # a council's aggregate ranking
+        p["material"] = f"{p['material']}\n\n{record.inline['ranking']}"
     p.pop("owner", None)
     text = render(index.prompts[record.task_key], **p)
     if focus:
@@ -229,7 +237,7 @@ def history_ids(record: ViewRecord, index: DebateIndex) -> list[str]:
     return record.contribution_ids
 
 
-Tier = Literal["system", "summary", "history", "task"]
+Tier = Literal["system", "summary", "recall", "history", "task"]
 """Where a message of a view belongs, in the order views place them: the most stable first."""
 
 
@@ -246,6 +254,8 @@ def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Mes
         summary = index.summaries[record.summary_id]
         text = summary_message(summary, conversation if not summarize else summary.scope == "conversation")
         tiers.append(("summary", {"role": "user", "content": text}))
+    if (recalled := recall_message(record, index, lambda c: item_label(c, record.agent_id, index))) is not None:
+        tiers.append(("recall", recalled))
     if summarize:
         blocks = _summarized_blocks(record, index)
         if blocks:
@@ -273,7 +283,7 @@ def tier_tokens(record: ViewRecord, tiers: list[tuple[Tier, Message]]) -> TierTo
     t = TierTokens()
     for tier, message in tiers:
         setattr(t, tier, getattr(t, tier) + tokens.count_message(message, m))
-    t.total = t.system + t.summary + t.history + t.task + tokens.REPLY_PRIMING
+    t.total = t.system + t.summary + t.recall + t.history + t.task + tokens.REPLY_PRIMING
     return t
 
 
@@ -314,7 +324,7 @@ class ViewBuilder:
         """Tokens left in `budget` beside the fixed part of `record`'s view: its prompts (compact
         where `build` would choose them) and its task, without summary, history or quoted material."""
         probe = record.model_copy(update={"summary_id": None, "contribution_ids": [], "dropped_ids": [],
-                                          "task_contribution_ids": [], "history_turns": None,
+                                          "task_contribution_ids": [], "history_turns": None, "recall": None,
                                           "task_params": dict(record.task_params), "inline": {}})
         self.choose_prompts(probe, budget)
         return budget - self._count(probe)[1]
@@ -328,7 +338,7 @@ class ViewBuilder:
 
     def build(self, record: ViewRecord, history: list[Contribution], budget: int, stretch: int = 0) -> list[Message]:
         """Fill `record` (prompts, history ids, quote limit, tokens, budget) so the view fits
-        `budget`, or `budget + stretch` once tiers 0–2 are spent (see the module doc); return
+        `budget`, or `budget + stretch` once tiers 0–3 are spent (see the module doc); return
         its messages. Raises `ViewTooLarge` when even the smallest view does not fit."""
         record.budget = budget
         record.history_turns = None
@@ -339,18 +349,22 @@ class ViewBuilder:
         keep: list[Contribution] = list(history)
         record.contribution_ids = [c.id for c in keep]
         messages, total = self._count(record)
-        if total > budget and keep:  # tier 1: the oldest verbatim items
+        while total > budget and record.recall is not None and record.recall.items:  # tier 1: recalled items
+            record.recall = give_way(record.recall, total - budget, m, self.index,
+                                     lambda c: item_label(c, record.agent_id, self.index))
+            messages, total = self._count(record)
+        if total > budget and keep:  # tier 2: the oldest verbatim items
             keep = self._drop_oldest(record, keep, messages, budget)
             messages, total = self._count(record)
         if total > budget:
-            fitted = self._shorten_quotes(record, budget, QUOTE_FLOOR)  # tier 2
-            if fitted is None and stretch > 0:  # tier 3: the answer gives way
+            fitted = self._shorten_quotes(record, budget, QUOTE_FLOOR)  # tier 3
+            if fitted is None and stretch > 0:  # tier 4: the answer gives way
                 record.task_params["quote_limit"] = QUOTE_FLOOR
                 messages, total = self._count(record)
                 if total <= budget + stretch:
                     fitted = messages, total
                     record.budget = budget + stretch
-            if fitted is None:  # tier 4
+            if fitted is None:  # tier 5
                 fitted = self._last_resorts(record, budget + stretch)
                 record.budget = budget + stretch
             messages, total = fitted
@@ -410,7 +424,7 @@ class ViewBuilder:
         return best
 
     def _last_resorts(self, record: ViewRecord, budget: int) -> tuple[list[Message], int]:
-        """Tier 4: quotes below the floor, then the summary; raise `ViewTooLarge` when nothing
+        """Tier 5: quotes below the floor, then the summary; raise `ViewTooLarge` when nothing
         more can give."""
         fitted = self._shorten_quotes(record, budget, MIN_QUOTE)
         if fitted is None and record.summary_id and record.phase in HISTORY_PHASES:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from ..errors import InputError
 from ..events import ControlChanged, DebateCompleted, Event, Warning_, is_terminal, parse_event
@@ -43,9 +43,12 @@ from ..storage.folder import DebateFolder, writer_alive
 from ..storage.state_dir import default_state_dir
 
 CONTROL_DIR = "control"
-Action = Literal["pause", "resume", "stop", "summarize", "inject"]
+Action = Literal["pause", "resume", "stop", "summarize", "inject", "say"]
 MAX_TEXT = 4000
 """Characters of a note or a focus a command may carry."""
+MAX_SAY = 10_000
+"""Characters of a person's answer (`say`); the turn's own limit (its tokens) is checked when it
+is applied."""
 MAX_FILE_BYTES = 64 * 1024
 """A command file larger than this is not read (the largest real one is about 25 KB: 4,000
 characters that JSON escapes as \\uXXXX)."""
@@ -60,11 +63,17 @@ class ControlCommand(BaseModel):
     id: str = Field(default_factory=lambda: f"cmd-{secrets.token_hex(4)}", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     action: Action
     agent: str | None = Field(None, max_length=200)
-    """summarize: the agent (id, name or role; `all`)."""
-    text: str | None = Field(None, max_length=MAX_TEXT)
-    """summarize: the focus; inject: the note."""
+    """summarize: the agent (id, name or role; `all`); say: the person's seat (None: the only one)."""
+    text: str | None = Field(None, max_length=MAX_SAY)
+    """summarize: the focus; inject: the note; say: the person's answer."""
     ts: float = Field(default_factory=time.time, ge=0, allow_inf_nan=False)
     """When it was sent (set by `send`, after it saw a live writer)."""
+
+    @model_validator(mode="after")
+    def _text_fits(self) -> ControlCommand:
+        if self.action != "say" and self.text is not None and len(self.text) > MAX_TEXT:
+            raise ValueError(f"{self.action}: at most {MAX_TEXT} characters")
+        return self
 
     @property
     def filename(self) -> str:
@@ -360,4 +369,6 @@ def describe_command(command: ControlCommand) -> str:
     if command.action == "summarize":
         focus = f" ({one_line_safe(command.text, 80)})" if command.text else ""
         return f"summarize {one_line_safe(command.agent or 'all', 40)}{focus}"
+    if command.action == "say":
+        return f"say as {one_line_safe(command.agent, 40)}" if command.agent else "say"
     return "inject a note" if command.action == "inject" else command.action

@@ -25,13 +25,14 @@ from typing import assert_never
 from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
-from ..context.view import ViewBuilder
-from .gate import Gate
+from ..context.recall_tier import Recaller, RecallRequest, query_texts
+from ..context.view import ViewBuilder, item_label, render_task
+from .gate import Gate, StopRequested
 from .windows import Fit, Windows, reply_floor
 from ..context.view import ViewTooLarge
 from ..errors import ContextOverflow, ContextTooLong, ProviderError
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
-from ..models.state import CallMetadata, Contribution, ViewRecord
+from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
 from ..pricing import PriceOverride, call_cost
 from ..providers.base import (
     CallHint,
@@ -88,6 +89,8 @@ class CallSpec:
     limit is asked again once with more room."""
     context_setting: str = "context.max_context_tokens"
     """The setting `context_tokens` comes from, named when a view cannot fit it."""
+    recall: RecallRequest | None = None
+    """A recall tier for this view: which old items may come back, and its token cap."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,10 @@ REFUSAL_RETRIES = 3
 
 
 def endpoint_of(agent: ResolvedAgent) -> str:
-    """The endpoint a call goes to: the provider, and the base URL for an OpenAI-compatible one."""
+    """The endpoint a call goes to: the provider, and the base URL for an OpenAI-compatible one;
+    a person's seat is an endpoint of its own (one call in flight: see `Orchestrator`)."""
+    if agent.is_person:
+        return f"{agent.provider}:{agent.id}"
     return f"{agent.provider}:{agent.config.base_url or ''}" if agent.provider == "openai" else agent.provider
 
 
@@ -117,6 +123,8 @@ class CallEngine:
     endpoint_limits: dict[str, int] = field(default_factory=dict)
     """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
     windows: Windows = field(default_factory=Windows)
+    recaller: Recaller | None = None
+    """The debate's search index, once open: without it views recall nothing."""
 
     def __post_init__(self) -> None:
         self.slots: dict[str, int] = {}
@@ -125,6 +133,9 @@ class CallEngine:
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self.in_flight = 0
         """Calls past the gate and not yet ended."""
+        self.seats_open = 0
+        """Of those, the turns waiting for a person: no model runs for them, so a pause is in
+        effect without waiting for them (the person may still answer)."""
         self._pause_reported = False
         self._endpoint_sems = {e: asyncio.Semaphore(n) for e, n in self.endpoint_limits.items()}
 
@@ -133,7 +144,7 @@ class CallEngine:
         return self.providers.secrets
 
     def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int, cached: int = 0) -> float:
-        if agent.provider == "demo":
+        if agent.provider == "demo" or agent.is_person:
             return 0.0
         return call_cost(model, prompt, completion, self.prices, cached)
 
@@ -172,6 +183,7 @@ class CallEngine:
         another speaker's slot recomputes its whole prompt). One speaker's calls then take turns
         on its slot, waiting here rather than at the server, where their deadlines would run."""
         speakers: dict[str, list[str]] = {}
+        agents = [a for a in agents if not a.is_person]
         for a in agents:
             names = speakers.setdefault(endpoint_of(a), [])
             if a.id not in names:
@@ -196,22 +208,30 @@ class CallEngine:
             record.model = spec.model
         model = record.model or agent.model
         endpoint = endpoint_of(agent)
+        # The endpoint's own limit first: a call queued behind it holds none of the shared slots.
+        # A person's turn takes no model slot at all (it may wait for minutes). A speaker that keeps
+        # a llama.cpp slot waits for it here, before either.
         slot = self.slots.get(agent.id)
         slot_lock = _NO_LIMIT if slot is None else self._slot_locks.setdefault((endpoint, slot), asyncio.Lock())
-        async with slot_lock, self._sem, self._endpoint_sems.get(endpoint, _NO_LIMIT):
+        async with slot_lock, self._endpoint_sems.get(endpoint, _NO_LIMIT), (
+                _NO_LIMIT if agent.is_person else self._sem):
             await self.gate.wait()
             self.in_flight += 1
+            self.seats_open += agent.is_person
             try:
                 return await self._run(spec, agent, record, provider, model, endpoint)
             finally:
                 self.in_flight -= 1
-                self.report_pause()
+                self.seats_open -= agent.is_person
+                # Said after the caller has recorded what the call wrote (it does so as soon as this
+                # returns): "paused, no call in flight" never comes before the last call's contribution.
+                asyncio.get_running_loop().call_soon(self.report_pause)
 
     def report_pause(self) -> None:
         """Once paused with no call in flight, say so (once): from then on nothing runs."""
         if not self.gate.paused:
             self._pause_reported = False
-        elif self.in_flight == 0 and not self._pause_reported:
+        elif self.in_flight == self.seats_open and not self._pause_reported:
             self._pause_reported = True
             self.emit(ControlChanged(action="pause", effective=True))
 
@@ -220,11 +240,13 @@ class CallEngine:
         refusals = 0
         extra_room = 0
         spent: list[Completion] = []
+        recalled = self.recall(spec)
         while True:
             fit = self.fit(agent, spec.context_tokens, spec.max_tokens, model)
             budget = min(spec.budget, fit.input_budget) if spec.budget else fit.input_budget
             floor = reply_floor(record.phase, fit.max_tokens)
             record.window, record.window_source, record.count_ratio = fit.window, fit.source, fit.ratio
+            record.recall = recalled  # the builder lets it give way by replacing it, never by changing it
             try:
                 messages = self.builder.build(record, list(spec.history), budget, fit.stretch(floor))
             except ViewTooLarge as exc:
@@ -235,7 +257,7 @@ class CallEngine:
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
                                   fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
-                                  slot=self.slots.get(agent.id))
+                                  seed=agent.config.seed, slot=self.slots.get(agent.id))
             self.emit(CallStarted(view=record))
             started = self.clock.monotonic()
             try:
@@ -304,6 +326,19 @@ class CallEngine:
             self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
         return CallResult(completion, meta)
+    def recall(self, spec: CallSpec) -> RecallRecord | None:
+        """The recall tier chosen for a call, before its view is fitted (None: none asked for, no
+        index, or nothing found)."""
+        if spec.recall is None or self.recaller is None:
+            return None
+        record = spec.record
+        index = self.builder.index
+        history = list(spec.history)
+        texts = query_texts(history, record, render_task(record, index), index.prompts.get(record.task_key, ""))
+        in_view = [c.id for c in history] + list(record.task_contribution_ids)
+        return self.recaller.choose(record, spec.recall, texts, lambda c: item_label(c, record.agent_id, index),
+                                    exclude=in_view)
+
     def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, quotes: int = 0, context_tokens: int | None = None,
                    max_tokens: int | None = None, setting: str = "context.max_context_tokens") -> None:
         """Raise `ContextOverflow` (naming the limit that binds) when even the smallest form of
@@ -396,6 +431,10 @@ class CallEngine:
                     case _:
                         assert_never(item)
             raise ProviderError(f"{provider}: the stream ended without a completion")
+        except StopRequested:  # a person's turn that a stop ended: asked again on resume
+            self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error="stopped before an answer came",
+                                 will_retry=False))
+            raise
         except ProviderError as exc:
             message = redact(str(exc), secrets)
             exc.args = (message,)

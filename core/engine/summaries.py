@@ -93,7 +93,9 @@ class Summaries:
         chars = min(max_chars or cfg.max_length, max(100, cap * CHARS_PER_TOKEN))
         return SummaryJob(
             agent_id=agent.id, role=agent.role, round=step, trigger=trigger, items=items, previous=previous,
-            method=cfg.method, strategy=strategy or cfg.strategy,
+            # A person's own history is summarized offline: nothing is asked of them, and their
+            # seat never becomes a model call.
+            method="rule-based" if agent.is_person else cfg.method, strategy=strategy or cfg.strategy,
             max_chars=chars, max_tokens=min(cap, fit.max_tokens),
             model=model, budget=fit.input_budget, reserve=fit.max_tokens, system_key=f"{agent.id}/system",
             task_key=task_key or f"{agent.id}/summarize", summary_id=self.new_id("sum"), judge=judge,

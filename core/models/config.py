@@ -10,7 +10,9 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .terms import JUDGE_ID, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy
+from .terms import (
+    HUMAN, JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
+)
 
 
 class _Strict(BaseModel):
@@ -25,6 +27,8 @@ MaxLength = Annotated[int, Field(ge=100)]
 MaxSummaryTokens = Annotated[int, Field(ge=32)]
 ContextTokens = Annotated[int, Field(ge=256)]
 ReserveTokens = Annotated[int, Field(ge=16)]
+RecallTokens = Annotated[int, Field(ge=0)]
+"""0 turns the recall tier off as `recall = false` does."""
 
 
 class SummarizationConfig(_Strict):
@@ -73,6 +77,11 @@ class ContextConfig(_Strict):
     """The whole request (messages) plus the reserved output must fit here."""
     reserve_output_tokens: ReserveTokens = 1000
     """Tokens kept free for the model's answer; also the call's max_tokens."""
+    recall: bool = False
+    """The recall tier (`rounds`, `simultaneous`): old items of the agent's own history that only its
+    summary covers come back verbatim when the debate returns to them (see README, Recall)."""
+    recall_tokens: RecallTokens | None = None
+    """Cap of the recall tier; default a tenth of the view's budget."""
 
     @model_validator(mode="after")
     def _reserve_fits(self) -> ContextConfig:
@@ -93,6 +102,8 @@ class ContextOverrides(_Strict):
 
     max_context_tokens: ContextTokens | None = None
     reserve_output_tokens: ReserveTokens | None = None
+    recall: bool | None = None
+    recall_tokens: RecallTokens | None = None
 
 
 def merge(base: _M, overrides: BaseModel | None) -> _M:
@@ -111,6 +122,7 @@ class AgentConfig(_Strict):
     role: Role = "generalist"
     model: str | None = None
     provider: ProviderName | None = None
+    """`openai`, `demo`, or `human`: a seat a person takes (their turns are typed; see the README)."""
     temperature: float = Field(0.5, ge=0, le=2)
     system_prompt_path: str | None = None
     summary_prompt_path: str | None = None
@@ -124,6 +136,9 @@ class AgentConfig(_Strict):
     """Models tried, in order, when the agent's own model keeps failing."""
     max_concurrency: int | None = Field(None, ge=1, le=64)
     """At most this many calls in flight at this agent's endpoint (a local server that wants fewer)."""
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+    """Sent with each call as `seed`: servers that honour it (OpenAI, llama.cpp, vLLM) sample
+    reproducibly. `moot bench` gives each agent its own; a vote's copies add 1000 per pass."""
 
     @property
     def display_name(self) -> str:
@@ -150,6 +165,12 @@ class ConversationConfig(_Strict):
     """Cap of the verbatim messages; past it the summary rolls forward early."""
     reserve_output_tokens: ReserveTokens = 1000
     """Kept free for each turn's answer (its max_tokens)."""
+    recall: bool = True
+    """The recall tier: old messages the summary covers come back verbatim when the conversation
+    returns to them (see README, Recall)."""
+    recall_tokens: RecallTokens | None = None
+    """Cap of the recall tier, taken from the verbatim window's share (`recent_tokens`); default a
+    tenth of `recent_tokens`."""
     score_every: int | None = Field(None, ge=1)
     """With `termination = "convergence"`: the judge scores convergence every this many turns."""
 
@@ -166,15 +187,47 @@ class ConversationConfig(_Strict):
     def input_budget(self) -> int:
         return self.max_context_tokens - self.reserve_output_tokens
 
+    @property
+    def recall_cap(self) -> int:
+        """Tokens of the recall tier (0: off)."""
+        if not self.recall:
+            return 0
+        return min(self.recent_tokens // 2, self.recent_tokens // 10 if self.recall_tokens is None
+                   else self.recall_tokens)
+
+    @property
+    def window_cap(self) -> int:
+        """The verbatim window's cap: `recent_tokens` less what the recall tier takes of it."""
+        return self.recent_tokens - self.recall_cap
+
 
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 """USD per million tokens. NaN or infinity would make every later cost unsavable (JSON has no NaN)."""
 
 
+class AnswerFormat(_Strict):
+    """The problem is a question with one checkable answer (`moot bench` sets it): agents get the
+    question prompts and end with the answer in this form, and majorities compare extracted answers."""
+
+    kind: AnswerKind = "text"
+    """`number`, `choice` (a letter), `text` (exact text) or `boxed` (LaTeX `\\boxed{}`)."""
+    choices: list[str] = Field(default_factory=list, max_length=26)
+    """The options of a multiple-choice question, lettered A, B, C… in this order."""
+
+
 class DebateSettings(_Strict):
     protocol: ProtocolName = "rounds"
     """`rounds` (propose, critique, refine; the anchor's), `conversation` (turns into one shared
-    transcript) or `simultaneous` (every agent answers each round, having read the others)."""
+    transcript), `simultaneous` (every agent answers each round, having read the others), `single`
+    (one agent answers once), `vote` (independent answers, the majority wins) or `council` (answers,
+    anonymized rankings, the judge as chairman)."""
+    samples: int | None = Field(None, ge=1, le=64)
+    """`vote`: how many independent answers (the agents are cycled); default one per agent."""
+    final: Literal["judge", "majority"] = "judge"
+    """`simultaneous`: the judge synthesizes the final answer, or the majority of the last answers stands
+    (no judge call; what Du et al. report)."""
+    answer: AnswerFormat | None = None
+    """Set when the problem is a question with a checkable answer (see `AnswerFormat`)."""
     rounds: int = Field(3, ge=1, le=1000)
     """Rounds of the `rounds` and `simultaneous` protocols."""
     turns: int = Field(200, ge=1, le=100_000)
@@ -245,6 +298,9 @@ class MootConfig(_Strict):
             if agent.id == self.judge.id:
                 raise ValueError(f"agent id {agent.id!r} is the judge's id")
             seen.add(agent.id)
+        if self.judge.provider == HUMAN:
+            raise ValueError("the judge cannot be a person (provider \"human\"): its synthesis is a JSON "
+                             "verdict; take a seat among the agents instead")
         return self
 
     @property

@@ -137,10 +137,39 @@ class Summary(BaseModel):
 class TierTokens(BaseModel):
     system: int = 0
     summary: int = 0
+    recall: int = 0
+    """Old items the summary covers, brought back verbatim (the recall tier)."""
     history: int = 0
     task: int = 0
     total: int = 0
     """Whole request in chat format (tiers plus per-message overhead)."""
+
+
+class RecalledItem(BaseModel):
+    """One item of a view's recall tier, and why it was recalled."""
+
+    id: str
+    """The contribution (a conversation's message, an item of the agent's perspective)."""
+    score: float
+    """The sum of the inverse document frequencies of the rare query words it holds."""
+    terms: list[str] = Field(default_factory=list)
+    """Those words, the rarest first."""
+    span: tuple[int, int] | None = None
+    """For a long item, the passage around the match that was sent: character offsets into its
+    content (None: the whole item)."""
+
+
+class RecallRecord(BaseModel):
+    """What a view recalled: enough to rebuild it without searching again."""
+
+    query: list[str] = Field(default_factory=list)
+    """The rare words of the latest messages and the task that were searched, rarest first."""
+    items: list[RecalledItem] = Field(default_factory=list)
+    """Sent, best first (rendered oldest first)."""
+    cap: int = 0
+    """The tier's token cap."""
+    dropped: int = 0
+    """Items found and chosen that gave way for the view to fit its budget."""
 
 
 class ViewRecord(BaseModel):
@@ -167,6 +196,8 @@ class ViewRecord(BaseModel):
     of `contribution_ids` (so a 10,000-turn log does not repeat fifty ids a turn)."""
     task_contribution_ids: list[str] = Field(default_factory=list)
     """Contributions quoted inside the task (the critique's target, the critiques received)."""
+    recall: RecallRecord | None = None
+    """The recall tier: old items brought back verbatim (None: the tier was off or found nothing)."""
     inline: dict[str, str] = Field(default_factory=dict)
     """Text used in the view that is not a stored contribution (e.g. summarization input)."""
     tokens: TierTokens = Field(default_factory=TierTokens)
@@ -181,6 +212,38 @@ class ViewRecord(BaseModel):
     """The server's token count over moot's, as known when the view was built."""
 
 
+class Tally(BaseModel):
+    """How a final answer was reached without (or beside) the judge: the answers extracted, the votes,
+    the tie and how it was broken; for a council, each author's mean rank."""
+
+    answers: dict[str, str | None] = Field(default_factory=dict)
+    """Agent id → its extracted answer (None: none could be parsed), in agent order."""
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Answer → votes, most first."""
+    winner: str | None = None
+    tied: list[str] = Field(default_factory=list)
+    """The answers that shared the most votes when there was a tie (empty otherwise)."""
+    rule: str = ""
+    """How the winner was chosen, in words (a tie's reproducible break included)."""
+    ranks: dict[str, float] = Field(default_factory=dict)
+    """Council: author id → mean position in the others' rankings (1 = best), best first."""
+    rankings_parsed: int = 0
+    """Council: how many rankings could be read."""
+    kind: Literal["vote", "council"] = "vote"
+
+    def summary(self) -> str:
+        """One line: the winner and how it was reached, or a council's ranks."""
+        if self.kind == "council":
+            ranks = ", ".join(f"{a} {r:.2f}" for a, r in self.ranks.items()) or "none read"
+            return f"mean ranks (1 = best): {ranks}"
+        if self.winner is None:
+            return "no answer in the asked form"
+        if self.winner.startswith("text#"):  # free-form replies vote by their whole text
+            return f"{len(self.counts)} distinct free-form answers · {self.rule}"
+        shown = self.winner if len(self.winner) <= 60 else self.winner[:59] + "…"
+        return f"answer {shown} · {self.rule}"
+
+
 class Solution(BaseModel):
     description: str
     confidence: int | None = None
@@ -191,6 +254,8 @@ class Solution(BaseModel):
     parsed: bool = True
     """False when the judge's reply was not JSON and was kept as plain text."""
     metadata: CallMetadata = Field(default_factory=CallMetadata)
+    tally: Tally | None = None
+    """The vote (vote, single, simultaneous by majority) or the council's aggregate ranks."""
 
 
 class Clarification(BaseModel):

@@ -15,15 +15,21 @@ ROLES: tuple[str, ...] = (
     "data-modeling",
 )
 Role = Literal["architect", "performance", "security", "testing", "kiss", "generalist", "data-modeling"]
-ContributionType = Literal["proposal", "critique", "refinement", "answer", "message"]
-"""proposal/critique/refinement (rounds), answer (simultaneous), message (conversation)."""
-Phase = Literal["summarize", "proposal", "critique", "refinement", "answer", "turn", "synthesis", "clarify", "score"]
-ProtocolName = Literal["rounds", "conversation", "simultaneous"]
+ContributionType = Literal["proposal", "critique", "refinement", "answer", "message", "ranking"]
+"""proposal/critique/refinement (rounds), answer (simultaneous, single, vote, council), message
+(conversation), ranking (council: one agent's ranking of the others' anonymized answers)."""
+Phase = Literal["summarize", "proposal", "critique", "refinement", "answer", "turn", "synthesis", "clarify", "score",
+                "rank"]
+ProtocolName = Literal["rounds", "conversation", "simultaneous", "single", "vote", "council"]
+PROTOCOL_NAMES: tuple[ProtocolName, ...] = ("rounds", "conversation", "simultaneous", "single", "vote", "council")
+AnswerKind = Literal["number", "choice", "text", "boxed"]
 SummaryScope = Literal["shared", "per-agent"]
 SummaryMethod = Literal["llm", "rule-based", "hybrid"]
 SummaryStrategy = Literal["fresh", "rolling"]
 SummaryTrigger = Literal["chars", "tokens", "turns", "manual", "judge"]
-ProviderName = Literal["openai", "demo"]
+ProviderName = Literal["openai", "demo", "human"]
+HUMAN = "human"
+"""The provider of a seat a person takes (`--human NAME`): their words, typed, never a model call."""
 DebateStatus = Literal["running", "completed", "failed", "interrupted", "stopped", "stopped_budget"]
 
 JUDGE_ID = "judge"

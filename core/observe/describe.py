@@ -31,6 +31,7 @@ from ..events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -50,6 +51,7 @@ PHASE_LABELS = {
     "synthesis": "synthesis",
     "turn": "conversation",
     "answer": "answers",
+    "rank": "rankings",
     "clarify": "clarifications",
     "score": "convergence check",
 }
@@ -113,8 +115,9 @@ def _describe(event: Event) -> Line | None:
             unit = "turn" if event.protocol == "conversation" else "round"
             steps = f"{event.total_rounds} {unit}{'' if event.total_rounds == 1 else 's'}"
             shape = "" if event.protocol == "rounds" else f"{event.protocol}, "
+            judge = "no judge" if event.protocol in ("single", "vote") else f"judge {_safe(event.judge.id)}"
             return Line("phase", f"▶ debate {event.debate_id} started: {shape}{steps}, "
-                                 f"agents {names}; judge {_safe(event.judge.id)}{demo}")
+                                 f"agents {names}; {judge}{demo}")
         case DebateResumed(from_round=r):
             return Line("phase", f"▶ debate {event.debate_id} resumed at round {r}")
         case RoundStarted(step="turn"):
@@ -149,15 +152,23 @@ def _describe(event: Event) -> Line | None:
         case SummaryRequested(agent_id=agent_id, focus=focus):
             about = f", focus: {_safe(focus, 80)}" if focus else ""
             return Line("manual", f"⇣ summary requested for {agent_id} (at its next call{about})")
+        case SeatAnswered(agent_id=agent_id, via=via, chars=chars, phase=phase, round=r):
+            where = {"editor": "in the editor", "stdin": "on stdin", "ctl": "with moot ctl say", "library": ""}[via]
+            return Line("manual", f"✎ {agent_id} answered ({'message' if phase == 'turn' else phase}, "
+                                  f"{'turn' if phase == 'turn' else 'round'} {r}){' ' + where if where else ''}: "
+                                  f"{chars} chars")
         case CallFailed(agent_id=agent_id, error=error, will_retry=True):
             return Line("warning", f"↻ {agent_id}: {_safe(error, 300)} (retrying)")
         case CallFailed(agent_id=agent_id, error=error):
             return Line("error", f"✗ {agent_id}: {_safe(error, 300)}")
         case Warning_(message=message):
             return Line("warning", f"⚠ {_safe(message, 400)}")
+        case SynthesisCompleted(solution=solution) if solution.tally is not None and solution.confidence is None:
+            return Line("done", f"★ final answer ({_safe(solution.synthesized_by)}): {solution.tally.summary()}")
         case SynthesisCompleted(solution=solution):
             conf = solution.confidence
-            return Line("done", f"★ synthesis: confidence {conf if conf is not None else 'n/a'}")
+            ranks = f" · {solution.tally.summary()}" if solution.tally is not None else ""
+            return Line("done", f"★ synthesis: confidence {conf if conf is not None else 'n/a'}{ranks}")
         case ClarificationsAsked(questions=questions, round=r):
             n = len(questions)
             agents = len({q.agent_id for q in questions})

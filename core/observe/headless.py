@@ -11,11 +11,13 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .describe import describe
 from ..errors import ExitCode, StoreError
-from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
+from ..events import DebateInterrupted, DebateResumed, Subscription, is_terminal, parse_event
 from ..models.state import DebateState
 from .printer import print_events, solution_text
 from ..session import DebateSession
@@ -23,6 +25,9 @@ from ..safety.sanitize import one_line_safe
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder, writer_alive
 from ..storage.state_dir import default_state_dir
+
+if TYPE_CHECKING:
+    from ..human.stdin_seat import LineReader
 
 
 def resume_hint(folder: Path, debate_id: str) -> str:
@@ -47,25 +52,49 @@ def ending_line(state: DebateState, folder: Path) -> str | None:
     return None
 
 
-async def run_headless(session: DebateSession) -> DebateState:
-    """Run the debate to its end, printing progress; signals interrupt it (saved, resumable)."""
+Printer = Callable[[Subscription], Coroutine[Any, Any, None]]
+"""Prints a debate's events as they come (`print_events`; plain mode's `print_plain`)."""
+Steering = Callable[[Callable[[str], None]], Coroutine[Any, Any, None]]
+"""Takes commands while the debate runs (plain mode's stdin); given the function that
+interrupts the debate at once with a cause, as a signal does."""
+
+
+async def run_headless(session: DebateSession, printer: Printer | None = None,
+                       steering: Steering | None = None, seat_out: TextIO | None = None,
+                       seat_lines: LineReader | None = None, plain: bool = False) -> DebateState:
+    """Run the debate to its end, printing progress; signals interrupt it (saved, resumable).
+
+    A person's turns are shown on `seat_out` (stderr), in words when `plain`, and read from
+    `seat_lines` (stdin)."""
     printer_sub = session.bus.subscribe("printer")
     # The debate's own end line is left to `finish_headless`, which says it once, with the resume hint.
-    printer = asyncio.create_task(print_events(printer_sub, skip=(DebateInterrupted,)))
+    printing = asyncio.create_task(printer(printer_sub) if printer is not None
+                                   else print_events(printer_sub, skip=(DebateInterrupted,)))
     session.start_writer()
+    seat = None
+    if session.people:  # a person's turns: shown on stderr, answered on stdin (or `moot ctl say`)
+        from ..human.stdin_seat import StdinSeat
+
+        seat = asyncio.create_task(StdinSeat(session.orchestrator.desk, session.folder.id, session.people,
+                                             seat_out or sys.stderr, seat_lines, plain=plain).run())
     loop = asyncio.get_running_loop()
     engine = asyncio.ensure_future(session.run())
     interrupted = False
 
-    def on_signal(sig: signal.Signals) -> None:
+    def interrupt(cause: str) -> None:
         # Ctrl-C / SIGTERM: cancel the debate at once (it records `interrupted` and
         # flushes the log). Signals that come while it flushes are ignored, so a
         # second Ctrl-C cannot tear the log.
         nonlocal interrupted
         if not interrupted and not engine.done():
             interrupted = True
-            session.orchestrator.interrupted_by = sig.name
+            session.orchestrator.interrupted_by = cause
             engine.cancel()
+
+    def on_signal(sig: signal.Signals) -> None:
+        interrupt(sig.name)
+
+    steer = asyncio.create_task(steering(interrupt)) if steering is not None else None
 
     stop_signals = []
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -83,23 +112,35 @@ async def run_headless(session: DebateSession) -> DebateState:
             state = session.state
             await session.close()
     finally:
+        if seat is not None:
+            seat.cancel()
         for sig in stop_signals:
             loop.remove_signal_handler(sig)
+        if steer is not None:
+            steer.cancel()
         session.bus.unsubscribe(printer_sub)
-        await printer
+        await printing
     return state
 
 
-def finish_headless(session: DebateSession, state: DebateState) -> int:
-    """Print the solution (stdout) or the ending line (stderr); the exit code for the debate."""
+def finish_headless(session: DebateSession, state: DebateState, plain: bool = False) -> int:
+    """Print the solution (stdout) or the ending line (stderr); the exit code for the debate.
+
+    Plain mode reads the solution out last, under a heading, and says where it was saved on
+    stdout too, so everything is read in order."""
     folder = session.folder.path
     line = ending_line(state, folder)
     if line is not None:
         print(line, file=sys.stderr)
         return state.exit_code if state.status != "running" else int(ExitCode.INTERRUPTED)
+    if plain:
+        print("\nFinal solution.\n", flush=True)
     sys.stdout.write(solution_text(state))
     sys.stdout.flush()
-    print(f"saved in {folder}", file=sys.stderr)
+    if plain:
+        print(f"\nEnd of the final solution. The debate is saved in {folder}.", flush=True)
+    else:
+        print(f"saved in {folder}", file=sys.stderr)
     return int(ExitCode.OK)
 
 
@@ -159,5 +200,8 @@ async def tail_events(folder: DebateFolder, poll_s: float = 0.2) -> int:
 
 
 def wants_tui(headless: bool) -> bool:
-    """The TUI when asked for and a terminal is there (not in CI)."""
+    """The TUI when asked for and a terminal is there (not in CI), or when textual-serve runs
+    this process for a browser (`moot serve`: its pipes stand for the terminal)."""
+    if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):
+        return not headless
     return not headless and sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("CI") is None

@@ -31,7 +31,10 @@ def solution_text(state: DebateState) -> str:
     # Cleaned before it is stripped: a reply that opens with an escape sequence and a newline
     # would otherwise start stdout with a blank line.
     lines = [terminal_safe(sol.description).strip() or "(the judge's answer held no text)", ""]
-    lines.append(f"Confidence: {sol.confidence if sol.confidence is not None else 'n/a'}" + _not_convergence(state))
+    if sol.tally is not None:
+        lines.append(f"Decided by {sol.synthesized_by}: {sol.tally.summary()}")
+    if sol.confidence is not None or sol.tally is None:
+        lines.append(f"Confidence: {sol.confidence if sol.confidence is not None else 'n/a'}" + _not_convergence(state))
     for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
                          ("Unresolved", sol.unresolved)):
         if items:

@@ -57,6 +57,7 @@ from ..events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -192,6 +193,8 @@ class TraceBuilder(SpanOutlet):
             case SummaryRequested(agent_id=agent_id, focus=focus):
                 self._note("summary requested", t, {"moot.agent.id": agent_id,
                                                     **({"moot.focus": focus} if focus and self.content else {})})
+            case SeatAnswered(agent_id=agent_id, via=via):
+                self._note("person answered", t, {"moot.agent.id": agent_id, "moot.via": via})
             case ControlChanged(action=action, effective=effective, command_id=command_id):
                 self._note(f"{action} effective" if effective else action, t,
                            {"moot.command_id": command_id} if command_id else {})

@@ -23,14 +23,16 @@ from typing import ClassVar, TypedDict
 
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
+from ..context.recall_tier import RecallRequest
 from ..engine.calls import CallEngine, CallResult, CallSpec
 from ..engine.gate import BudgetExhausted, Gate, StopRequested
 from ..engine.summaries import Summaries
 from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted
-from ..models.config import DebateSettings, MootConfig
-from ..models.state import Contribution, DebateState, ViewRecord
+from ..models.config import AgentConfig, DebateSettings, MootConfig
+from ..models.state import Contribution, DebateState, Tally, ViewRecord
 from ..models.terms import ContributionType, Phase, ProtocolName
 from ..providers.base import CallHint, JsonAnswer
+from ..search.recall import RecallScope
 
 
 class DebateAborted(Exception):
@@ -59,7 +61,7 @@ class Ids:
 
 TASK_KINDS: dict[str, str] = {
     "proposal": "propose", "critique": "critique", "refinement": "refine", "synthesis": "synthesize",
-    "score": "score", "clarify": "clarify", "answer": "answer", "turn": "turn",
+    "score": "score", "clarify": "clarify", "answer": "answer", "turn": "turn", "rank": "rank",
 }
 """Phase → the prompt kind of its task."""
 
@@ -137,15 +139,35 @@ class DebateContext:
                    budget: int | None = None, context_tokens: int | None = None, max_tokens: int | None = None,
                    json_answer: JsonAnswer | None = None, target: ResolvedAgent | None = None,
                    extra: dict[str, object] | None = None,
-                   context_setting: str = "context.max_context_tokens") -> CallResult:
-        """One call through the engine."""
+                   context_setting: str = "context.max_context_tokens",
+                   recall: RecallRequest | None = None) -> CallResult:
+        """One call through the engine (`recall`: its view gets a recall tier)."""
+        more = dict(extra or {})
+        people = [a.name for a in self.agents if a.is_person and a.id != agent.id]
+        if people:  # the demo provider answers what they wrote by name
+            more["people"] = people
+        if self.settings.answer is not None:  # a question: the demo provider answers in the asked form
+            more["answer_kind"] = self.settings.answer.kind
+            more["choices"] = list(self.settings.answer.choices)
         hint = CallHint(phase=record.phase, role=agent.role, agent_id=agent.id, round=record.round,
                         problem=self.problem, target_agent_id=target.id if target else None,
-                        target_role=target.role if target else None, extra=dict(extra or {}))
+                        target_role=target.role if target else None, extra=more)
         return await self.engine.call(CallSpec(agent=agent, record=record, hint=hint, history=history,
                                                budget=budget, context_tokens=context_tokens,
                                                max_tokens=max_tokens, json_answer=json_answer,
-                                               context_setting=context_setting))
+                                               context_setting=context_setting, recall=recall))
+
+    def perspective_recall(self, agent: ResolvedAgent, covered: Sequence[Contribution],
+                           kinds: tuple[str, ...]) -> RecallRequest | None:
+        """A recall tier over the agent's own older history that only its summary covers (`rounds`,
+        `simultaneous`, when `context.recall` is on for it)."""
+        cfg = agent.context
+        cap = cfg.input_budget // 10 if cfg.recall_tokens is None else cfg.recall_tokens
+        if not cfg.recall or cap <= 0 or not covered:
+            return None
+        scope = RecallScope(kinds=kinds, max_step=max(c.round for c in covered), population=len(covered),
+                            only=frozenset(c.id for c in covered))
+        return RecallRequest(scope, min(cap, cfg.input_budget // 2))
 
     def add_contribution(self, agent: ResolvedAgent, step: int, kind: ContributionType, result: CallResult,
                          target: ResolvedAgent | None = None) -> Contribution:
@@ -173,6 +195,10 @@ class SynthesisInput:
     contribution_ids: list[str]
     transcript: bool = False
     """The material is a conversation's summary and recent window (labelled by turn)."""
+    inline: dict[str, str] | None = None
+    """Text the judge's task adds to the material (a council's aggregate ranking), kept in its view."""
+    tally: Tally | None = None
+    """Recorded with the solution (a council's ranks)."""
 
 
 class DebateProtocol(ABC):
@@ -186,12 +212,22 @@ class DebateProtocol(ABC):
     def __init__(self, ctx: DebateContext) -> None:
         self.ctx = ctx
 
+    @classmethod
+    def seats(cls, config: MootConfig) -> list[AgentConfig]:
+        """The agents that take part (the enabled ones; `single` takes the first, `vote` its samples)."""
+        return config.active_agents
+
+    uses_judge: ClassVar[bool] = True
+    """False: the final answer is made without the judge (`single`, `vote`)."""
+
     @property
     def total_steps(self) -> int:
         return self.ctx.settings.rounds
 
     opening_phase: ClassVar[Phase] = "proposal"
     """The phase of each agent's first call (checked against its window before the run)."""
+    opening_kind: ClassVar[str | None] = None
+    """The prompt kind of that call's task when it is not the phase's own (`vote`: `solo`)."""
 
     def opening_params(self, agent: ResolvedAgent) -> dict[str, object]:
         """The task parameters of an agent's first call."""
@@ -214,6 +250,8 @@ class DebateProtocol(ABC):
         window = self.call_window()
         for agent in ctx.agents:
             record = ctx.record(agent, 1, self.opening_phase, params=self.opening_params(agent), call_id="check")
+            if self.opening_kind is not None:
+                record.task_key = f"{agent.id}/{self.opening_kind}"
             ctx.engine.check_fits(agent, record, **window)
             for phase, p, quotes in self.largest_views(agent):
                 record = ctx.record(agent, 1, phase, params=p, call_id="check")
@@ -231,6 +269,11 @@ class DebateProtocol(ABC):
     @abstractmethod
     def synthesis_input(self) -> SynthesisInput | None:
         """The judge's material; None when there is nothing to synthesize."""
+
+    async def conclude(self, material: SynthesisInput) -> bool:
+        """Record the final answer without the judge (a vote) and return True; False (the default):
+        the judge synthesizes it from `material`."""
+        return False
 
     def score_input(self, step: int) -> SynthesisInput:
         """The judge's material for a convergence score after `step` (default: as for synthesis)."""

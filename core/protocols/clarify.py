@@ -76,7 +76,7 @@ async def clarify(ctx: DebateContext, clarifier: Clarifier | None) -> None:
             async def one(agent: ResolvedAgent) -> None:
                 per[agent.id] = await ask(agent)
 
-            await ctx.gather([one(a) for a in ctx.agents])
+            await ctx.gather([one(a) for a in ctx.agents if not a.is_person])  # people answer, not ask
             for a in ctx.agents:
                 asked.extend(per.get(a.id, []))
             if asked:

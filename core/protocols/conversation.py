@@ -26,6 +26,7 @@ from __future__ import annotations
 from .. import tokens
 from ..config import ResolvedAgent
 from ..engine.windows import Fit, reply_floor
+from ..context.recall_tier import RecallRequest
 from ..context.view import ViewTooLarge, render_messages
 from ..events import RoundStarted, Warning_
 from ..models.config import ConversationConfig
@@ -35,6 +36,7 @@ from .base import CallWindow, DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged
 from ..storage.state import find_contribution
 from ..errors import ProviderError
+from ..search.recall import RecallScope
 
 ESTIMATE_MARGIN = 64
 """Tokens of slack between the sum of the parts and the view as counted whole (joints, framing)."""
@@ -121,13 +123,22 @@ class ConversationProtocol(DebateProtocol):
             fit = self._fit(speaker)
             result = await ctx.call(speaker, record, history=window, budget=fit.input_budget,
                                     context_tokens=conv.max_context_tokens, max_tokens=conv.reserve_output_tokens,
-                                    context_setting=self.SETTING)
+                                    context_setting=self.SETTING, recall=self._recall(summary))
         except ProviderError as exc:
             if ctx.settings.on_error == "stop":
                 raise DebateAborted(f"{speaker.id} turn {t} failed: {exc}") from None
             ctx.emit(Warning_(message=f"{speaker.id} turn {t} failed and was skipped: {exc}", agent_id=speaker.id))
             return
         ctx.add_contribution(speaker, t, "message", result)
+
+    def _recall(self, summary: Summary | None) -> RecallRequest | None:
+        """The recall tier of a turn: messages the summary covers (all of them, up to its last),
+        within `recall_tokens`."""
+        cap = self.conv.recall_cap
+        covered = self.ctx.index.contributions.get(summary.covered_through or "") if summary else None
+        if not cap or covered is None:
+            return None
+        return RecallRequest(RecallScope(kinds=("message",), max_step=covered.round, population=covered.round), cap)
 
     def _record(self, speaker: ResolvedAgent, t: int, summary: Summary | None) -> ViewRecord:
         record = self.ctx.record(speaker, t, "turn", params={
@@ -180,11 +191,11 @@ class ConversationProtocol(DebateProtocol):
         summary = self.ctx.index.latest_summary.get(owner.id)
         window = self.ctx.index.messages_after(summary, t)
         trigger: SummaryTrigger | None = None
-        cap = conv.recent_tokens
+        cap = conv.window_cap  # the recall tier takes its share of `recent_tokens`
         if len(window) >= conv.recent_messages + conv.summary_every:
             trigger = "turns"
-        elif self._tokens(window, reader) > conv.recent_tokens:
-            trigger, cap = "tokens", int(conv.recent_tokens * TOKEN_HYSTERESIS)
+        elif self._tokens(window, reader) > cap:
+            trigger, cap = "tokens", int(cap * TOKEN_HYSTERESIS)
         if trigger is None:
             return summary
         keep = self._keep(window, reader, cap)

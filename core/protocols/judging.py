@@ -98,6 +98,7 @@ async def synthesize(ctx: DebateContext, material: SynthesisInput) -> None:
     record = ctx.record(j, material.step, "synthesis", task_ids=ids,
                         params={"transcript": True} if material.transcript else None)
     record.summary_id = summary_id
+    record.inline.update(material.inline or {})
     try:
         result = await ctx.call(j, record, json_answer=SOLUTION_SCHEMA,
                                 extra={"agents": [a.role for a in ctx.agents]})
@@ -106,6 +107,7 @@ async def synthesize(ctx: DebateContext, material: SynthesisInput) -> None:
     solution = parse_solution(result.completion.content)
     solution.synthesized_by = j.id
     solution.metadata = result.meta
+    solution.tally = material.tally
     if not solution.parsed:
         ctx.emit(Warning_(message="the judge's answer was not JSON; kept it as the solution text", agent_id=j.id))
     ctx.emit(SynthesisCompleted(solution=solution))

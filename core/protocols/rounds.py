@@ -33,6 +33,10 @@ from .schedule import CallGraph
 from ..storage.state import find_contribution
 
 
+PERSPECTIVE_KINDS = ("proposal", "critique", "refinement")
+"""What an agent's perspective holds (its own proposals and refinements, the critiques aimed at it)."""
+
+
 class RoundsProtocol(DebateProtocol):
     name = "rounds"
     task_kinds = ("propose", "critique", "refine", "summarize", "clarify")
@@ -173,8 +177,9 @@ class RoundsProtocol(DebateProtocol):
             in_task = set(task_ids)
             history = [c for c in ctx.index.uncovered_items(agent.id, summary, barrier(r, phase))
                        if c.id not in in_task]
+        recall = ctx.perspective_recall(agent, ctx.index.covered_items(agent.id, summary), PERSPECTIVE_KINDS)
         try:
-            result = await ctx.call(agent, record, history=history, target=target)
+            result = await ctx.call(agent, record, history=history, target=target, recall=recall)
         except ProviderError as exc:
             if required and ctx.settings.on_error == "stop":
                 raise DebateAborted(f"{agent.id} {kind} in round {r} failed: {exc}") from None

@@ -6,6 +6,9 @@ the judge synthesizes from the final answers.
 The view is bounded by construction (one round back). When the previous answers do not
 fit the budget, each is replaced by a summary of it (rule-based, per agent, no extra
 call), recorded in the view so `moot context` shows exactly what was sent.
+
+With `debate.final = "majority"` the majority of the last round's answers is the final answer
+(what Du et al. report; no judge call, ties broken by agent order and said so).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..models.state import Contribution, ViewRecord
 from ..models.terms import Phase
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
+from .majority import conclude_by_vote
 from ..storage.state import find_contribution
 
 
@@ -62,8 +66,10 @@ class SimultaneousProtocol(DebateProtocol):
                                 params={"round": r, "total_rounds": self.total_steps, "role": agent.role,
                                         **({"own_answer_id": own.id} if own else {})})
             self._fit(agent, record, previous)
+            # Its answers from before the previous round are in no view: recall brings them back.
+            older = ctx.index.perspective_items(agent.id, (r - 1, 0))
             try:
-                result = await ctx.call(agent, record)
+                result = await ctx.call(agent, record, recall=ctx.perspective_recall(agent, older, ("answer",)))
             except ProviderError as exc:
                 if ctx.settings.on_error == "stop":
                     raise DebateAborted(f"{agent.id} answer in round {r} failed: {exc}") from None
@@ -107,6 +113,13 @@ class SimultaneousProtocol(DebateProtocol):
             return None
         final = max(rounds)
         return SynthesisInput(final, None, [c.id for c in self._round_answers(final)])
+
+    async def conclude(self, material: SynthesisInput) -> bool:
+        if self.ctx.settings.final != "majority":
+            return False
+        conclude_by_vote(self.ctx, [self.ctx.index.contributions[i] for i in material.contribution_ids],
+                         by="majority")
+        return True
 
     def score_input(self, step: int) -> SynthesisInput:
         return SynthesisInput(step, None, [c.id for c in self._round_answers(step)])

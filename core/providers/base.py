@@ -55,6 +55,8 @@ class ChatRequest:
     fallback_models: Sequence[str] = ()
     json_answer: JsonAnswer | None = None
     """Constrain the reply to JSON (`response_format`) when the endpoint accepts it."""
+    seed: int | None = None
+    """Sent as the request's `seed` (reproducible sampling where the server honours it)."""
     slot: int | None = None
     """The server slot this speaker keeps (llama.cpp's `id_slot`), so its prompt cache stays warm;
     None: the server chooses."""

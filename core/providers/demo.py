@@ -18,8 +18,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import ProviderError
+from .demo_questions import design_rank, question_reply
 from ..tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
 from .base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
+from .demo_people import answer_person
 from .demo_phrases import phrase_banks
 from .demo_text import (
     MARKER,
@@ -116,12 +118,37 @@ class DemoProvider:
     def write(
         self, messages: Sequence[Message], hint: CallHint, *, model: str = "demo", max_tokens: int = 4096
     ) -> str:
-        """The full reply for a call, before streaming (public so tools can preview it)."""
+        """The full reply for a call, before streaming (public so tools can preview it). When a
+        person takes part (`--human`), a debater's reply opens by answering what they wrote."""
+        text = self._write(messages, hint, model=model, max_tokens=max_tokens)
+        people = [str(p) for p in hint.extra.get("people", [])]
+        if hint.phase == "turn":  # a turn answers its previous speaker by name already (`_turn`)
+            heads = [h for m in messages[:-1] for h in TURN_HEAD.findall(m.get("content", ""))]
+            if heads and heads[-1] in people:
+                people = []
+        if people and hint.phase in ("proposal", "critique", "refinement", "answer", "turn"):
+            banks = phrase_banks()
+            role = hint.role if hint.role in banks.roles else "generalist"
+            rng = random.Random(stable_seed("person", hint.agent_id, hint.round, last_user(messages)))
+            opening = answer_person(messages, people, hint.role or "generalist", banks.roles[role]["lens"], rng)
+            if opening:
+                text = f"{opening}\n\n{text}"
+        return text
+
+    def _write(
+        self, messages: Sequence[Message], hint: CallHint, *, model: str = "demo", max_tokens: int = 4096
+    ) -> str:
         banks = phrase_banks()
         last = last_user(messages)
         rng = random.Random(
             stable_seed(hint.phase, hint.role, hint.agent_id, hint.round, hint.target_agent_id, hint.problem, last)
         )
+        if hint.extra.get("answer_kind"):  # a question with a checkable answer (moot bench)
+            reply = question_reply(messages, hint, rng)
+            if reply is not None:
+                return reply
+        if hint.phase == "rank":
+            return design_rank(messages, rng)
         nouns = problem_nouns(hint.problem)
         role = hint.role if hint.role in banks.roles else "generalist"
         ctx = {

@@ -365,6 +365,7 @@ class OpenAIProvider:
                         stream=True,
                         stream_options={"include_usage": True},
                         response_format=cast("ResponseFormat", fmt) if fmt is not None else openai.omit,
+                        seed=request.seed if request.seed is not None else openai.omit,
                         extra_body=self._extra_body(request) or None,
                     )
             streaming = True

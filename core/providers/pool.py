@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import base64
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from ..config import ResolvedAgent
 from ..errors import ConfigError
 from .base import Provider
 from .keys import has_api_key, require_api_key
+
+if TYPE_CHECKING:
+    from ..human.desk import HumanDesk
 
 
 def default_provider_name(base_url: str | None = None) -> str:
@@ -43,6 +47,16 @@ class ProviderPool:
         self._providers: dict[tuple[str, str | None], Provider] = {}
         self.secrets: list[str] = []
         """API keys in use, for redaction of anything written."""
+        self._desk: HumanDesk | None = None
+
+    @property
+    def desk(self) -> HumanDesk:
+        """Where the people's turns wait for their words (one per debate, made when first asked)."""
+        if self._desk is None:
+            from ..human.desk import HumanDesk
+
+            self._desk = HumanDesk()
+        return self._desk
 
     def get(self, agent: ResolvedAgent) -> Provider:
         key = (agent.provider, agent.config.base_url if agent.provider == "openai" else None)
@@ -52,6 +66,10 @@ class ProviderPool:
         return provider
 
     def _make(self, name: str, base_url: str | None) -> Provider:
+        if name == "human":
+            from .human import HumanProvider
+
+            return HumanProvider(self.desk)
         if name == "demo":
             from .demo import DemoProvider
 
@@ -73,7 +91,7 @@ class ProviderPool:
                 backoff_base_s=self.backoff_base_s,
                 secrets=extra,
             )
-        raise ConfigError(f"unknown provider {name!r}; expected openai or demo")
+        raise ConfigError(f"unknown provider {name!r}; expected openai, demo or human")
 
     async def aclose(self) -> None:
         for p in self._providers.values():

@@ -191,9 +191,16 @@ def _rounds(state: DebateState, verbose: bool) -> list[str]:
             replaced = {s.id for s in rnd.replaced_summaries}
             out += ["### Summaries", "", *table(_SUMMARY_HEAD, _summary_rows(summaries, replaced), right=(5,)), ""]
             out += _summary_texts(summaries, verbose)
-        order = {"proposal": 0, "answer": 0, "critique": 1, "refinement": 2}
+        order = {"proposal": 0, "answer": 0, "critique": 1, "ranking": 1, "refinement": 2}
+        views = {v.call_id: v for v in rnd.calls if v.phase == "rank"}
+        authors = {c.id: c.agent_id for c in rnd.contributions}
         for c in sorted(rnd.contributions, key=lambda c: order.get(c.type, 3)):
             out += _contribution(c, verbose)
+            view = views.get(c.metadata.call_id or "") if c.type == "ranking" else None
+            if view is not None:  # the council's anonymized labels, revealed to the reader
+                labels = ", ".join(f"Response {chr(65 + k)} = {authors.get(i, '?')}"
+                                   for k, i in enumerate(view.task_contribution_ids))
+                out += [f"_Anonymized as: {labels}._", ""]
         if not rnd.contributions:
             out += ["_No contributions recorded in this round._", ""]
         out += _after_step(rnd.number, "round", scores, notes)
@@ -246,6 +253,8 @@ def _synthesis(state: DebateState, verbose: bool) -> list[str]:
         return out + ["## Final synthesis", "", "_No final synthesis: the debate did not finish._", ""]
     conf = f"{sol.confidence}/100" if sol.confidence is not None else "n/a"
     out += ["## Final synthesis", "", f"**Confidence:** {conf} · synthesized by {sol.synthesized_by}", ""]
+    if sol.tally is not None:
+        out += [f"**Decided by {sol.synthesized_by}:** {sol.tally.summary()}", ""]
     if state.convergence:
         out += ["_The confidence is the judge's in this final answer; the convergence scores above rate how far "
                 "the agents agreed._", ""]

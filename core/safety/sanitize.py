@@ -101,7 +101,7 @@ def json_safe(document: str) -> str:
     (0x80–0x9F), which some terminals obey (0x9B is CSI), nor bidi overrides or zero-width
     characters, which reorder or hide what a terminal shows. Those can only sit inside
     strings, so escaping them keeps the document valid and its values unchanged."""
-    if document.isascii():
+    if document.isascii() and "\x7f" not in document:  # DEL is ASCII too
         return document
     return _JSON_UNSAFE.sub(lambda m: _json_escape(m.group()), document)
 

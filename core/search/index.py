@@ -24,15 +24,21 @@ import json
 import os
 import re
 import sqlite3
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING
 
-from ..events import ContributionAdded, Event, NoteInjected, SummaryAdded, parse_event
+from ..storage.files import refusal, require_real_folder
+from .log_scan import events_after, last_logged_seq
+
+if TYPE_CHECKING:
+    from ..events import Event
 
 INDEX_FILE = "search.sqlite"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+"""2: each text keeps its event's sequence number, so an index ahead of a cut log is trimmed."""
 MAX_QUERY_TERMS = 48
 """A query is cut to its first distinct terms: a 10 KB query is still one quick lookup."""
 MAX_TERM_CHARS = 64
@@ -44,6 +50,11 @@ _STOP = frozenset(
     "then there these they this those to too up us was we were what when where which while who why will with "
     "would you your".split()
 )
+
+
+def stop_words() -> frozenset[str]:
+    """The words no query looks for on their own (unless nothing else is left)."""
+    return _STOP
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,10 @@ def match_expression(text: str) -> str | None:
 
 def _texts_of(event: Event) -> Iterator[tuple[str, str, str, int, str]]:
     """(doc id, kind, agent id, step, text) for every text of an event worth finding again."""
+    # The event models are imported when there is something to index, not to search (`moot search`
+    # starts faster without pydantic).
+    from ..events import ContributionAdded, NoteInjected, SummaryAdded
+
     match event:
         case ContributionAdded(contribution=c) if c.content.strip():
             yield c.id, c.type, c.agent_id, c.round, c.content
@@ -93,12 +108,40 @@ def _texts_of(event: Event) -> Iterator[tuple[str, str, str, int, str]]:
             return
 
 
+def open_index(folder: Path) -> SearchIndex:
+    """A debate folder's index (created when missing). Like every file of a debate it is opened
+    only as a regular file: a link or anything else there is a StoreError, and nothing is changed."""
+    require_real_folder(folder)
+    path = folder / INDEX_FILE
+    for suffix in ("", "-wal", "-shm"):
+        part = Path(f"{path}{suffix}")
+        try:
+            mode = os.lstat(part).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            raise refusal(part, "is a symbolic link")
+        if not stat.S_ISREG(mode):
+            raise refusal(part, "is not a regular file")
+    return SearchIndex(path)
+
+
 class SearchIndex:
     """A debate's index, open on its SQLite file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
-        self._db = self._connect(path)
+        self._db = self._connect_readonly(path) if readonly else self._connect(path)
+
+    @staticmethod
+    def _connect_readonly(path: Path) -> sqlite3.Connection:
+        """An index another process keeps current (a running debate's): read, never changed."""
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+        if version is None or version[0] != SCHEMA_VERSION:
+            db.close()
+            raise sqlite3.DatabaseError(f"index schema {version[0] if version else 'unknown'}")
+        return db
 
     @classmethod
     def for_folder(cls, folder: Path) -> SearchIndex:
@@ -115,7 +158,7 @@ class SearchIndex:
                     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
                     "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5("
                     " body, doc_id UNINDEXED, kind UNINDEXED, agent_id UNINDEXED, step UNINDEXED,"
-                    " tokenize='porter unicode61');"
+                    " seq UNINDEXED, tokenize='porter unicode61');"
                 )
                 version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
                 if version is None:
@@ -151,23 +194,26 @@ class SearchIndex:
 
     def add_events(self, events: Iterable[Event | int]) -> int:
         """Index events in one transaction (an int stands for a logged event with no text: only
-        its sequence number counts); returns how many texts were added."""
-        last = self.last_seq
-        rows: list[tuple[str, str, str, str, int]] = []
-        newest = last
-        for event in events:
-            seq = event if isinstance(event, int) else event.seq
-            if seq and seq <= last:
-                continue
-            if not isinstance(event, int):
-                rows += [(text, doc_id, kind, agent, step) for doc_id, kind, agent, step, text in _texts_of(event)]
-            newest = max(newest, seq)
-        if newest == last and not rows:
-            return 0
+        its sequence number counts); returns how many texts were added. Safe beside another
+        process catching up the same index: what is already held is read inside the transaction."""
+        batch = list(events)
         db = self._db
-        db.execute("BEGIN")
+        db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany("INSERT INTO docs(body, doc_id, kind, agent_id, step) VALUES (?,?,?,?,?)", rows)
+            last = newest = self.last_seq
+            rows: list[tuple[str, str, str, str, int, int]] = []
+            for event in batch:
+                seq = event if isinstance(event, int) else event.seq
+                if seq and seq <= last:
+                    continue
+                if not isinstance(event, int):
+                    rows += [(text, doc_id, kind, agent, step, seq)
+                             for doc_id, kind, agent, step, text in _texts_of(event)]
+                newest = max(newest, seq)
+            if newest == last and not rows:
+                db.execute("ROLLBACK")
+                return 0
+            db.executemany("INSERT INTO docs(body, doc_id, kind, agent_id, step, seq) VALUES (?,?,?,?,?,?)", rows)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(newest),))
             db.execute("COMMIT")
         except BaseException:
@@ -175,11 +221,41 @@ class SearchIndex:
             raise
         return len(rows)
 
+    def trim_after(self, seq: int) -> int:
+        """Forget the texts of events after `seq` (the log was cut there: a kill before the log
+        writer caught up with the index); returns how many were removed."""
+        if self.last_seq <= seq:
+            return 0
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            first = None
+            # Texts are added in sequence order: walk back from the newest to the first one to keep.
+            for rowid, row_seq in db.execute("SELECT rowid, seq FROM docs ORDER BY rowid DESC"):
+                if int(row_seq) <= seq:
+                    break
+                first = rowid
+            removed = 0
+            if first is not None:
+                removed = db.execute("DELETE FROM docs WHERE rowid >= ?", (first,)).rowcount
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(seq),))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return max(0, removed)
+
+    def sync(self, events_path: Path, log_seq: int | None = None) -> int:
+        """Make the index hold exactly what the log holds: trim what a cut log lost (`log_seq`,
+        default: read from the log's end), then catch up; returns how many texts were added."""
+        self.trim_after(last_logged_seq(events_path) if log_seq is None else log_seq)
+        return self.catch_up(events_path)
+
     def catch_up(self, events_path: Path, batch: int = 500) -> int:
         """Index what the log holds past `last_seq`; returns how many texts were added."""
         added = 0
         pending: list[Event | int] = []
-        for event in _events_after(events_path, self.last_seq):
+        for event in events_after(events_path, self.last_seq):
             pending.append(event)
             if len(pending) >= batch:
                 added += self.add_events(pending)
@@ -189,9 +265,11 @@ class SearchIndex:
     # ------------------------------------------------------------------ reading
 
     def search(self, query: str, *, limit: int = 10, kinds: Sequence[str] = (), agent_id: str | None = None,
-               before_step: int | None = None, exclude: Iterable[str] = (), excerpt_tokens: int = 24) -> list[Hit]:
+               before_step: int | None = None, exclude: Iterable[str] = (), excerpt_tokens: int = 24,
+               marks: tuple[str, str] = ("[", "]")) -> list[Hit]:
         """The best matches for `query`, best first. `before_step` keeps only texts from earlier
-        rounds or turns; `exclude` leaves out ids (what a view already holds verbatim)."""
+        rounds or turns; `exclude` leaves out ids (what a view already holds verbatim); `marks`
+        surround the matched terms in excerpts."""
         expression = match_expression(query)
         if expression is None or limit <= 0:
             return []
@@ -208,8 +286,9 @@ class SearchIndex:
             args.append(before_step)
         skip = set(exclude)
         sql = (f"SELECT doc_id, kind, agent_id, step, bm25(docs), "
-               f"snippet(docs, 0, '[', ']', '…', {max(4, min(excerpt_tokens, 64))}) "
+               f"snippet(docs, 0, ?, ?, '…', {max(4, min(excerpt_tokens, 64))}) "
                f"FROM docs WHERE {' AND '.join(where)} ORDER BY bm25(docs), rowid LIMIT ?")
+        args = [*marks, *args]
         args.append(limit + len(skip))
         hits: list[Hit] = []
         for doc_id, kind, agent, step, rank, excerpt in self._db.execute(sql, args):
@@ -220,6 +299,21 @@ class SearchIndex:
                 break
         return hits
 
+    def postings(self, term: str, *, kinds: Sequence[str], max_step: int, limit: int) -> list[tuple[str, int]]:
+        """(doc id, step) of the first `limit` texts of these kinds, at step `max_step` or before,
+        that hold one word (as FTS5 stems it), oldest first. Bounded by `limit` however common the
+        word: the recall tier reads the postings of rare words only (`moot.core.search.recall`)."""
+        word = term.replace('"', "")[:MAX_TERM_CHARS]
+        if not word.strip() or not kinds or limit <= 0:
+            return []
+        sql = (f"SELECT doc_id, step FROM docs WHERE docs MATCH ? AND kind IN ({','.join('?' * len(kinds))}) "
+               "AND CAST(step AS INTEGER) <= ? LIMIT ?")
+        try:
+            rows = self._db.execute(sql, (f'"{word}"', *kinds, max_step, limit)).fetchall()
+        except sqlite3.OperationalError:
+            return []  # a word FTS5 cannot take as a phrase (nothing left after its tokenizer)
+        return [(str(d), int(st)) for d, st in rows]
+
     def text(self, doc_id: str) -> str | None:
         """The whole indexed text of one document."""
         row = self._db.execute("SELECT body FROM docs WHERE doc_id = ? LIMIT 1", (doc_id,)).fetchone()
@@ -227,66 +321,6 @@ class SearchIndex:
 
     def count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM docs").fetchone()[0])
-
-
-def _seq_at(fh: BinaryIO, offset: int) -> tuple[int, int] | None:
-    """(seq, offset of that line) of the first whole line starting at or after `offset`."""
-    fh.seek(offset)
-    if offset:
-        fh.readline()  # the rest of a line begun before `offset`
-    while True:
-        start = fh.tell()
-        line = fh.readline()
-        if not line:
-            return None
-        if not line.endswith(b"\n"):
-            return None  # a torn last line
-        m = re.search(rb'"seq":(\d+)', line)
-        if m:
-            return int(m.group(1)), start
-
-
-def _events_after(path: Path, seq: int) -> Iterator[Event | int]:
-    """The log's events with a sequence number above `seq`, found by a binary search over the
-    log's byte offsets (lines are in sequence order), then read to the end."""
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below, after the generator is exhausted
-    except FileNotFoundError:
-        return
-    with fh:
-        size = os.fstat(fh.fileno()).st_size
-        lo, hi = 0, size
-        while hi - lo > 64 * 1024:
-            mid = (lo + hi) // 2
-            found = _seq_at(fh, mid)
-            if found is None or found[0] > seq:
-                hi = mid
-            else:
-                lo = mid
-        fh.seek(lo)
-        if lo:
-            fh.readline()
-        for line in fh:
-            if not line.endswith(b"\n"):
-                break
-            if not _may_hold_text(line):
-                m = re.search(rb'"seq":(\d+)', line)
-                if m and int(m.group(1)) > seq:
-                    yield int(m.group(1))
-                continue
-            try:
-                event = parse_event(line)
-            except (ValueError, RecursionError):
-                continue
-            if event.seq > seq:
-                yield event
-
-
-_TEXT_TYPES = (b'"type":"contribution_added"', b'"type":"summary_added"', b'"type":"note_injected"')
-
-
-def _may_hold_text(line: bytes) -> bool:
-    return any(t in line for t in _TEXT_TYPES)
 
 
 def dump_hits(hits: Sequence[Hit]) -> str:

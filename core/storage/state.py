@@ -31,6 +31,7 @@ from ..events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -111,7 +112,8 @@ def apply(state: DebateState, event: Event) -> DebateState:
             _add_usage(state, s.metadata, s.agent_id, calls=llm_calls, summary=True)
         case SynthesisCompleted(solution=solution):
             state.final_solution = solution
-            _add_usage(state, solution.metadata, solution.synthesized_by)
+            if solution.metadata.call_id is not None or solution.metadata.prompt_tokens:
+                _add_usage(state, solution.metadata, solution.synthesized_by)  # not a vote's (no call)
         case ClarificationsAsked():
             state.pending_questions = list(event.questions)
             state.pending_round = event.round
@@ -141,7 +143,8 @@ def apply(state: DebateState, event: Event) -> DebateState:
             state.status = "failed"
             state.error = error
             state.exit_code = code
-        case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | Warning_() | ControlChanged()
+        case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | SeatAnswered() | Warning_()
+              | ControlChanged()
               | Converged() | BudgetReached() | WindowLearned()):
             pass  # shown as they happen; nothing in the state changes
         case _:

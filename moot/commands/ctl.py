@@ -1,4 +1,5 @@
-"""`moot ctl`: steer a debate that another process runs (pause, resume, stop, summarize, inject).
+"""`moot ctl`: steer a debate that another process runs (pause, resume, stop, summarize, inject), or
+answer a person's turn in it (`say`).
 
 The command is a file in the debate's `control/` folder; this process then follows the event
 log until the command is in effect (exit 0), refused (exit 2) or `--wait` runs out. A command
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
     from .flags import Subcommands
 
-ACTIONS = ["pause", "resume", "stop", "summarize", "inject"]
+ACTIONS = ["pause", "resume", "stop", "summarize", "inject", "say"]
 
 
 def register(sub: Subcommands) -> None:
@@ -30,7 +31,11 @@ def register(sub: Subcommands) -> None:
     add_debate_id(ctl)
     ctl.add_argument("action", choices=ACTIONS)
     ctl.add_argument("words", nargs="*", metavar="ARG",
-                     help="summarize: AGENT|all [FOCUS…]; inject: the note's text")
+                     help="summarize: AGENT|all [FOCUS…]; inject: the note's text; say: your answer ('-': read "
+                          "it from stdin)")
+    ctl.add_argument("--as", dest="seat", metavar="NAME",
+                     help="say: whose seat, when more than one person takes part (before the action: "
+                          "moot ctl ID --as NAME say TEXT)")
     ctl.add_argument("--wait", type=finite_seconds, default=10.0,
                      help="seconds to wait until it is in effect (default 10); one not taken by then is "
                           "withdrawn; 0: send and return")
@@ -43,7 +48,12 @@ def cmd_ctl(args: argparse.Namespace) -> int:
     from moot.core.control.commands import send
 
     folder = open_debate(args)
-    command = _command(folder, args.action, list(args.words))
+    if args.seat is not None and args.action != "say":
+        raise InputError("--as goes with say")
+    words = list(args.words)
+    if args.action == "say" and words == ["-"]:
+        words = [sys.stdin.read()]
+    command = _command(folder, args.action, words, args.seat)
     start = folder.events_path.stat().st_size if folder.events_path.exists() else 0
     send(folder, command)
     if args.wait <= 0:
@@ -52,10 +62,10 @@ def cmd_ctl(args: argparse.Namespace) -> int:
     return _follow(folder, command, start, args.wait)
 
 
-def _command(folder: DebateFolder, action: str, words: list[str]) -> ControlCommand:
+def _command(folder: DebateFolder, action: str, words: list[str], seat: str | None = None) -> ControlCommand:
     """The command the words ask for, checked (an unknown agent, an empty note: InputError)."""
     from moot.core.agents import require_agent
-    from moot.core.control.commands import MAX_TEXT, ControlCommand
+    from moot.core.control.commands import MAX_SAY, MAX_TEXT, ControlCommand
     from moot.core.events import DebateStarted, parse_event
     from moot.core.storage.files import open_regular
 
@@ -76,17 +86,49 @@ def _command(folder: DebateFolder, action: str, words: list[str]) -> ControlComm
         text = " ".join(words).strip()
         if not text:
             raise InputError("usage: moot ctl ID inject TEXT…")
+    elif action == "say":
+        text = " ".join(words).strip()
+        if not text:
+            raise InputError("usage: moot ctl ID [--as NAME] say TEXT… (or - to read it from stdin)")
+        agent = _seat(folder, seat)
     elif words:
         raise InputError(f"{action} takes no arguments")
     if text is not None:
-        what = "the note" if action == "inject" else "the focus"
-        if len(text) > MAX_TEXT:
-            raise InputError(f"{what} is {len(text)} characters; the limit is {MAX_TEXT}")
+        what = {"inject": "the note", "say": "the answer"}.get(action, "the focus")
+        limit = MAX_SAY if action == "say" else MAX_TEXT
+        if len(text) > limit:
+            raise InputError(f"{what} is {len(text)} characters; the limit is {limit}")
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as lone surrogates
             raise InputError(f"{what} is not valid UTF-8 text") from None
     return ControlCommand(action=action, agent=agent, text=text)
+
+
+def _seat(folder: DebateFolder, seat: str | None) -> str | None:
+    """The id of the person's seat `say` answers for: `--as NAME` checked against the debate's
+    people, or its only one; None when the debate's first event cannot be read (its process
+    then decides)."""
+    from moot.core.agents import require_agent
+    from moot.core.events import DebateStarted, parse_event
+    from moot.core.models.terms import HUMAN
+    from moot.core.storage.files import open_regular
+
+    try:
+        with os.fdopen(open_regular(folder.events_path), "rb") as fh:
+            started = parse_event(fh.readline())
+    except (OSError, ValueError):
+        return seat
+    if not isinstance(started, DebateStarted):
+        return seat
+    people = [a for a in started.agents if a.provider == HUMAN]
+    if not people:
+        raise InputError(f"nobody takes a seat in debate {folder.id} (a debate started with --human NAME has one)")
+    if seat is None:
+        if len(people) > 1:
+            raise InputError(f"say as whom? seats: {', '.join(a.id for a in people)} (moot ctl {folder.id} --as NAME say …)")
+        return people[0].id
+    return require_agent(seat, people, where=f" among the seats of debate {folder.id}").id
 
 
 def _follow(folder: DebateFolder, command: ControlCommand, start: int, wait: float) -> int:

@@ -6,19 +6,23 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from moot.core.errors import ExitCode
+from moot.core.errors import ExitCode, InputError
 
-from .flags import add_debate_id, add_state_dir, completes, deliver, open_debate
+from .flags import add_debate_id, add_state_dir, completes, deliver, open_debate, positive_int
 
 if TYPE_CHECKING:
     from .flags import Subcommands
 
 
 def register(sub: Subcommands) -> None:
-    rep = sub.add_parser("report", help="write a markdown report of a debate")
+    rep = sub.add_parser("report", help="write a markdown (or --html) report of a debate")
     add_debate_id(rep)
     completes(rep.add_argument("-o", "--output", help="write to FILE instead of stdout"), "file")
     rep.add_argument("--verbose", action="store_true", help="add latency and tokens to each contribution")
+    rep.add_argument("--html", action="store_true",
+                     help="one self-contained HTML file (no scripts, no fetches), with what each agent saw")
+    rep.add_argument("--max-calls", type=positive_int, metavar="N",
+                     help="--html: keep each agent's latest N calls in its section (default: every call)")
     add_state_dir(rep)
     rep.set_defaults(handler=cmd_report)
 
@@ -35,6 +39,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from moot.core.report.markdown import render_report
 
     state = open_debate(args).load()
+    if args.html:
+        from moot.core.report.html import render_html
+        from moot.core.safety.secrets import known_secrets
+
+        deliver(render_html(state, known_secrets(), max_calls=args.max_calls), args.output, "report")
+        return ExitCode.OK
+    if args.max_calls is not None:
+        raise InputError("--max-calls goes with --html")
     deliver(render_report(state, verbose=bool(args.verbose)), args.output, "report")
     return ExitCode.OK
 

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 Handler = Callable[[argparse.Namespace], int]
 """A subcommand: its parsed arguments in, the exit code out."""
 
-PHASES = ["clarify", "summarize", "proposal", "critique", "refinement", "answer", "turn", "score", "synthesis"]
+PHASES = ["clarify", "summarize", "proposal", "critique", "refinement", "answer", "rank", "turn", "score",
+          "synthesis"]
 
 Completion = Literal["file", "directory", "debate"]
 COMPLETE_ATTR = "moot_complete"
@@ -160,12 +161,14 @@ def overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Override
         debate["protocol"] = args.protocol
     if getattr(args, "turns", None) is not None:
         debate["turns"] = args.turns
+    if getattr(args, "samples", None) is not None:
+        debate["samples"] = args.samples
     if getattr(args, "trace", False):  # saved with a new debate, so that its resume traces too
         debate["trace"] = True
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None,
                      roles=getattr(args, "agents", None) or None,
                      provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,
-                     debate=debate)
+                     debate=debate, humans=getattr(args, "human", None))
 
 
 # ---------------------------------------------------------------- debates and files

@@ -16,24 +16,34 @@ from .flags import (
 from .run_checks import MAX_AGENTS, alone, check_agent_count, say
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+    from typing import Any
+
     from .flags import Subcommands
     from moot.core.models.state import DebateState
+    from moot.core.observe.plain_input import PlainInput
     from moot.core.session import DebateSession
 
 
 def register(sub: Subcommands) -> None:
-    from moot.core.models.terms import ROLES
+    from moot.core.models.terms import PROTOCOL_NAMES, ROLES
 
     run = sub.add_parser("run", help="run a debate (TUI in a terminal, else headless)")
     run.add_argument("problem", nargs="?", help="the problem statement (or use -p FILE)")
     completes(run.add_argument("-p", "--problem-file", help="read the problem from a file"), "file")
     completes(run.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)"), "file")
     run.add_argument("-a", "--agents", type=role_list, help=f"comma-separated roles: {', '.join(ROLES)}")
-    run.add_argument("--protocol", choices=["rounds", "conversation", "simultaneous"],
-                     help="debate shape (default rounds; see the README)")
+    run.add_argument("--protocol", choices=list(PROTOCOL_NAMES), help="debate shape (default rounds; see the README)")
+    run.add_argument("--samples", type=bounded("samples"), help="vote: how many independent answers (default: one "
+                                                                "per agent)")
+    run.add_argument("--human", action="append", metavar="NAME",
+                     help="take a seat as NAME: you propose, critique and refine (or speak in turn) like an agent; "
+                          "type in the TUI, on stdin headless, or with `moot ctl ID say` (repeat for more people)")
     run.add_argument("-r", "--rounds", type=bounded("rounds"), help="number of rounds (default 3)")
     run.add_argument("--turns", type=bounded("turns"), help="turns of a conversation (default 200)")
     run.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, solution on stdout")
+    run.add_argument("--plain", action="store_true",
+                     help="linear text for screen readers on stdout, slash commands on stdin (also MOOT_PLAIN=1)")
     completes(run.add_argument("-o", "--output", help="also write the final solution (JSON or markdown by extension)"),
               "file")
     run.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
@@ -54,6 +64,7 @@ def register(sub: Subcommands) -> None:
     res = sub.add_parser("resume", help="continue an unfinished debate")
     add_debate_id(res)
     res.add_argument("--headless", action="store_true")
+    res.add_argument("--plain", action="store_true", help="linear text for screen readers (also MOOT_PLAIN=1)")
     res.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
     res.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
     add_provider_args(res)
@@ -83,15 +94,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         notices.append(truncation_note(fitted))
     problem = fitted
     tracing = wants_tracing(config.debate.trace)  # before the debate's folder exists
-    tui = wants_tui(args.headless)
+    plain = plain_input(args)
+    tui = plain is None and wants_tui(args.headless)
+    clarifier = None if tui else plain.ask if plain is not None else ask_on_stdin
     session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
-                                                          clarifier=None if tui else ask_on_stdin))
+                                                          clarifier=clarifier))
     say(notices)  # once nothing more can fail before the debate starts
     if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
         print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
               file=sys.stderr)
     with traced(session, tracing):
-        code = start(session, tui=tui, theme=args.theme)
+        code = start(session, tui=tui, theme=args.theme, plain=plain)
     state = session.state
     if state.final_solution is not None:
         if args.output:
@@ -110,18 +123,31 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from moot.core.observe.otel import traced, wants_tracing
     from moot.core.session import SessionOptions, resume_session
 
-    tui = wants_tui(args.headless)
+    plain = plain_input(args)
+    tui = plain is None and wants_tui(args.headless)
     if args.trace:
         wants_tracing(True)  # before anything is locked
+    clarifier = None if tui else plain.ask if plain is not None else ask_on_stdin
     session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
-                                                     clarifier=None if tui else ask_on_stdin),
+                                                     clarifier=clarifier),
                              overrides(args, with_rounds=False))
     with traced(session, args.trace or wants_tracing(False, saved=session.orchestrator.config.debate.trace)):
-        return start(session, tui=tui, theme=args.theme)
+        return start(session, tui=tui, theme=args.theme, plain=plain)
 
 
-def start(session: DebateSession, *, tui: bool, theme: str | None) -> int:
-    """Run a built session in the TUI or headless; the exit code."""
+def plain_input(args: argparse.Namespace) -> PlainInput | None:
+    """Plain mode's stdin (`--plain`, or MOOT_PLAIN set to anything but 0 or empty), else None."""
+    import os
+
+    if not (args.plain or os.environ.get("MOOT_PLAIN", "") not in ("", "0")):
+        return None
+    from moot.core.observe.plain_input import PlainInput
+
+    return PlainInput()
+
+
+def start(session: DebateSession, *, tui: bool, theme: str | None, plain: PlainInput | None = None) -> int:
+    """Run a built session in the TUI, headless or in plain mode; the exit code."""
     if tui:
         from moot.tui.app import run_app
 
@@ -130,8 +156,18 @@ def start(session: DebateSession, *, tui: bool, theme: str | None) -> int:
 
     from moot.core.observe.headless import finish_headless, run_headless
 
-    state = asyncio.run(run_headless(session))
-    return finish_headless(session, state)
+    if plain is None:
+        state = asyncio.run(run_headless(session))
+        return finish_headless(session, state)
+    from moot.core.observe.plain import print_plain
+
+    def steering(interrupt: Callable[[str], None]) -> Coroutine[Any, Any, None]:
+        return plain.serve(session.orchestrator, interrupt)
+
+    plain.people = bool(session.people)  # a person's turns are shown in order on stdout, typed on stdin
+    state = asyncio.run(run_headless(session, print_plain, steering, seat_out=sys.stdout, seat_lines=plain.typed,
+                                     plain=True))
+    return finish_headless(session, state, plain=True)
 
 
 def write_solution(path: Path, state: DebateState) -> None:

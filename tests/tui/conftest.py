@@ -115,7 +115,8 @@ async def settle(pilot, runtime=None, rounds: int = 3) -> None:  # type: ignore[
         await pilot.pause()
 
 
-async def wait_for(pilot, predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+async def wait_for(pilot, predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll until `predicate()` holds; `timeout` only guards against a hang (a loaded machine is slow)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while not predicate():

@@ -28,6 +28,8 @@ class ScriptedRuntime(Runtime):
         self._paused = False
         self._read_only = read_only
         self.debate_running = True
+        self.drafts: dict[tuple[str, str], str] = {}
+        """(agent id, slot) → the draft a person's editor saved (or a test put there to be loaded)."""
 
     async def start(self) -> Snapshot:
         self._queue = asyncio.Queue()
@@ -95,3 +97,13 @@ class ScriptedRuntime(Runtime):
     def inject(self, text: str) -> str | None:
         self._record("inject", text)
         return None
+
+    def say(self, agent_id: str, text: str) -> str | None:
+        self._record("say", agent_id, text)
+        return None
+
+    def load_draft(self, agent_id: str, slot: str) -> str:
+        return self.drafts.get((agent_id, slot), "")
+
+    def save_draft(self, agent_id: str, slot: str, text: str) -> None:
+        self.drafts[(agent_id, slot)] = text

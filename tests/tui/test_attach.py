@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from moot.core.events import (
     CallStarted,
     ControlChanged,
@@ -38,6 +40,7 @@ def start_debate(state_dir: Path) -> subprocess.Popen[bytes]:
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+@pytest.mark.slow
 async def test_attached_watch_steers_the_debate(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     proc = start_debate(state_dir)

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Label
 
 from moot.core.session import SessionOptions, resume_session
@@ -115,7 +116,10 @@ async def test_pause_resume_and_bad_commands(tmp_path: Path) -> None:
             if e["type"] == "control" and not e.get("effective")] == ["pause", "resume", "pause", "stop"]
 
 
-async def test_quit_asks_once_then_stops_cleanly(tmp_path: Path) -> None:
+async def test_quit_asks_once_then_stops_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Paused, the stop acts at once; a grace that runs out on a loaded machine would cancel
+    # the session's close and leave the lock to the process's exit.
+    monkeypatch.setattr(LiveRuntime, "STOP_GRACE_S", 600.0)
     session = make_session(tmp_path / "state")
     paused_after_first_proposal(session)
     app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
@@ -131,7 +135,7 @@ async def test_quit_asks_once_then_stops_cleanly(tmp_path: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("y")
-        await wait_for(pilot, lambda: not app.is_running, timeout=10)
+        await wait_for(pilot, lambda: not app.is_running)
     assert app.return_value == 0
     assert session.state.status == "stopped"
     # saved, unlocked and resumable

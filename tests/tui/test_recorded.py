@@ -88,8 +88,7 @@ async def test_replay_plays_to_the_same_state(recorded_folder) -> None:  # type:
 async def test_picker_lists_debates_and_opens_one(recorded_folder) -> None:  # type: ignore[no-untyped-def]
     app = create_app(None, state_dir=StateDir(recorded_folder.path.parent), cursor_blink=False, clock=fixed_clock)
     async with app.run_test(size=(140, 45)) as pilot:
-        await pilot.pause()
-        assert isinstance(app.screen, DebatesScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, DebatesScreen) and app.screen.loaded)
         table = app.screen.query_one(DataTable)
         assert table.row_count == 1
         await pilot.press("enter")
@@ -105,5 +104,5 @@ async def test_picker_lists_debates_and_opens_one(recorded_folder) -> None:  # t
 async def test_picker_with_no_debates(tmp_path) -> None:  # type: ignore[no-untyped-def]
     app = create_app(None, state_dir=tmp_path / "none", cursor_blink=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
+        await wait_for(pilot, lambda: isinstance(app.screen, DebatesScreen) and app.screen.loaded)
         assert "no debates in" in str(app.screen.query_one("#debates-empty", Label).render())

@@ -1,4 +1,4 @@
-"""Commands about the app rather than the debate: /theme, /help, /quit."""
+"""Commands about the app rather than the debate: /theme, /debates, /help, /quit."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ def theme(ctx: CommandContext, name: str | None = None) -> None:
         raise CommandError(f"unknown theme {name!r} — themes: {', '.join(names)} (/theme all lists more)")
     app.theme = name  # the app remembers it
     ctx.feedback(f"theme {name} (remembered)")
+
+
+def debates(ctx: CommandContext) -> None:
+    """`/debates`: the saved debates, sortable and searchable; this one keeps running."""
+    ctx.feedback("")
+    ctx.open_debates()
 
 
 def help_(ctx: CommandContext) -> None:

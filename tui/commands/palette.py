@@ -24,8 +24,10 @@ def palette_entries(agents: Iterable[tuple[str, str]], themes: Iterable[str]) ->
         ("Stop debate", COMMANDS["stop"].help, "/stop"),
         ("Inject a moderator note", COMMANDS["inject"].help, "/inject "),
         ("Context overview", COMMANDS["context"].help, "/context"),
+        ("Compare two agents", COMMANDS["compare"].help, "/compare "),
         ("Save the final solution", COMMANDS["save"].help, "/save"),
         ("Copy the final solution", COMMANDS["copy"].help, "/copy"),
+        ("Saved debates", COMMANDS["debates"].help, "/debates"),
         ("Help: commands and keys", COMMANDS["help"].help, "/help"),
         ("Quit moot", COMMANDS["quit"].help, "/quit"),
     ]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import app_commands, inspection, solution, steering
+from . import app_commands, compare, finding, inspection, solution, steering
 from .base import CommandContext, CommandError, UsageError
 
 Handler = Callable[..., None]
@@ -58,6 +58,13 @@ COMMANDS: dict[str, CommandSpec] = {
                     "Without arguments: every agent's context by tier and its next summary. With an "
                     "agent: the exact messages of its latest call (or of its calls in that round).",
                     2, ("agent+judge",), "c · i", run=inspection.context),
+        CommandSpec("search", "/search TEXT",
+                    "Find words in this debate (messages, contributions, summaries, notes); enter shows the "
+                    "message in the messages view.", 1, (), "", text=True, run=finding.search),
+        CommandSpec("compare", "/compare A B [round]",
+                    "Two agents' contributions side by side: the words only one of them wrote marked, the "
+                    "claims only one makes listed; votes or ranks in vote and council debates.",
+                    3, ("agent", "agent"), "", run=compare.compare),
         CommandSpec("pause", "/pause", "Pause the debate at the next call boundary.", 0, (), "p",
                     run=steering.pause),
         CommandSpec("resume", "/resume", "Resume a paused debate.", 0, (), "p", run=steering.resume),
@@ -73,6 +80,8 @@ COMMANDS: dict[str, CommandSpec] = {
                     run=solution.copy),
         CommandSpec("theme", "/theme [name]", "Switch theme (remembered); without a name, list the themes.",
                     1, ("theme",), "t", run=app_commands.theme),
+        CommandSpec("debates", "/debates", "The saved debates: sort, filter and open one (this one keeps "
+                    "running; esc comes back).", 0, (), "d", run=app_commands.debates),
         CommandSpec("help", "/help", "Show commands and keys.", 0, (), "?", run=app_commands.help_),
         CommandSpec("quit", "/quit", "Quit (asks first while a debate is running).", 0, (), "q",
                     run=app_commands.quit_),

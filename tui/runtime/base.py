@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from ...core.clock import SYSTEM_CLOCK, Clock
 from ...core.events import Event
 from ...core.models.state import DebateState
+from ...core.storage.folder import DebateFolder
 
 READ_ONLY = "read-only: no process is running this debate"
 BACKLOG = 300
@@ -70,8 +72,17 @@ class Runtime:
         """Do commands reach the engine (this process runs it, or another one we attach to)?"""
         return False
 
+    @property
+    def debate_path(self) -> Path | None:
+        """The debate's folder on disk (None before it has its name): `/search` reads its index."""
+        return None
+
     def refresh(self) -> None:
         """Once a second: look again at what may change outside (another process's lock)."""
+
+    def debate_folder(self) -> DebateFolder | None:
+        """The folder of the debate shown (None: a scripted one); its parent is the state dir."""
+        return None
 
     def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
         raise ReadOnlyError(READ_ONLY)
@@ -88,6 +99,23 @@ class Runtime:
     def inject(self, text: str) -> str | None:
         """A moderator note every agent sees from its next call on."""
         raise ReadOnlyError(READ_ONLY)
+
+    @property
+    def can_answer(self) -> bool:
+        """Can a person's answer reach the debate from here (`say`)?"""
+        return self.can_steer
+
+    def say(self, agent_id: str, text: str) -> str | None:
+        """A person's answer to their open turn (`--human`). ValueError (a line to show) when the
+        turn cannot take it; a command id when it went to another process."""
+        raise ReadOnlyError(READ_ONLY)
+
+    def load_draft(self, agent_id: str, slot: str) -> str:
+        """What the person typed for that turn before (a stop, a kill), or ""."""
+        return ""
+
+    def save_draft(self, agent_id: str, slot: str, text: str) -> None:
+        """Keep what the person has typed so far (StoreError when it cannot be written)."""
 
     async def shutdown(self) -> None:
         """Stop whatever runs (the engine, a tail) and wait for it; idempotent."""

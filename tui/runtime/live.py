@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...core.events import Event, Subscription
@@ -40,6 +41,14 @@ class LiveRuntime(Runtime):
         """Set by stop/shutdown: a clarification dialog still open gives up."""
         self._interrupted = False
         """Set by interrupt(): the engine does not start any more."""
+
+    @property
+    def debate_path(self) -> Path | None:
+        folder = self.session.folder
+        return None if folder.pending else folder.path
+
+    def debate_folder(self) -> DebateFolder | None:
+        return self.session.folder
 
     def use_clarifier(self, ask: Clarifier) -> None:
         """Let `ask` (the app's dialog) answer the engine's clarifying questions.
@@ -127,6 +136,19 @@ class LiveRuntime(Runtime):
     def inject(self, text: str) -> str | None:
         self.orchestrator.inject(text)
         return None
+
+    def say(self, agent_id: str, text: str) -> str | None:
+        self.orchestrator.say(agent_id, text, via="editor")
+        return None
+
+    def load_draft(self, agent_id: str, slot: str) -> str:
+        drafts = self.orchestrator.desk.drafts
+        return drafts.load(agent_id, slot) if drafts is not None else ""
+
+    def save_draft(self, agent_id: str, slot: str, text: str) -> None:
+        drafts = self.orchestrator.desk.drafts
+        if drafts is not None:
+            drafts.save(agent_id, slot, text)
 
     async def shutdown(self) -> None:
         task = self._task

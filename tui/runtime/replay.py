@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 
 from ...core.clock import Clock
 from ...core.events import CallStarted, ContributionAdded, Event, Token
@@ -80,6 +81,9 @@ class ReplayRuntime(Runtime):
         self._playing.set()
         self.finished = False
 
+    def debate_folder(self) -> DebateFolder | None:
+        return self.folder
+
     async def start(self) -> Snapshot:
         events = await asyncio.to_thread(lambda: list(read_events(self.folder.events_path)))
         self._timeline = replay_timeline(events)
@@ -101,6 +105,11 @@ class ReplayRuntime(Runtime):
         self.finished = True
         while True:  # stay open on the end of the recording
             await asyncio.sleep(3600)
+
+    @property
+    def debate_path(self) -> Path | None:
+        folder = self.folder
+        return None if folder.pending else folder.path
 
     def now(self) -> float:
         return self._virtual

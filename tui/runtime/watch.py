@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiofiles
 from pydantic import ValidationError
 
 from ...core.clock import Clock
-from ...core.control.commands import ControlCommand, send
+from ...core.control.commands import MAX_SAY, ControlCommand, send
+from ...core.human.drafts import Drafts
 from ...core.errors import InputError
 from ...core.events import ControlChanged, DebateResumed, Event, Warning_, is_terminal, parse_event
 from ...core.storage.state import apply, new_state
@@ -44,6 +46,14 @@ class WatchRuntime(Runtime):
         """False once no process writes the debate and the whole log was read."""
         self._paused = False
         self._writer = writer_alive(folder)
+
+    def debate_folder(self) -> DebateFolder | None:
+        return self.folder
+
+    @property
+    def debate_path(self) -> Path | None:
+        folder = self.folder
+        return None if folder.pending else folder.path
 
     @property
     def can_steer(self) -> bool:
@@ -81,6 +91,18 @@ class WatchRuntime(Runtime):
 
     def inject(self, text: str) -> str | None:
         return self._send(ControlCommand(action="inject", text=text))
+
+    def say(self, agent_id: str, text: str) -> str | None:
+        if len(text) > MAX_SAY:
+            raise ValueError(f"{len(text):,} characters; at most {MAX_SAY:,} go to another process")
+        return self._send(ControlCommand(action="say", agent=agent_id, text=text))
+
+    def load_draft(self, agent_id: str, slot: str) -> str:
+        return Drafts(lambda: self.folder.path).load(agent_id, slot)
+
+    def save_draft(self, agent_id: str, slot: str, text: str) -> None:
+        # The drafts are files of the debate's folder: the process running it reads them on resume.
+        Drafts(lambda: self.folder.path).save(agent_id, slot, text)
 
     async def start(self) -> Snapshot:
         state = new_state(self.folder.id)

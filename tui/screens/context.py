@@ -22,7 +22,7 @@ from textual.widgets import Footer, Input, Label, TextArea
 from textual.widgets.text_area import Selection
 
 from ...core.context.index import DebateIndex
-from ...core.context.inspect import call_view, message_tiers
+from ...core.context.inspect import call_view, message_tiers, recall_lines
 from ...core.models.state import DebateState, ViewRecord
 from ...core.safety.sanitize import one_line_safe, terminal_safe
 from ..format import k
@@ -60,6 +60,8 @@ def call_text(view: dict[str, Any]) -> str:
     parts: list[str] = []
     for (tier, n), message in zip(message_tiers(view), view["messages"]):
         parts.append(f"━━ [{message['role']}] {tier} · {n} tokens ━━")
+        if tier == "recall":  # why each item is there: the words searched, each item's score and words
+            parts += [terminal_safe(line) for line in recall_lines(view.get("recall"))] + [""]
         parts.append(terminal_safe(message["content"]).rstrip())
         parts.append("")
     return "\n".join(parts)
@@ -100,13 +102,18 @@ class ContextScreen(Screen[None]):
         Binding("q", "back", "Back", show=False),
     ]
 
-    def __init__(self, state: DebateState, index: DebateIndex, agent_id: str, round_no: int | None = None) -> None:
+    def __init__(self, state: DebateState, index: DebateIndex, agent_id: str, round_no: int | None = None, *,
+                 call_id: str | None = None, find: str = "") -> None:
         super().__init__()
         self.state = state
         self.index = index
         self.agent_id = agent_id
         self.calls = agent_calls(state, agent_id)
         self.at = self._start(round_no)
+        if call_id is not None:  # opened on one call (`/search` jumps to the view that holds a message)
+            refs = [i for i, (ri, ci) in enumerate(self.calls) if state.rounds[ri].calls[ci].call_id == call_id]
+            self.at = refs[0] if refs else self.at
+        self.opening_find = find
         self.query_text = ""
         self.matches: list[int] = []
         self.match_at = -1
@@ -137,6 +144,11 @@ class ContextScreen(Screen[None]):
         self.query_one("#ctx-find").display = False
         self._show()
         self.query_one(TextArea).focus()
+        if self.opening_find:  # shown found: the match in the middle, n / N for the others
+            self.query_text = self.opening_find
+            self.query_one("#ctx-find").display = True
+            self.query_one("#ctx-find-input", Input).value = self.opening_find
+            self._search()
 
     @property
     def record(self) -> ViewRecord | None:
@@ -169,6 +181,7 @@ class ContextScreen(Screen[None]):
                   if record.window and record.window_source != "configured" else "")
         self.query_one("#ctx-tiers", Label).update(Text(one_line_safe(
             f"{record.model} · system {k(t.system)}{compact} · summary {k(t.summary)}{written} · "
+            + (f"recall {k(t.recall)} · " if t.recall else "") +
             f"history {k(t.history)} · task {k(t.task)} = {k(t.total)} of {k(record.budget)} · "
             f"answer {k(record.max_tokens)}{window}{dropped}")))
         area.load_text(call_text(view))

@@ -20,12 +20,12 @@ from ...core.context.index import DebateIndex
 from ...core.context.outlook import Outlook, Trigger, outlook
 from ...core.models.state import AgentInfo, DebateState, Usage
 from ...core.safety.sanitize import one_line_safe
-from ..format import k
+from ..format import dom_id, k
 from ..widgets.token_gauge import tier_bar
 
 TIERS = ("system", "summary", "history", "task")
 UNITS = {"characters": "chars", "messages": "msgs"}
-STYLE_CLASSES = ("system", "summary", "history", "task", "free", "output", "muted", "warn")
+STYLE_CLASSES = ("system", "summary", "recall", "history", "task", "free", "output", "muted", "warn")
 
 
 class _Styled(Widget):
@@ -34,6 +34,7 @@ class _Styled(Widget):
     DEFAULT_CSS = """
     _Styled > .ctx-tier--system { color: $gauge-system; }
     _Styled > .ctx-tier--summary { color: $gauge-summary; }
+    _Styled > .ctx-tier--recall { color: $gauge-summary; }
     _Styled > .ctx-tier--history { color: $gauge-history; }
     _Styled > .ctx-tier--task { color: $gauge-task; }
     _Styled > .ctx-tier--free { color: $gauge-free; }
@@ -50,11 +51,19 @@ class _Styled(Widget):
 class Legend(_Styled):
     DEFAULT_CSS = "Legend { height: auto; padding: 0 1; }"
 
+    def __init__(self, recall: bool = False) -> None:
+        super().__init__()
+        self.recall = recall
+        """Name the recall tier too (some view of the debate has one)."""
+
     def render(self) -> Text:
         text = Text()
         for name in TIERS:
             text.append("█ ", self.tier_style(name))
             text.append(f"{name}  ")
+            if name == "summary" and self.recall:
+                text.append("▓ ", self.tier_style("recall"))
+                text.append("recall  ")
         text.append("░ ", self.tier_style("free"))
         text.append("free  ")
         text.append("▒ ", self.tier_style("output"))
@@ -103,21 +112,25 @@ class AgentOutlook(_Styled):
             model = "" if view.window == room else f"the model's {k(view.window)}, "
             head.append(f" ({model}{view.window_source})", self.tier_style("muted"))
         t = view.tokens
-        values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history)]
+        values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.recall - t.history)]
+        tiers: tuple[str, ...] = TIERS
+        if t.recall:  # the recall tier, after the summary it stands beside
+            tiers, values = TIERS[:2] + ("recall",) + TIERS[2:], values[:2] + [t.recall] + values[2:]
         free = max(0, view.budget - used)
-        parts = [(v, self.tier_style(name), "█") for name, v in zip(TIERS, values)]
+        parts = [(v, self.tier_style(name), "▓" if name == "recall" else "█") for name, v in zip(tiers, values)]
         parts.append((free, self.tier_style("free"), "░"))
         bar = Text("▕")
         bar.append_text(tier_bar(parts, room, width - 2, self.tier_style("output"), "▒"))
         bar.append("▏")
-        cells = [*zip(TIERS, values), ("free", free), ("answer", view.max_tokens)]
+        cells = [*zip(tiers, values), ("free", free), ("answer", view.max_tokens)]
         rows = []
-        for row in (cells[:3], cells[3:]):  # two rows of three: fits 80 columns
+        for row in (cells[:3], cells[3:6], cells[6:]):  # rows of three: fits 80 columns
             line = Text("  ")
             for name, value in row:
                 line.append(f"{name:<8}", self.tier_style("output" if name == "answer" else name) + Style(bold=True))
                 line.append(f"{k(value):>5} {pct(value, room):>4}   ")
-            rows.append(line)
+            if row:
+                rows.append(line)
         cache = self._cache_line()
         return Text("\n").join([head, bar, *rows, *([cache] if cache else []), self._next_summary(look)])
 
@@ -173,9 +186,11 @@ class ContextOverviewScreen(Screen[None]):
         step = "turn" if state.protocol == "conversation" else "round"
         yield Label(Text(f"Context · {step} {state.current_round}/{state.total_rounds} · % of each agent's window · "
                          f"debate {state.id}"), id="ctx-title")
-        yield Legend()
+        people_ids = [a.id for a in state.agents] + ([state.judge.id] if state.judge else [])
+        yield Legend(recall=any(look.view is not None and look.view.tokens.recall
+                                for look in (outlook(state, self.index, i) for i in people_ids)))
         people = [(a, False) for a in state.agents] + ([(state.judge, True)] if state.judge else [])
-        items = [ListItem(AgentOutlook(info, judge), id=f"outlook-{info.id}") for info, judge in people]
+        items = [ListItem(AgentOutlook(info, judge), id=dom_id("outlook", info.id)) for info, judge in people]
         yield ListView(*items, id="ctx-agents")
         yield Footer()
 

@@ -1,7 +1,8 @@
 """The debate screen: header, a grid of agent panes, the event log and the command line.
 
-Three layers, one idea each: `debate_layout.DebateLayout` (what is on screen and where),
-`debate_events.DebateEvents` (what each engine event changes) and `DebateScreen` here — keys,
+Layers, one idea each: `debate_layout.DebateLayout` (what is on screen and where),
+`debate_events.DebateEvents` (what each engine event changes), `debate_seats.DebateSeats` (a
+person's turn: the editor their pane becomes) and `DebateScreen` here — keys,
 the command line and the door (`commands.CommandContext`) that slash commands act through.
 The commands themselves live in `tui/commands/`, one handler each.
 """
@@ -23,13 +24,15 @@ from ..theming import BUNDLED
 from ..widgets.command_input import CommandInput
 from .context import ContextScreen
 from .context_overview import ContextOverviewScreen
-from .debate_events import DebateEvents, agent_usage
+from .debate_events import agent_usage
 from .debate_layout import GRID_CHROME, grid_shape, needs_focus_layout
+from .debate_seats import DebateSeats
+from .debates import ShowSessions
 
 __all__ = ["DebateScreen", "GRID_CHROME", "agent_usage", "grid_shape", "needs_focus_layout"]
 
 
-class DebateScreen(DebateEvents):
+class DebateScreen(DebateSeats):
     """One debate, live or recorded."""
 
     CSS_PATH = "debate.tcss"
@@ -43,6 +46,7 @@ class DebateScreen(DebateEvents):
         Binding("left_square_bracket", "next_agent(-1)", "Previous agent", show=False),
         Binding("s", "summarize", "Summarize"),
         Binding("c", "context", "Context"),
+        Binding("d", "debates", "Debates", show=False),
         Binding("i", "inspect", "Inspect", show=False),
         Binding("p", "toggle_pause", "Pause"),
         Binding("x", "stop", "Stop"),
@@ -123,10 +127,18 @@ class DebateScreen(DebateEvents):
         """The exact messages of the agent's calls: its latest call, or its first in `round_no`."""
         self.app.push_screen(ContextScreen(self.state, self.index, agent_id, round_no))
 
+    def open_compare(self, a: str, b: str, step: int | None = None) -> None:
+        from .compare import CompareScreen
+
+        self.app.push_screen(CompareScreen(self.state, self.index, a, b, step))
+
     def open_help(self) -> None:
         from .help import HelpScreen
 
         self.app.push_screen(HelpScreen())
+
+    def open_debates(self) -> None:
+        self.post_message(ShowSessions())
 
     def controls_changed(self) -> None:
         self._refresh_header()
@@ -148,6 +160,8 @@ class DebateScreen(DebateEvents):
             return self.can_go_back or self.zoomed is not None
         if action == "next_agent":
             return self.compact and self.zoomed is None
+        if action == "edit_turn":
+            return bool(self.editors) and not any(e.text_area is self.focused for e in self.editors.values())
         return True
 
     def action_summarize(self) -> None:
@@ -223,6 +237,9 @@ class DebateScreen(DebateEvents):
         for pane in ([self._focused_pane()] if self._focused_pane() else self.panes.values()):
             if pane is not None:
                 pane.follow()
+
+    def action_debates(self) -> None:
+        self.run_command_line("/debates")
 
     def action_help(self) -> None:
         self.run_command_line("/help")

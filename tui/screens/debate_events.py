@@ -34,6 +34,7 @@ from ...core.events import (
     PhaseStarted,
     RoundStarted,
     SummaryAdded,
+    SeatAnswered,
     SummaryRequested,
     SynthesisCompleted,
     Token,
@@ -216,6 +217,7 @@ class DebateEvents(DebateLayout):
             case ControlChanged():
                 self.refresh_bindings()
             case (DebateResumed() | RoundStarted() | PhaseCompleted() | Token() | Warning_() | NoteInjected()
+                  | SeatAnswered()
                   | Converged() | BudgetReached() | WindowLearned()):
                 pass  # the header and the event log show these
             case _:

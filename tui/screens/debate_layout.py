@@ -167,7 +167,10 @@ class DebateLayout(Screen[None]):
             return
         infos: list[tuple[AgentInfo, bool]] = [(a, False) for a in self.state.agents]
         if self.state.judge is not None:
-            infos.append((self.state.judge, True))
+            # single and vote make no judge call: that pane shows the final answer the vote reached
+            no_judge = self.state.protocol in ("single", "vote")
+            infos.append((self.state.judge.model_copy(update={"name": "Final answer", "role": "by vote"})
+                          if no_judge else self.state.judge, True))
         panes = [AgentPane(info, judge=judge) for info, judge in infos]
         for pane in panes:
             pane.streams = self.runtime.mode != "watch"

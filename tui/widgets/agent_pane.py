@@ -15,7 +15,7 @@ from textual.widgets import Label
 from ...core.models.state import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
-from ..format import contribution_title, k, solution_markdown, solution_title, usd
+from ..format import contribution_title, dom_id, k, solution_markdown, solution_title, usd
 from .token_gauge import TokenGauge
 from .transcript import Entry, Transcript
 
@@ -53,7 +53,7 @@ class AgentPane(Vertical, can_focus=True):
     status: reactive[str] = reactive("waiting")
 
     def __init__(self, info: AgentInfo, *, judge: bool = False, **kwargs: Any) -> None:
-        super().__init__(id=f"pane-{info.id}", classes="agent-pane" + (" -judge" if judge else ""), **kwargs)
+        super().__init__(id=dom_id("pane", info.id), classes="agent-pane" + (" -judge" if judge else ""), **kwargs)
         self.info = info
         self.judge = judge
         self._active: list[str] = []
@@ -85,7 +85,8 @@ class AgentPane(Vertical, can_focus=True):
         title = info.name if info.name.lower() == info.role.lower() else f"{info.name} · {info.role}"
         self.border_title = ("⚖ " if self.judge else "") + escape(one_line_safe(title))
         with Horizontal(classes="pane-meta"):
-            yield Label(Text(one_line_safe(f"{info.provider}:{info.model}")), classes="pane-model")
+            where = "a person: typed answers, no model" if info.provider == "human" else f"{info.provider}:{info.model}"
+            yield Label(Text(one_line_safe(where)), classes="pane-model")
             yield Label("", classes="pane-badge")
         yield TokenGauge()
         yield Transcript(classes="pane-body")
@@ -113,6 +114,8 @@ class AgentPane(Vertical, can_focus=True):
         color = STATUS_COLORS.get(self.status, "$text-muted")
         usage = f" [$text-muted]· {self.usage_text}[/]" if self.usage_text else ""
         word = "call in progress" if self.status in ("thinking", "streaming") and not self.streams else self.status
+        if self.info.provider == "human" and self.status in ("thinking", "streaming"):
+            word = "✎ waiting for you"
         elapsed = f" · {self._elapsed}s" if self._elapsed is not None and self.status in (
             "thinking", "streaming", "summarizing") else ""
         self.border_subtitle = f"[{color}]{STATUS_ICONS.get(self.status, '')} {word}{elapsed}{extra}[/]{usage}"

@@ -19,6 +19,7 @@ from textual.widgets import Label
 from ...core.models.state import AgentInfo, TierTokens
 from ...core.safety.sanitize import one_line_safe
 from ..activity import STATUS_ICONS, Activity, Status
+from ..format import dom_id
 from .token_gauge import TokenGauge
 
 
@@ -42,7 +43,7 @@ class AgentRow(Vertical):
 
     def __init__(self, info: AgentInfo, number: int, judge: bool = False,
                  clock: Callable[[], float] | None = None) -> None:
-        super().__init__(id=f"row-{info.id}")
+        super().__init__(id=dom_id("row", info.id))
         self.clock = clock
         """The debate's clock (live, watched or replayed), for the time a call has been in flight."""
         self.info = info
@@ -85,6 +86,8 @@ class AgentRow(Vertical):
             name.update(self._name_text(status))
         since = self.activity.since
         text = f"{max(0, int(clock() - since))}s" if clock is not None and since is not None else ""
+        if self.info.provider == "human" and status in ("thinking", "streaming"):
+            text = f"✎ your turn {text}".rstrip()
         if text != self._status_text:
             self._status_text = text
             self.query_one(".row-status", Label).update(text)

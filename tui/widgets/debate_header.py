@@ -52,7 +52,7 @@ class DebateHeader(Horizontal):
         token_cap = debate.get("max_total_tokens")
         self._set("tokens", f"Σ {k(total)}/{k(token_cap)} tok" if token_cap else f"Σ {k(total)} tok")
         self._show_cost(state.totals.cost_usd, debate.get("max_cost_usd"))
-        infos = [*state.agents, *([state.judge] if state.judge else [])]
+        infos = [a for a in [*state.agents, *([state.judge] if state.judge else [])] if a.provider != "human"]
         providers = sorted({a.provider for a in infos})
         models = sorted({a.model for a in infos})
         model = models[0] if len(models) == 1 else f"{len(models)} models"
@@ -75,6 +75,11 @@ class DebateHeader(Horizontal):
 
     def show_elapsed(self, seconds: float | None) -> None:
         self._set("elapsed", f"elapsed {clock_time(seconds)}" if seconds is not None else "")
+
+    @property
+    def status_text(self) -> str:
+        """The badge's text now ("" when hidden)."""
+        return getattr(self, "_status", ("", ""))[0]
 
     def show_status(self, text: str, kind: str = "") -> None:
         """A badge such as PAUSED, COMPLETED, FAILED, WATCH or REPLAY (empty hides it)."""

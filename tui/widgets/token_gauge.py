@@ -15,7 +15,8 @@ from textual.widget import Widget
 from ...core.models.state import TierTokens
 from ..format import k
 
-TIERS = ("system", "summary", "history", "task")
+TIERS = ("system", "summary", "recall", "history", "task")
+"""`recall`: old items the summary covers, brought back verbatim (drawn ▓ in the summary's colour)."""
 WARN_RATIO = 0.8
 """Matches the default summarization trigger ratio: past it a summary is due."""
 CRITICAL_RATIO = 0.95
@@ -31,6 +32,7 @@ class TokenGauge(Widget):
     TokenGauge { height: 1; width: 1fr; }
     TokenGauge > .token-gauge--system { color: $gauge-system; }
     TokenGauge > .token-gauge--summary { color: $gauge-summary; }
+    TokenGauge > .token-gauge--recall { color: $gauge-summary; }
     TokenGauge > .token-gauge--history { color: $gauge-history; }
     TokenGauge > .token-gauge--task { color: $gauge-task; }
     TokenGauge > .token-gauge--free { color: $gauge-free; }
@@ -39,7 +41,7 @@ class TokenGauge(Widget):
     TokenGauge.-critical > .token-gauge--label { color: $error; text-style: bold reverse; }
     """
     COMPONENT_CLASSES = {
-        "token-gauge--system", "token-gauge--summary", "token-gauge--history",
+        "token-gauge--system", "token-gauge--summary", "token-gauge--recall", "token-gauge--history",
         "token-gauge--task", "token-gauge--free", "token-gauge--label",
     }
 
@@ -63,7 +65,8 @@ class TokenGauge(Widget):
         ratio = tokens.total / budget if budget else 0.0
         self.set_class(WARN_RATIO <= ratio < CRITICAL_RATIO, "-warn")
         self.set_class(ratio >= CRITICAL_RATIO, "-critical")
-        self._tip = (f"system {tokens.system} · summary {tokens.summary} · history {tokens.history} · "
+        recall = f"recall {tokens.recall} · " if tokens.recall else ""
+        self._tip = (f"system {tokens.system} · summary {tokens.summary} · {recall}history {tokens.history} · "
                      f"task {tokens.task} · view {tokens.total} of its {budget} budget (the window less "
                      "the tokens kept for the answer)")
         self.tooltip = self._tip + self._cache_tip()
@@ -96,8 +99,10 @@ class TokenGauge(Widget):
         t = self.tokens
         parts: list[tuple[int, Style, str]] = []
         if t is not None and self.budget:
-            values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.history)]
-            parts = [(v, self.get_component_rich_style(f"token-gauge--{tier}"), "█") for tier, v in zip(TIERS, values)]
+            values = [t.system, t.summary, t.recall, t.history, max(0, t.total - t.system - t.summary - t.recall
+                                                                    - t.history)]
+            parts = [(v, self.get_component_rich_style(f"token-gauge--{tier}"), "▓" if tier == "recall" else "█")
+                     for tier, v in zip(TIERS, values)]
         text = Text("▕", free, no_wrap=True, overflow="crop")
         text.append_text(tier_bar(parts, self.budget, width, free))
         text.append("▏ ", free)

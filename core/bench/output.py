@@ -1,0 +1,187 @@
+"""The benchmark's results: one document (`results.json`), the table a person reads (`.md`, and
+the terminal), one row per question × protocol (`.csv`), and a plot of accuracy against tokens
+per question (an SVG written beside the markdown; bars in the terminal)."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..safety.sanitize import one_line_safe
+from .results import ResultRow
+from .runner import BenchPlan
+from .stats import Comparison, ProtocolStats, comparisons, protocol_stats
+
+FORMATS = {".json": "json", ".md": "md", ".csv": "csv"}
+
+
+def summarize(plan: BenchPlan, rows: Sequence[ResultRow], *, executor: str, demo: bool) -> dict[str, Any]:
+    """Everything the outputs show, as plain data (this is `results.json`)."""
+    by_protocol: dict[str, list[ResultRow]] = {p: [] for p in plan.protocols}
+    for r in rows:
+        by_protocol.setdefault(r.protocol, []).append(r)
+    planned: dict[str, int] = {p: sum(1 for j in plan.jobs if j.protocol == p) for p in plan.protocols}
+    stats = {p: protocol_stats(rs, unfinished=planned[p] - sum(r.complete for r in rs))
+             for p, rs in by_protocol.items()}
+    order = {(j.question_id, j.protocol): i for i, j in enumerate(plan.jobs)}
+    return {
+        "dataset": plan.dataset.name,
+        "fingerprint": plan.dataset.fingerprint,
+        "questions": len({j.question_id for j in plan.jobs}),
+        "executor": executor,
+        "demo": demo,
+        "vote_samples": plan.samples if "vote" in plan.protocols else None,
+        "vote_samples_note": plan.samples_note if "vote" in plan.protocols else "",
+        "protocols": {p: s.model_dump(mode="json") for p, s in stats.items()},
+        "comparisons": [c.model_dump(mode="json") for c in comparisons(by_protocol)],
+        "results": [r.model_dump(mode="json") for r in sorted(rows, key=lambda r: order.get((r.id, r.protocol), 0))],
+    }
+
+
+def _stats(doc: dict[str, Any]) -> dict[str, ProtocolStats]:
+    return {p: ProtocolStats.model_validate(s) for p, s in doc["protocols"].items()}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def table_rows(doc: dict[str, Any]) -> list[list[str]]:
+    head = ["protocol", "n", "correct", "accuracy % ± se", "tokens/q", "calls/q", "cost/q $", "s/q",
+            "unparsed", "ties", "changed (r→w, w→r)", "majority %"]
+    rows = [head]
+    for p, s in _stats(doc).items():
+        per = max(1, s.n)
+        rows.append([p, str(s.n), str(s.correct), f"{_pct(s.accuracy)} ± {_pct(s.stderr)}",
+                     f"{s.tokens_per_question:,.0f}", f"{s.calls / per:.1f}", f"{s.cost_per_question:.5f}",
+                     f"{s.seconds_per_question:.1f}", str(s.unparsed), str(s.ties),
+                     f"{s.changes.changed} ({s.changes.right_to_wrong}, {s.changes.wrong_to_right})",
+                     _pct(s.majority_accuracy)])
+    return rows
+
+
+def comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
+    rows = [["a − b", "n", "difference (95% CI)", "only a right", "only b right", "McNemar p"]]
+    for raw in doc["comparisons"]:
+        c = Comparison.model_validate(raw)
+        rows.append([f"{c.a} − {c.b}", str(c.n),
+                     f"{100 * c.difference:+.1f} pts ({100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f})",
+                     str(c.only_a), str(c.only_b), f"{c.mcnemar_p:.3f}"])
+    return rows
+
+
+def _plain(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def _markdown_table(rows: list[list[str]]) -> str:
+    esc = [[cell.replace("|", "\\|") for cell in r] for r in rows]
+    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(esc[0])]
+    lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
+    return "\n".join(lines)
+
+
+def bars(doc: dict[str, Any], width: int = 30) -> str:
+    """Accuracy as bars with its error and tokens per question beside: what a token buys."""
+    stats = _stats(doc)
+    name_w = max((len(p) for p in stats), default=8)
+    lines = []
+    for p, s in stats.items():
+        full = round(s.accuracy * width)
+        lines.append(f"{p.ljust(name_w)}  {'█' * full}{'░' * (width - full)}  {_pct(s.accuracy):>5}% ± "
+                     f"{_pct(s.stderr):<4}  {s.tokens_per_question:>8,.0f} tokens/question")
+    return "\n".join(lines)
+
+
+def _header(doc: dict[str, Any]) -> list[str]:
+    lines = [f"data set {one_line_safe(doc['dataset'], 200)} ({doc['questions']} questions, "
+             f"fingerprint {doc['fingerprint']}); executor {doc['executor']}"]
+    if doc.get("vote_samples"):
+        lines.append(f"vote: {doc['vote_samples']} answers per question ({doc['vote_samples_note']})")
+    if doc.get("demo"):
+        lines.append("DEMO provider: scripted answers (right about two times in three), not a model; "
+                     "the figures only show the tool working")
+    return lines
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    """The table for a terminal (stdout of a headless run)."""
+    parts = [*_header(doc), "", _plain(table_rows(doc)), "", bars(doc)]
+    if doc["comparisons"]:
+        parts += ["", "paired comparisons:", _plain(comparison_rows(doc))]
+    return "\n".join(parts) + "\n"
+
+
+def render_markdown(doc: dict[str, Any], plot: str | None = None) -> str:
+    parts = ["# moot bench", "", *(f"- {line}" for line in _header(doc)), "",
+             _markdown_table(table_rows(doc)), "",
+             "accuracy ± its standard error; tokens, calls, cost and seconds per question; *changed*: answers an "
+             "agent changed between rounds (right→wrong, wrong→right); *majority*: the majority of the agents' "
+             "last answers (beside the judge's for rounds and council). An answer not in the asked form counts "
+             "as wrong.", "", "```", bars(doc), "```"]
+    if plot:
+        parts += ["", f"![accuracy against tokens per question]({plot})"]
+    if doc["comparisons"]:
+        parts += ["", "## Paired comparisons", "", "On the questions both protocols finished; the interval is a "
+                  "bootstrap over questions, the p-value McNemar's exact test.", "",
+                  _markdown_table(comparison_rows(doc))]
+    return "\n".join(parts) + "\n"
+
+
+def render_csv(doc: dict[str, Any]) -> str:
+    cols = ["id", "protocol", "answer", "expected", "correct", "debate_id", "status", "decided_by", "majority",
+            "tie", "calls", "prompt_tokens", "completion_tokens", "cost_usd", "seconds", "changed",
+            "right_to_wrong", "wrong_to_right", "agent_answers", "error"]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in doc["results"]:
+        ch = r["changes"]
+        w.writerow([r["id"], r["protocol"], r["answer"] if r["answer"] is not None else "", r["expected"],
+                    r["correct"], r["debate_id"], r["status"], r["decided_by"], r["majority"] or "", r["tie"],
+                    r["calls"], r["prompt_tokens"], r["completion_tokens"], r["cost_usd"], r["seconds"],
+                    ch["changed"], ch["right_to_wrong"], ch["wrong_to_right"],
+                    json.dumps(r["agent_answers"], ensure_ascii=False), r["error"] or ""])
+    return buf.getvalue()
+
+
+def render_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_svg(doc: dict[str, Any]) -> str:
+    """Accuracy (± one standard error) against tokens per question, one labelled point per protocol."""
+    stats = _stats(doc)
+    w, h, left, right, top, bottom = 640, 400, 70, 30, 30, 60
+    xmax = max([s.tokens_per_question for s in stats.values()] + [1.0]) * 1.15
+    px = lambda x: left + (w - left - right) * x / xmax  # noqa: E731
+    py = lambda y: top + (h - top - bottom) * (1 - y)  # noqa: E731
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" '
+           'font-size="12">', f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<line x1="{left}" y1="{py(0)}" x2="{w - right}" y2="{py(0)}" stroke="black"/>',
+           f'<line x1="{left}" y1="{py(0)}" x2="{left}" y2="{py(1)}" stroke="black"/>']
+    for k in range(0, 11, 2):
+        y = py(k / 10)
+        out.append(f'<line x1="{left - 4}" y1="{y}" x2="{w - right}" y2="{y}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{k * 10}%</text>')
+    for k in range(5):
+        x = xmax / 1.15 * k / 4
+        out.append(f'<text x="{px(x)}" y="{py(0) + 18}" text-anchor="middle">{x:,.0f}</text>')
+    out.append(f'<text x="{(left + w - right) / 2}" y="{h - 15}" text-anchor="middle">tokens per question</text>')
+    out.append(f'<text x="18" y="{(top + h - bottom) / 2}" text-anchor="middle" '
+               f'transform="rotate(-90 18 {(top + h - bottom) / 2})">accuracy</text>')
+    for p, s in stats.items():
+        x, y = px(s.tokens_per_question), py(s.accuracy)
+        lo, hi = py(max(0.0, s.accuracy - s.stderr)), py(min(1.0, s.accuracy + s.stderr))
+        out.append(f'<line x1="{x}" y1="{lo}" x2="{x}" y2="{hi}" stroke="#1f77b4" stroke-width="2"/>')
+        out.append(f'<circle cx="{x}" cy="{y}" r="5" fill="#1f77b4"/>')
+        out.append(f'<text x="{x + 8}" y="{y - 6}">{html.escape(p)} {_pct(s.accuracy)}%</text>')
+    title = html.escape(one_line_safe(doc["dataset"], 80)) + (" · DEMO" if doc.get("demo") else "")
+    out.append(f'<text x="{left}" y="18" font-weight="bold">{title}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,196 @@
+"""The recall tier: old items a view's summary covers, brought back verbatim when the debate returns to them.
+
+Seed 003 names the price of a rolling summary: "agents may forget specific details from 500
+turns ago". The full transcript is on disk and in the debate's search index
+(`moot.core.search`); this tier asks it, for each call, which items the summary covers that
+share the rare words of what is said now — the latest messages of the verbatim window and the
+call's task (`query_texts`) — and puts the best of them, verbatim, before the window:
+
+    system · summary · RECALL · verbatim window · task
+
+Its size is capped (`RecallRequest.tokens`: about a tenth of the window, which a
+conversation takes from its verbatim window's share), whole items first and, for an item
+too long for what is left, the passage around its match (at least `MIN_PASSAGE_CHARS`
+characters). It never holds an item already in the view, and it is the first tier to give
+way when the view does not fit (see `moot.core.context.view`).
+
+What was recalled is recorded (`ViewRecord.recall`: ids, passages, scores, the words
+searched), and `recall_message` rebuilds the block from that record alone, so `moot context`
+shows the exact request without searching again. The search depends only on the call's
+inputs (`moot.core.search.recall`), so a view is the same whatever the timing of the calls
+beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .. import tokens
+from ..models.state import Contribution, RecalledItem, RecallRecord, ViewRecord
+from ..providers.base import Message
+from ..search.recall import CachedPostings, Postings, RecallScope, query_words, rank
+from .index import DebateIndex
+
+QUERY_ITEMS = 2
+"""The latest verbatim items whose words (with the task's) make the query."""
+MIN_PASSAGE_CHARS = 400
+"""A passage of a long item holds at least this many characters around its match."""
+MAX_ITEMS = 8
+HEADER_MARGIN = 12
+"""Tokens of the message's own framing on top of its blocks (role, joints)."""
+PASSAGE = "passage"
+
+Label = Callable[[Contribution], str]
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """A protocol asks for a recall tier: which items may come back, and how many tokens it has."""
+
+    scope: RecallScope
+    tokens: int
+
+
+def header(record: ViewRecord) -> str:
+    if record.phase == "turn":
+        return ("## Recalled from earlier in the conversation (verbatim, oldest first; the summary covers these "
+                "turns, and the latest messages return to them)")
+    return ("## Recalled from your earlier debate (verbatim, oldest first; your summary covers these items, and "
+            "the debate returns to them)")
+
+
+def item_text(c: Contribution, span: tuple[int, int] | None) -> str:
+    """An item's content, or its passage with a mark where it was cut."""
+    if span is None:
+        return c.content.strip()
+    a, b = span
+    before = "… " if a > 0 else ""
+    after = " …" if b < len(c.content) else ""
+    return f"{before}{c.content[a:b].strip()}{after}"
+
+
+def item_block(c: Contribution, span: tuple[int, int] | None, label: str) -> str:
+    return f"### {label}{f' · {PASSAGE}' if span is not None else ''}\n\n{item_text(c, span)}"
+
+
+def recall_message(record: ViewRecord, index: DebateIndex, label: Label) -> Message | None:
+    """The recall tier's message, rebuilt from the record (None when it holds nothing)."""
+    recall = record.recall
+    if recall is None or not recall.items:
+        return None
+    items = sorted(recall.items, key=lambda it: (index.key(index.contributions[it.id]), it.id))
+    blocks = [item_block(index.contributions[it.id], it.span, label(index.contributions[it.id])) for it in items]
+    return {"role": "user", "content": "\n\n".join([header(record), *blocks])}
+
+
+def query_texts(history: Sequence[Contribution], record: ViewRecord, task: str, template: str) -> list[str]:
+    """What a view is about now: its latest verbatim items (newest first), then the words of its
+    task that are neither the task template's own nor its parameters (turn numbers, names): the
+    quoted material, the moderator's notes."""
+    fixed = " ".join([template, *(str(v) for v in record.task_params.values())])
+    own = set(re.findall(r"\w+", fixed.lower()))
+    variable = " ".join(w for w in re.findall(r"\w+", task) if w.lower() not in own)  # case kept: names first
+    return [c.content for c in reversed(history[-QUERY_ITEMS:])] + [variable]
+
+
+def passage(content: str, terms: Sequence[str], chars: int) -> tuple[int, int]:
+    """About `chars` characters of `content` around the first place one of `terms` occurs (the
+    rarest first; a word's stem when the word itself is not there), cut at spaces."""
+    at = 0
+    for term in terms:
+        m = None
+        for n in range(len(term), min(len(term), 4) - 1, -1):  # "caching" matched "cache": try its stem
+            m = re.search(rf"(?<!\w){re.escape(term[:n])}", content, re.IGNORECASE)
+            if m:
+                break
+        if m:
+            at = m.start()
+            break
+    chars = min(len(content), max(MIN_PASSAGE_CHARS + 32, chars))  # the cuts at spaces take a few back
+    start = max(0, min(at - chars // 3, len(content) - chars))
+    end = min(len(content), start + chars)
+    if 0 < start < at:
+        space = content.find(" ", start, at)
+        start = space + 1 if space != -1 else start
+    if end < len(content):
+        space = content.rfind(" ", max(start + 1, at + 1), end)
+        end = space if space != -1 else end
+    return start, end
+
+
+class Recaller:
+    """Chooses a view's recall tier from the debate's search index."""
+
+    def __init__(self, search: Postings, index: DebateIndex) -> None:
+        self.search = CachedPostings(search)
+        self.index = index
+        self._tokens: dict[tuple[str, tuple[int, int] | None, str, str], int] = {}
+        """(item, passage, label, model) → tokens of its block (items never change once written)."""
+
+    def choose(self, record: ViewRecord, request: RecallRequest, texts: Sequence[str], label: Label,
+               exclude: Sequence[str] = ()) -> RecallRecord | None:
+        """The items to recall for `record` within `request.tokens` (None when nothing is found)."""
+        if request.tokens <= 0 or request.scope.population <= 0:
+            return None
+        words = query_words(texts)
+        ranking = rank(self.search, words, request.scope, exclude=exclude)
+        if not ranking.terms:
+            return None
+        model = record.model
+        left = request.tokens - tokens.count_text(header(record), model) - HEADER_MARGIN
+        chosen: list[RecalledItem] = []
+        for found in ranking.found[: 2 * MAX_ITEMS]:
+            if len(chosen) >= MAX_ITEMS or left < 48:
+                break
+            c = self.index.contributions.get(found.doc_id)
+            if c is None or not c.content.strip():
+                continue
+            span: tuple[int, int] | None = None
+            n = self._block_tokens(c, None, label(c), model)
+            if n > left:
+                span, n = self._fit_passage(c, found.terms, left, label(c), model)
+                if span is None:
+                    continue
+            left -= n
+            chosen.append(RecalledItem(id=c.id, score=found.score, terms=list(found.terms), span=span))
+        return RecallRecord(query=ranking.terms, items=chosen, cap=request.tokens)
+
+    def _block_tokens(self, c: Contribution, span: tuple[int, int] | None, label: str, model: str) -> int:
+        key = (c.id, span, label, model)
+        n = self._tokens.get(key)
+        if n is None:
+            if len(self._tokens) >= 20_000:
+                self._tokens.clear()
+            n = self._tokens[key] = tokens.count_text(item_block(c, span, label), model) + 2
+        return n
+
+    def _fit_passage(self, c: Contribution, terms: Sequence[str], room: int, label: str,
+                     model: str) -> tuple[tuple[int, int] | None, int]:
+        """The longest passage (at least `MIN_PASSAGE_CHARS`) that fits `room` tokens; (None, 0) if none."""
+        if len(c.content) <= MIN_PASSAGE_CHARS:
+            return None, 0
+        chars = room * 4
+        for _ in range(6):
+            span = passage(c.content, terms, chars)
+            n = self._block_tokens(c, span, label, model)
+            if n <= room:
+                return span, n
+            if chars <= MIN_PASSAGE_CHARS:
+                break
+            chars = max(MIN_PASSAGE_CHARS, int(chars * room / n * 0.95))
+        return None, 0
+
+
+def give_way(recall: RecallRecord, over: int, model: str, index: DebateIndex, label: Label) -> RecallRecord:
+    """The tier less its lowest-scored items, enough to save about `over` tokens (a new record)."""
+    items = list(recall.items)
+    saved = 0
+    while items and saved < over:
+        last = items.pop()
+        c = index.contributions[last.id]
+        saved += tokens.count_text(item_block(c, last.span, label(c)), model) + 2
+    if not items:
+        saved = over
+    return recall.model_copy(update={"items": items, "dropped": recall.dropped + len(recall.items) - len(items)})

@@ -1,0 +1,42 @@
+"""HumanProvider: a seat a person takes, behind the same contract as a model.
+
+Its reply is the person's answer, awaited from the debate's `HumanDesk` (fed by the TUI's
+editor, stdin, or `moot ctl ID say`): no network, no model, no deadline (a person takes
+minutes) and no cost. The call engine gives each person's seat at most one call in flight and
+keeps it out of the model calls' concurrency limit (see `engine.calls`), so the person answers
+one thing at a time and nobody else waits for a model slot they hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from ..human.desk import HumanDesk
+from ..models.terms import HUMAN
+from ..tokens import count_text
+from .base import ChatRequest, Completion, Finished, StreamItem
+
+
+class HumanProvider:
+    name = HUMAN
+    label = "a person (typed answers)"
+    slots: int | None = None
+
+    def __init__(self, desk: HumanDesk) -> None:
+        self.desk = desk
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamItem]:
+        answer = await self.desk.ask(request)
+        yield Finished(Completion(
+            content=answer.text,
+            prompt_tokens=0,  # a person reads the view; no model is sent it
+            completion_tokens=count_text(answer.text, request.model),
+            model=HUMAN,
+            finish_reason="stop",
+        ))
+
+    async def discover_window(self, model: str) -> int | None:
+        return None
+
+    async def aclose(self) -> None:
+        """Nothing to release (a stop ends open turns through the desk)."""

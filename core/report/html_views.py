@@ -1,0 +1,104 @@
+"""The HTML report's section per agent: what it saw in each call, message by message.
+
+The messages are rebuilt by `core.context.inspect` from each call's record, with the same
+function that built the request, so they are the ones `moot context` prints (and the server
+received). A system prompt repeated in every call is shown once, at the top of the section.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..context.index import DebateIndex
+from ..context.inspect import call_view, message_tiers
+from ..models.state import AgentInfo, DebateState, ViewRecord
+from .html_parts import Html, anchor_id, collapsible, count
+
+PHASE_WORDS = {"summarize": "summary", "turn": "turn", "synthesis": "synthesis", "score": "convergence score",
+               "clarify": "clarifying questions", "rank": "ranking"}
+
+
+def agent_anchor(agent_id: str) -> str:
+    return anchor_id("saw", agent_id)
+
+
+def people(state: DebateState) -> list[AgentInfo]:
+    return [*state.agents, *([state.judge] if state.judge else [])]
+
+
+def records_of(state: DebateState, agent_id: str) -> list[ViewRecord]:
+    return [r for rnd in state.rounds for r in rnd.calls if r.agent_id == agent_id]
+
+
+def agent_views(h: Html, state: DebateState, max_calls: int | None) -> str:
+    """Every agent's section (the judge's last), each call collapsible."""
+    index = DebateIndex(state)
+    parts = ['<section id="what-they-saw"><h2>What each agent saw</h2>',
+             '<p class="muted">The exact messages of every call, rebuilt from its record '
+             "(<code>moot context</code> prints the same), with the token count of each tier.</p>"]
+    for info in people(state):
+        parts.append(_agent_section(h, state, index, info, max_calls))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _agent_section(h: Html, state: DebateState, index: DebateIndex, info: AgentInfo, max_calls: int | None) -> str:
+    records = records_of(state, info.id)
+    word = "judge" if state.judge is not None and info.id == state.judge.id else info.role
+    out = [f'<section id="{agent_anchor(info.id)}"><h3>{h.text(info.name)} '
+           f'<span class="tag">{h.text(info.id)} · {h.text(word)} · {h.text(info.model)}</span></h3>']
+    if not records:
+        out.append('<p class="muted">No call recorded.</p></section>')
+        return "".join(out)
+    shown = records if max_calls is None or len(records) <= max_calls else records[-max_calls:]
+    if len(shown) < len(records):
+        step = "--turn" if state.protocol == "conversation" else "--round"
+        out.append(f'<p class="note">{count(len(records))} calls; the first {count(len(records) - len(shown))} are '
+                   f"left out of this file (--max-calls). <code>moot context {h.text(state.id)} {step} N "
+                   f"--agent {h.text(info.id)}</code> shows any of them.</p>")
+    views = [call_view(r, index) for r in shown]
+    system = _shared_system(views)
+    if system is not None:
+        out.append(collapsible("System prompt (the same in every call below)", h.pre(system)))
+    for view in views:
+        out.append(_call(h, state, view, system))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _shared_system(views: list[dict[str, Any]]) -> str | None:
+    firsts = {v["messages"][0]["content"] for v in views if v["messages"] and v["messages"][0]["role"] == "system"}
+    return next(iter(firsts)) if len(firsts) == 1 and len(views) > 1 else None
+
+
+def _call(h: Html, state: DebateState, view: dict[str, Any], shared_system: str | None) -> str:
+    step = "Turn" if state.protocol == "conversation" else "Round"
+    phase = PHASE_WORDS.get(view["phase"], view["phase"])
+    target = f" → {view['target_agent_id']}" if view["target_agent_id"] else ""
+    t = view["tokens"]
+    dropped = f" · {len(view['dropped_ids'])} items dropped" if view["dropped_ids"] else ""
+    head = (f"{step} {view['round']} · {phase}{target} · {view['model']} · "
+            f"{count(t['total'])} / {count(view['budget'])} tokens{dropped}")
+    body: list[str] = []
+    tools = view.get("tools") or []
+    if tools:
+        body.append(f'<p class="tool">Tools offered: {h.text(", ".join(tools))}</p>')
+    for (tier, n), message in zip(message_tiers(view), view["messages"]):
+        body.append(_message(h, message, tier, n, shared_system))
+    return collapsible(h.text(head), "".join(body))
+
+
+def _message(h: Html, message: dict[str, Any], tier: str, tokens: int, shared_system: str | None) -> str:
+    about = f" · result of {message['tool_call_id']}" if message.get("tool_call_id") else ""
+    head = (f'<div class="head">[{h.text(message["role"])}] {h.text(tier)} · {count(tokens)} tokens'
+            f"{h.text(about)}</div>")
+    content = message.get("content") or ""
+    if message["role"] == "system" and shared_system is not None and content == shared_system:
+        body = '<p class="muted">(the system prompt shown at the top of this section)</p>'
+    else:
+        body = h.pre(content) if content else ""
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function", {})
+        body += (f'<p class="tool">→ tool call {h.text(call.get("id", ""))}: '
+                 f'<code>{h.text(fn.get("name", ""))}({h.text(fn.get("arguments", ""))})</code></p>')
+    return f'<div class="msg">{head}{body}</div>'

@@ -1,0 +1,103 @@
+"""The running debate's search index: fed each text as its event is emitted, synced with the log on open.
+
+A listener on the event bus (`EventBus.listen`), so a view built right after an event can
+already recall its text. The log writer runs behind the bus, so the index may be a few
+events ahead of the log when the process is killed: on open, `SearchIndex.sync` trims what
+the log does not have and catches up what it lacks (a deleted index is rebuilt whole).
+
+A new debate's folder has a temporary name until its first event is on disk; the index is
+opened only once it has its real one (SQLite keeps paths), and texts emitted before that
+wait in memory. An index that cannot be written (disk full, a file SQLite cannot open) is
+never a reason to stop the debate: one warning, and its views recall nothing from then on
+(`moot resume` rebuilds the index).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+
+from ..errors import StoreError
+from ..events import ContributionAdded, Event, NoteInjected, SummaryAdded
+from ..storage.folder import DebateFolder
+from .index import INDEX_FILE, SearchIndex, open_index
+
+
+class LiveIndex:
+    """The index of the debate this process runs (see the module doc)."""
+
+    def __init__(self, folder: DebateFolder, warn: Callable[[str], None] | None = None) -> None:
+        self.folder = folder
+        self.warn = warn
+        self.index: SearchIndex | None = None
+        self.failed: str | None = None
+        self._waiting: list[Event] = []
+        self._unsaid: str | None = None
+
+    def open(self, log_seq: int) -> None:
+        """Open a published folder's index and make it hold exactly what the log holds (`log_seq`:
+        the sequence number of the log's last event)."""
+        self.index = open_index(self.folder.path)  # a linked index file: refused, like any file of the folder
+        try:
+            self.index.sync(self.folder.events_path, log_seq)
+        except (sqlite3.Error, OSError) as exc:
+            self._fail(exc)
+
+    def on_event(self, event: Event) -> None:
+        self._say()  # a failure on open is said once the debate's events are written
+        self._index(event)
+        self._say()
+
+    def _say(self) -> None:
+        if self._unsaid is not None:
+            message, self._unsaid = self._unsaid, None
+            if self.warn is not None:
+                self.warn(message)
+
+    def _index(self, event: Event) -> None:
+        match event:
+            case ContributionAdded() | SummaryAdded() | NoteInjected():
+                pass
+            case _:
+                return  # no text: the next catch-up skips it by its sequence number
+        if self.failed is not None:
+            return
+        if self.index is None:
+            if self.folder.pending:
+                self._waiting.append(event)
+                return
+            try:
+                self.index = open_index(self.folder.path)
+            except (sqlite3.Error, OSError, StoreError) as exc:
+                self._fail(exc)
+                return
+        try:
+            waiting, self._waiting = self._waiting, []
+            self.index.add_events([*waiting, event])
+        except (sqlite3.Error, OSError) as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        self.failed = str(exc) or type(exc).__name__
+        if self.index is not None:
+            try:
+                self.index.close()
+            except sqlite3.Error:
+                pass
+        self.index = None
+        self._unsaid = (f"the search index ({INDEX_FILE}) cannot be written ({self.failed}); views recall "
+                        "nothing for the rest of this run, and `moot resume` rebuilds it")
+
+    def postings(self, term: str, *, kinds: Sequence[str], max_step: int, limit: int) -> list[tuple[str, int]]:
+        if self.index is None:
+            return []
+        try:
+            return self.index.postings(term, kinds=kinds, max_step=max_step, limit=limit)
+        except sqlite3.Error as exc:
+            self._fail(exc)
+            return []
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
+            self.index = None

@@ -1,0 +1,131 @@
+"""The live benchmark dashboard: progress per protocol (done, in flight, running accuracy with its
+error, tokens, cost) above every question × protocol; enter opens a question's debate in the
+usual debate screen (watched: it follows the log while the debate runs)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label
+
+from ...core.bench.progress import BenchProgress
+from ...core.bench.results import ResultRow
+from ...core.bench.runner import Job
+from ...core.safety.sanitize import one_line_safe
+
+REFRESH_S = 0.25
+
+
+def _cell(text: object, style: str = "") -> Text:
+    """A table cell from untrusted text: control characters out, markup shown literally."""
+    return Text(one_line_safe(str(text), 60), style=style)
+
+
+class BenchScreen(Screen[None]):
+    CSS_PATH = "bench.tcss"
+    BINDINGS = [
+        Binding("enter", "open", "Open debate"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    class Open(Message):
+        """Open this debate (a question × protocol) in the debate screen."""
+
+        def __init__(self, debate_id: str) -> None:
+            super().__init__()
+            self.debate_id = debate_id
+
+    def __init__(self, progress: BenchProgress, *, executor: str, demo: bool) -> None:
+        super().__init__()
+        self.progress = progress
+        self.executor = executor
+        self.demo = demo
+        self.finished = False
+        self._dirty = True
+        self._jobs = {(j.question_id, j.protocol): j for j in progress.plan.jobs}
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="bench-title")
+        yield DataTable(id="bench-protocols", cursor_type="none", zebra_stripes=True)
+        yield DataTable(id="bench-questions", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        protocols = self.query_one("#bench-protocols", DataTable)
+        for label in ("protocol", "done", "in flight", "accuracy ± se", "tokens", "cost $", "failed"):
+            protocols.add_column(label, key=label)
+        for p in self.progress.plan.protocols:
+            protocols.add_row(*([_cell(p)] + [_cell("")] * 6), key=p)
+        questions = self.query_one("#bench-questions", DataTable)
+        for label in ("question", "protocol", "status", "answer", "expected", "tokens", "debate"):
+            questions.add_column(label, key=label)
+        for j in self.progress.plan.jobs:
+            questions.add_row(_cell(j.question_id), _cell(j.protocol), _cell("waiting"), _cell(""),
+                              _cell(j.expected), _cell(""), _cell(j.debate_id), key=f"{j.question_id}\x1f{j.protocol}")
+        self.progress.listeners.append(self._changed)
+        self.set_interval(REFRESH_S, self._refresh_if_dirty)
+        self._refresh_if_dirty()
+        questions.focus()
+
+    def _changed(self, job: Job, row: ResultRow | None) -> None:
+        self._dirty = True
+
+    def mark_finished(self) -> None:
+        self.finished = True
+        self._dirty = True
+        self._refresh_if_dirty()
+
+    def _refresh_if_dirty(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        prog = self.progress
+        state = "finished" if self.finished else "running"
+        demo = " · DEMO (scripted answers, not a model)" if self.demo else ""
+        self.query_one("#bench-title", Label).update(Text(
+            f"moot bench · {one_line_safe(prog.plan.dataset.name, 60)} · {prog.finished}/{prog.total} {state} · "
+            f"in flight {len(prog.running)} · {self.executor}{demo}"))
+        protocols = self.query_one("#bench-protocols", DataTable)
+        for p, s in prog.protocols.items():
+            cells = [f"{s.done}/{s.planned}", str(s.in_flight),
+                     f"{100 * s.accuracy:.1f}% ± {100 * s.stderr:.1f}" if s.done else "–",
+                     f"{s.tokens:,}", f"{s.cost_usd:.4f}", str(s.failed)]
+            for col, value in zip(("done", "in flight", "accuracy ± se", "tokens", "cost $", "failed"), cells,
+                                  strict=True):
+                protocols.update_cell(p, col, _cell(value))
+        questions = self.query_one("#bench-questions", DataTable)
+        for (qid, p), job in self._jobs.items():
+            key = f"{qid}\x1f{p}"
+            row = prog.rows.get((qid, p))
+            if row is None:
+                status = _cell("running…", "bold") if (qid, p) in prog.running else _cell("waiting", "dim")
+                answer = tokens = _cell("")
+            elif row.complete:
+                status = _cell("✓ right" if row.correct else "✗ wrong", "green" if row.correct else "red")
+                answer = _cell(row.answer if row.answer is not None else "(none)")
+                tokens = _cell(f"{row.prompt_tokens + row.completion_tokens:,}")
+            else:
+                status, answer, tokens = _cell(f"! {row.status}", "yellow"), _cell(""), _cell("")
+            questions.update_cell(key, "status", status)
+            questions.update_cell(key, "answer", answer)
+            questions.update_cell(key, "tokens", tokens)
+
+    @on(DataTable.RowSelected, "#bench-questions")
+    def _row_selected(self) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        table = self.query_one("#bench-questions", DataTable)
+        if table.cursor_row < 0:
+            return
+        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        qid, _, protocol = key.partition("\x1f")
+        job = self._jobs[(qid, protocol)]
+        if (qid, protocol) not in self.progress.rows and (qid, protocol) not in self.progress.running:
+            self.notify(f"{qid} through {protocol} has not started yet", severity="warning")
+            return
+        self.post_message(self.Open(job.debate_id))

@@ -1,0 +1,98 @@
+"""The sessions screen's columns: what each shows, how it sorts, and how rows are filtered.
+
+Pure functions over `SessionRow`s, so sorting and filtering hundreds of debates never touches
+the disk (the rows come from `moot.core.storage.sessions`, cached).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.observe.describe import k, usd
+from ...core.safety.sanitize import one_line_safe
+from ...core.storage.sessions import SessionRow
+
+STATUS_WORDS = {"stopped_budget": "at budget"}
+
+
+def _date(row: SessionRow, wide: bool) -> str:
+    if not row.created_at:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M" if wide else "%m-%d %H:%M", time.localtime(row.created_at))
+
+
+def _progress(row: SessionRow, wide: bool) -> str:
+    if row.status == "unreadable":
+        return ""
+    step = f"{row.done}/{row.total}"
+    return f"{step} {row.unit}" if wide else step
+
+
+def _protocol(row: SessionRow, wide: bool) -> str:
+    name = row.protocol or "?"
+    if not wide and len(name) > 8:
+        name = name[:7] + "."
+    return name + (" · DEMO" if row.demo and wide else "")
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    cell: Callable[[SessionRow, bool], str]
+    sort: Callable[[SessionRow], Any]
+    numeric: bool = False
+    short: str = ""
+    """The label below `WIDE` columns (default: the same)."""
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("date", "Date", _date, lambda r: (r.created_at, r.id)),
+    Column("status", "Status", lambda r, w: STATUS_WORDS.get(r.status, r.status), lambda r: r.status),
+    Column("protocol", "Protocol", _protocol, lambda r: (r.protocol, r.demo)),
+    Column("progress", "Rounds/turns", _progress, lambda r: (r.done, r.total), short="Done"),
+    Column("tokens", "Tokens", lambda r, w: k(r.tokens) if r.tokens else "0", lambda r: r.tokens, numeric=True),
+    Column("cost", "Cost", lambda r, w: usd(r.cost_usd), lambda r: r.cost_usd, numeric=True),
+    Column("problem", "Problem", lambda r, w: r.problem or r.error, lambda r: (r.problem or r.error).lower()),
+)
+BY_KEY = {c.key: c for c in COLUMNS}
+PROBLEM = "problem"
+
+
+def detail(row: SessionRow) -> str:
+    """The line under the table for the selected debate: what the narrow columns leave out."""
+    who = "+".join("DEMO" if p == "demo" else p for p in row.providers)
+    what = row.problem or row.error
+    return one_line_safe(f"{row.id} · {row.protocol or 'unreadable'} · {who or '?'} · {what}", 400)
+
+
+def haystack(row: SessionRow) -> str:
+    """What the filter searches: every column's words, the id, the providers, DEMO."""
+    demo = " demo" if row.demo else ""
+    return " ".join([row.id, row.problem, row.error, row.protocol, row.status, STATUS_WORDS.get(row.status, ""),
+                     *row.providers, demo]).lower()
+
+
+def matches(row: SessionRow, query: str) -> bool:
+    """Every word of `query` is somewhere in the row (case-insensitive)."""
+    text = haystack(row)
+    return all(word in text for word in query.lower().split())
+
+
+def arrange(rows: list[SessionRow], query: str, sort_key: str, descending: bool) -> list[SessionRow]:
+    """The rows the table shows: filtered, then sorted (ties keep the newest first)."""
+    column = BY_KEY[sort_key]
+    shown = [r for r in rows if matches(r, query)]
+    shown.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+    shown.sort(key=column.sort, reverse=descending)  # stable: equal keys stay newest first
+    return shown
+
+
+def cells(row: SessionRow, wide: bool, problem_width: int) -> list[str]:
+    """The row's cells, made safe for the terminal (they come from files), the problem cut to fit."""
+    out = [one_line_safe(c.cell(row, wide), 60) for c in COLUMNS]
+    out[-1] = one_line_safe(out[-1], max(8, problem_width))
+    return out

@@ -1,0 +1,120 @@
+"""`moot serve`: the TUI in a browser, through textual-serve (the optional extra `moot[serve]`).
+
+textual-serve answers a page that opens a websocket, and starts one process of the served
+command per connection, its screen drawn by xterm.js in the page. Whoever reaches the server
+runs that command — a debate on the user's provider keys — so moot puts every route behind a
+random token in the path (`http://127.0.0.1:8000/<token>/`): a request without it is refused
+(403), the page's own links carry it, and a websocket opened from another site's page (an
+`Origin` that is not the server's) is refused too. The server listens on 127.0.0.1 unless told
+otherwise, and says so loudly when it is told otherwise.
+
+The subclass overrides `Server._make_app`, textual-serve's one place that builds routes: its
+routes are the same, moved under the token, with a middleware in front.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import logging
+import secrets
+import signal
+import sys
+from typing import Any
+
+INSTALL_HINT = "moot serve needs textual-serve: pip install 'moot[serve]'"
+REFUSED = "moot serve: this address needs the token printed when the server started\n"
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and localhost: reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(command: str, *, host: str, port: int, token: str, public_url: str | None = None) -> None:
+    """Serve `command` (a shell command line that starts the TUI) until Ctrl-C or SIGTERM."""
+    try:
+        import aiohttp_jinja2
+        import jinja2
+        from aiohttp import web
+        from textual_serve.server import Server
+    except ImportError:
+        from ..core.errors import ConfigError
+
+        raise ConfigError(INSTALL_HINT) from None
+
+    class TokenServer(Server):
+        """textual-serve's server with every route under `/<token>/`."""
+
+        def serve(self, debug: bool = False) -> None:
+            """textual-serve's own `serve`, but the address is printed once the port is bound
+            (aiohttp's `print` hook), and no access log (it would print the token)."""
+            self.debug = debug
+            logging.basicConfig(level=logging.WARNING, format="%(message)s")
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(sig, self.request_exit)
+                except NotImplementedError:  # pragma: no cover - not on this platform
+                    pass
+            try:
+                web.run_app(self._make_app(), host=self.host, port=self.port, handle_signals=False, loop=loop,
+                            print=lambda *_: self.announce(), access_log=None)
+            finally:
+                loop.close()
+
+        def announce(self) -> None:
+            print(f"moot serve: the TUI on {self.public_url}/{token}/", flush=True)
+            print("  (the token in the address is what lets a browser in; Ctrl-C stops the server)", flush=True)
+
+        async def _make_app(self) -> web.Application:
+            app = web.Application(middlewares=[self.guard])
+            aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+            base = f"/{token}"
+            app.add_routes([
+                web.get(f"{base}/", self.handle_index, name="index"),
+                web.get(f"{base}/ws", self.handle_websocket, name="websocket"),
+                web.get(f"{base}/download/{{key}}", self.handle_download, name="download"),
+                web.static(f"{base}/static", self.statics_path, name="static"),
+            ])
+            app.on_startup.append(self.on_startup)
+            app.on_shutdown.append(self.on_shutdown)
+            return app
+
+        @web.middleware
+        async def guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+            given = (request.path.split("/", 2) + ["", ""])[1]  # "/<token>/…"
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return web.Response(status=403, text=REFUSED)
+            origin = request.headers.get("Origin")
+            if request.path.endswith("/ws") and origin is not None and origin.rstrip("/") != self.public_url:
+                return web.Response(status=403, text="moot serve: a page of another site may not connect\n")
+            response: web.StreamResponse = await handler(request)
+            return response
+
+        async def on_startup(self, app: web.Application) -> None:
+            pass  # textual-serve prints a banner here; `announce` says where to go once the port is bound
+
+    url = public_url.rstrip("/") if public_url else None
+    server = TokenServer(command, host=host, port=port, title="moot", public_url=url)
+    if not is_loopback(host):
+        print(f"moot serve: WARNING: listening on {host}, not on this machine only: anyone who can reach it and "
+              "learns the address (with its token) runs debates with your API keys. Prefer the default "
+              "127.0.0.1 and an SSH tunnel (ssh -L).", file=sys.stderr, flush=True)
+    try:
+        server.serve()
+    except OSError as exc:
+        from ..core.errors import InputError
+
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
