@@ -82,6 +82,21 @@ def test_bash_completes_commands_flags_choices_files_and_debate_ids(tmp_path: Pa
     assert _bash_complete(script, ["moot", "show", ""], tmp_path) == []  # no ./debates here
 
 
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash on this machine")
+def test_bash_offers_only_ids_and_runs_nothing_a_folder_name_holds(tmp_path: Path) -> None:
+    """A state dir is not trusted: `compgen -W` expanded the folders' names, so one named `$(cmd)`
+    ran cmd at a tab, and a name with an escape sequence was printed to the terminal."""
+    script = tmp_path / "moot.bash"
+    script.write_text(cli("completion", "bash").stdout)
+    for name in ("20260101-090000-a1b2", "$(touch PWNED)", "`touch PWNED2`", "2026\x1b]0;title\x07", "2026 x", "*"):
+        (tmp_path / "D" / name).mkdir(parents=True)
+        (tmp_path / "D" / name / "events.jsonl").write_text("")
+    (tmp_path / "D" / "2026\x1b]0;real\x07").mkdir()
+    (tmp_path / "D" / "2026\x1b]0;real\x07" / "events.jsonl").write_text("")
+    assert _bash_complete(script, ["moot", "show", "--state-dir", "D", ""], tmp_path) == ["20260101-090000-a1b2"]
+    assert _bash_complete(script, ["moot", "show", "--state-dir", "D", "2026"], tmp_path) == ["20260101-090000-a1b2"]
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "PWNED2").exists()
+
 def test_zsh_script_names_the_command_and_completes_debate_ids(tmp_path: Path) -> None:
     r = cli("completion", "zsh")
     assert r.returncode == 0 and r.stdout.startswith("#compdef moot")

@@ -215,6 +215,27 @@ def test_ctl_names_the_agent_it_does_not_know_and_checks_the_text(finished: Deba
     assert (extra.returncode, extra.stderr) == (2, "moot: resume takes no arguments\n")
 
 
+def test_ctl_say_reads_stdin_no_further_than_an_answer_may_be(finished: DebateFolder,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`say -` fed an endless pipe (`< /dev/zero`) read it whole until memory ran out
+    (MemoryError, exit 1); it reads one character past the limit and says no."""
+    import io
+
+    from moot.core.control.commands import MAX_SAY
+    from tests.conftest import cli
+
+    class Endless(io.TextIOBase):
+        def read(self, size: int | None = -1) -> str:
+            if size is None or size < 0:
+                raise AssertionError("stdin read without a bound")
+            return "a" * size
+
+    monkeypatch.setattr(sys, "stdin", Endless())
+    r = cli("ctl", finished.id, "say", "-", "--state-dir", str(finished.path.parent))
+    assert (r.returncode, r.stderr) == (2, f"moot: the answer on stdin is over {MAX_SAY:,} characters, the limit "
+                                           "of an answer\n")
+    assert not control_dir(finished).exists()  # nothing was sent
+
 def test_ctl_wait_says_when_nobody_took_the_command_and_withdraws_it(finished: DebateFolder) -> None:
     """A process holds the debate's lock but never reads its commands (a stuck writer)."""
     lock = finished.lock()

@@ -201,3 +201,22 @@ def test_a_linked_index_is_refused_like_any_file_of_the_folder(tmp_path: Path, m
     assert (path / "events.jsonl").read_bytes() == before and elsewhere.read_bytes() == b""
     s = cli("search", "lease", "--state-dir", str(path.parent))
     assert s.returncode == 0 and s.stdout == "" and "not searched" in s.stderr and "symbolic link" in s.stderr
+
+
+async def test_a_debate_not_searched_is_named_terminal_safe(tmp_path: Path) -> None:
+    """A state dir is not trusted: the note on a debate that could not be searched names its folder,
+    and a folder's name may hold escape sequences (printed raw, they set the terminal's title)."""
+    import shutil
+
+    from moot.core.safety.sanitize import UNSAFE
+    from tests.conftest import run_debate
+
+    _, folder = await run_debate(tmp_path, "Design a rate limiter for a public API", rounds=1,
+                                 roles=["architect", "kiss"])
+    hostile = folder.path.parent / "z\x1b]0;pwned\x07\x1b[2Jx"
+    shutil.copytree(folder.path, hostile)
+    _unlink_index(hostile)
+    (hostile / INDEX_FILE).symlink_to(tmp_path / "elsewhere.sqlite")
+    r = cli("search", "limiter", "--state-dir", str(folder.path.parent))
+    assert r.returncode == 0 and "not searched" in r.stderr and "symbolic link" in r.stderr, r.stderr
+    assert UNSAFE.findall(r.stderr) == [] and "moot: zx: not searched" in r.stderr

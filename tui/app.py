@@ -112,7 +112,7 @@ class MootApp(App[int]):
         bad = getattr(self, "_bad_theme", None)
         if bad:
             self.notify(f"unknown theme {bad!r}; using {DEFAULT_THEME} (themes: {', '.join(BUNDLED)})",
-                        severity="warning")
+                        severity="warning", markup=False)  # a config's text, not markup
         if self.runtime is not None:
             self.push_screen(DebateScreen(self.runtime, speed=self.speed if self.runtime.mode == "replay" else None))
         else:

@@ -18,6 +18,7 @@ from ..core.bench.executors import Executor
 from ..core.bench.progress import BenchProgress
 from ..core.bench.runner import Job
 from ..core.errors import ExitCode
+from ..core.safety.sanitize import one_line_safe
 from ..core.storage.state_dir import StateDir
 from .app import MootApp, _run
 from .screens.bench import BenchScreen
@@ -57,7 +58,8 @@ class BenchApp(MootApp):
             raise
         except Exception as exc:  # noqa: BLE001 - shown, and the CLI reports it after the app
             self.bench_error = exc
-            self.notify(f"benchmark stopped: {exc}", severity="error", timeout=30)
+            self.notify(f"benchmark stopped: {one_line_safe(str(exc), 300)}", severity="error", timeout=30,
+                        markup=False)  # an error quotes paths and servers: text, not markup
 
     @on(BenchScreen.Open)
     def _open_question(self, message: BenchScreen.Open) -> None:

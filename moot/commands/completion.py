@@ -3,7 +3,8 @@
 `shtab` turns the argparse parser into the script, so a new subcommand or flag completes with
 no change here. Arguments marked with `flags.completes` complete files, folders, or the ids of
 the saved debates (read by the shell from `--state-dir` on the line, else `$MOOT_STATE_DIR`,
-else ./debates, when you press tab: no `moot` process starts).
+else ./debates, when you press tab: no `moot` process starts). A folder's name is offered only
+when it is an id (letters, digits, `_ . -`): a state dir is not trusted to hold only debates.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ _moot_debate_ids() {
       [[ $dir == = ]] && dir="${COMP_WORDS[i+2]}"
     fi
   done
-  local ids=()
+  # Only names that are ids, and no `compgen -W`: it expands its words, so a folder named
+  # `$(cmd)` would run cmd at a tab, and a name with escape sequences would reach the terminal.
   for f in "$dir"/*/events.jsonl; do
-    [[ -f $f ]] && { f="${f%/events.jsonl}"; ids+=("${f##*/}"); }
+    [[ -f $f ]] || continue
+    f="${f%/events.jsonl}"; f="${f##*/}"
+    [[ $f =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ && $f == "$1"* ]] && printf '%s\n' "$f"
   done
-  compgen -W "${ids[*]}" -- "$1"
+  return 0
 }
 """
 
@@ -45,8 +49,12 @@ _moot_debate_ids() {
   local dir=${MOOT_STATE_DIR:-debates}
   local i=${words[(I)--state-dir]}
   (( i )) && dir=${words[i+1]}
-  local -a ids
-  ids=( ${~dir}/*/events.jsonl(N:h:t) )
+  local -a ids found
+  local id
+  found=( ${~dir}/*/events.jsonl(N:h:t) )
+  for id in $found; do  # only names that are ids (no escape sequences reach the terminal)
+    [[ $id =~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$' ]] && ids+=( $id )
+  done
   compadd -a ids
 }
 """

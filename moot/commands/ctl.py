@@ -52,7 +52,7 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         raise InputError("--as goes with say")
     words = list(args.words)
     if args.action == "say" and words == ["-"]:
-        words = [sys.stdin.read()]
+        words = [_read_answer()]
     command = _command(folder, args.action, words, args.seat)
     start = folder.events_path.stat().st_size if folder.events_path.exists() else 0
     send(folder, command)
@@ -60,6 +60,17 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         print(f"sent {command.id}; the running debate takes it at its next call boundary")
         return ExitCode.OK
     return _follow(folder, command, start, args.wait)
+
+
+def _read_answer() -> str:
+    """`say -`: the answer from stdin, read no further than the limit of an answer (an endless
+    pipe is refused in one line, not read until memory runs out)."""
+    from moot.core.control.commands import MAX_SAY
+
+    text = sys.stdin.read(MAX_SAY + 1)
+    if len(text) > MAX_SAY:
+        raise InputError(f"the answer on stdin is over {MAX_SAY:,} characters, the limit of an answer")
+    return text
 
 
 def _command(folder: DebateFolder, action: str, words: list[str], seat: str | None = None) -> ControlCommand:

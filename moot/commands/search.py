@@ -34,6 +34,7 @@ def register(sub: Subcommands) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from moot.core.safety.sanitize import one_line_safe
     from moot.core.search.debates import find_debate, saved_debates, search_debates
     from moot.core.search.index import match_expression
 
@@ -46,8 +47,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"no debates in {root.absolute()} (--state-dir or MOOT_STATE_DIR name another folder)", file=sys.stderr)
         return ExitCode.OK
     results = search_debates(folders, query, limit=args.limit)
-    for note in results.notes:
-        print(f"moot: {note}", file=sys.stderr)
+    for note in results.notes:  # a note names a folder of the state dir: untrusted text
+        print(f"moot: {one_line_safe(note, 600)}", file=sys.stderr)
     if args.json:
         print(_json(results.hits))
     else:

@@ -79,3 +79,44 @@ def test_snapshot_compare(snap_compare, recorded4, size) -> None:  # type: ignor
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def _hostile(events, *, cut: bool = False):  # type: ignore[no-untyped-def]
+    """The 4-agent debate with markup and an escape sequence in a name and in the vote's answers
+    (a config's name, a model's answer: untrusted text); `cut`: only up to the first round."""
+    from moot.core.events import DebateStarted, SynthesisCompleted
+    from moot.core.models.state import Tally
+
+    out = []
+    for e in events:
+        if cut and e.type == "round_started":
+            break
+        e = e.model_copy(deep=True)
+        if isinstance(e, DebateStarted):
+            e.agents[0].name = "Arch[/b] \x1b]0;t\x07itect"
+        if isinstance(e, SynthesisCompleted):
+            e.solution.tally = Tally(answers={"architect": "x [/x] y", "kiss": "[bold]42\x1b[2J"},
+                                     counts={"x [/x] y": 1, "[bold]42\x1b[2J": 1}, winner="x [/x] y", rule="a tie")
+        out.append(e)
+    return out
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["votes", "nothing-yet"])
+async def test_compare_shows_names_and_answers_literally(recorded4, cut: bool) -> None:  # type: ignore[no-untyped-def]
+    """Markup in a name or an answer is text (drawn as markup, '[/x]' raised MarkupError and ended
+    the TUI); escape sequences never reach the screen."""
+    from tests.tui.test_hostile_text import assert_clean
+
+    app, runtime = app_for(_hostile(recorded4, cut=cut))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, runtime)
+        await command(pilot, "/compare architect kiss")
+        await settle(pilot)
+        assert isinstance(app.screen, CompareScreen)
+        app.screen.query_one("#cmp-body").scroll_end(animate=False, immediate=True)  # the table is last
+        await settle(pilot, rounds=1)
+        text = assert_clean(app)
+        if cut:
+            assert "Arch[/b] itect and Kiss have no contributions" in text
+        else:
+            assert "x [/x] y" in text and "[bold]42" in text

@@ -100,3 +100,26 @@ def test_the_found_match_is_highlighted_at_80x24(recorded: list[Event], snap_com
         await settle(pilot, rounds=1)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_a_search_with_no_match_is_said_literally(recorded: list[Event]) -> None:
+    """What a person searches for is text, never markup: "[/x]" found nowhere is said as typed
+    (drawn as markup, the notice raised MarkupError and the app ended with a traceback)."""
+    from textual.app import Notify
+    from textual.widgets._toast import Toast
+
+    notices: list[Notify] = []
+    runtime = ScriptedRuntime(events=recorded, clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    hook = lambda m: notices.append(m) if isinstance(m, Notify) else None  # noqa: E731
+    async with app.run_test(size=(100, 30), message_hook=hook) as pilot:
+        await settle(pilot, runtime)
+        await command(pilot, "/context architect 2")
+        query = "[/x] zq[b]"
+        await pilot.press("slash", *query, "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ContextScreen) and app.screen.matches == []
+    [notice] = notices
+    drawn = Toast(notice.notification).render()  # what the toast draws, the way Textual draws it
+    assert str(drawn) == f"no match for {query!r}"
+

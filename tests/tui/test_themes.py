@@ -86,3 +86,18 @@ async def test_theme_lists_and_palette_offer_moots_three(recorded) -> None:  # t
         assert entries == ["Theme: dark", "Theme: light", "Theme: high-contrast"]
         assert "Theme" not in [c.title for c in app.get_system_commands(app.screen)]
         assert "Quit" in [c.title for c in app.get_system_commands(app.screen)]
+
+
+async def test_an_unknown_theme_is_named_literally(recorded) -> None:  # type: ignore[no-untyped-def]
+    """A theme named in a config or on the command line is text: "[/x]" is said as written."""
+    from textual.app import Notify
+    from textual.widgets._toast import Toast
+
+    notices: list[Notify] = []
+    runtime = ScriptedRuntime(events=recorded, clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock, theme="[/x]dark")
+    hook = lambda m: notices.append(m) if isinstance(m, Notify) else None  # noqa: E731
+    async with app.run_test(size=(100, 30), message_hook=hook) as pilot:
+        await settle(pilot, runtime)
+    [notice] = notices
+    assert str(Toast(notice.notification).render()).startswith("unknown theme '[/x]dark'; using ")

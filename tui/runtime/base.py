@@ -75,7 +75,8 @@ class Runtime:
     @property
     def debate_path(self) -> Path | None:
         """The debate's folder on disk (None before it has its name): `/search` reads its index."""
-        return None
+        folder = self.debate_folder()
+        return None if folder is None or folder.pending else folder.path
 
     def refresh(self) -> None:
         """Once a second: look again at what may change outside (another process's lock)."""

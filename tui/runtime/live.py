@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...core.events import Event, Subscription
@@ -42,10 +41,6 @@ class LiveRuntime(Runtime):
         self._interrupted = False
         """Set by interrupt(): the engine does not start any more."""
 
-    @property
-    def debate_path(self) -> Path | None:
-        folder = self.session.folder
-        return None if folder.pending else folder.path
 
     def debate_folder(self) -> DebateFolder | None:
         return self.session.folder

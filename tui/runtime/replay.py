@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator, Iterable
-from pathlib import Path
 
 from ...core.clock import Clock
 from ...core.events import CallStarted, ContributionAdded, Event, Token
@@ -106,10 +105,6 @@ class ReplayRuntime(Runtime):
         while True:  # stay open on the end of the recording
             await asyncio.sleep(3600)
 
-    @property
-    def debate_path(self) -> Path | None:
-        folder = self.folder
-        return None if folder.pending else folder.path
 
     def now(self) -> float:
         return self._virtual

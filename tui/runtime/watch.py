@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiofiles
 from pydantic import ValidationError
@@ -50,10 +49,6 @@ class WatchRuntime(Runtime):
     def debate_folder(self) -> DebateFolder | None:
         return self.folder
 
-    @property
-    def debate_path(self) -> Path | None:
-        folder = self.folder
-        return None if folder.pending else folder.path
 
     @property
     def can_steer(self) -> bool:

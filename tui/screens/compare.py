@@ -101,15 +101,18 @@ class CompareScreen(Screen[None]):
     def _body(self) -> ComposeResult:
         c = self.comparison
         if not c.pairings:
-            yield Static(f"{self._agent_name(c.a)} and {self._agent_name(c.b)} have no contributions to set side by side yet.",
-                         id="cmp-none")
+            yield Static(Text(f"{self._agent_name(c.a)} and {self._agent_name(c.b)} have no contributions to set "
+                              "side by side yet."), id="cmp-none")
         for pairing in c.pairings:
             yield from self._pairing(pairing)
         if c.table:
             yield Label(Text(one_line_safe(c.table_title, 120)), classes="cmp-heading")
-            table = Table(*c.table[0], box=None, pad_edge=False, header_style="bold")
+            # Cells as Text: a str cell is Rich markup, and an answer is a model's text.
+            table = Table(box=None, pad_edge=False, header_style="bold")
+            for heading in c.table[0]:
+                table.add_column(Text(one_line_safe(heading, 60)))
             for row in c.table[1:]:
-                table.add_row(*(one_line_safe(cell, 60) for cell in row))
+                table.add_row(*(Text(one_line_safe(cell, 60)) for cell in row))
             yield Static(table, id="cmp-table")
 
     def _pairing(self, p: Pairing) -> ComposeResult:

@@ -275,7 +275,7 @@ class ContextScreen(Screen[None]):
     def action_find_next(self, step: int) -> None:
         if not self.matches:
             if self.query_text:
-                self.notify(f"no match for {self.query_text!r}", timeout=2)
+                self.notify(f"no match for {self.query_text!r}", timeout=2, markup=False)  # typed text, not markup
             return
         self.match_at = (self.match_at + step) % len(self.matches)
         area = self.query_one(TextArea)
