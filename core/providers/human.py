@@ -21,6 +21,7 @@ class HumanProvider:
     name = HUMAN
     label = "a person (typed answers)"
     slots: int | None = None
+    llama_cpp: bool = False
 
     def __init__(self, desk: HumanDesk) -> None:
         self.desk = desk
