@@ -75,8 +75,12 @@ async def run_case(name: str, debate: dict[str, Any], rounds: int, chars: int, t
     moot = f" · moot recorded {recorded / state.totals.prompt_tokens:.1%}" if recorded is not None else ""
     reported = getattr(srv, "cached_reported", None)
     server = f" · server reported {reported / total:.1%}" if reported is not None else ""
+    views = [v for r in state.rounds for v in r.calls]
+    recalled = [v.tokens.recall for v in views if v.tokens.recall]
+    recall = (f" · recall tier in {len(recalled)} of {len(views)} views, {sum(recalled):,} tokens"
+              if recalled else "")
     return (f"| {name} | {state.status} | {len(bodies)} | {total:,} | {cached / total:.1%} | "
-            f"{statistics.mean(shares):.1%} |{server}{moot}")
+            f"{statistics.mean(shares):.1%} |{server}{moot}{recall}")
 
 
 async def real_server(args: argparse.Namespace) -> None:
@@ -99,12 +103,15 @@ async def main_async(args: argparse.Namespace) -> None:
     if args.base_url:
         await real_server(args)
         return
+    conversation: dict[str, Any] = {"recall": False} if args.no_recall else {}
     cases = [
         (f"rounds, {args.rounds} rounds", {}),
-        (f"conversation, {args.turns} turns, 8,000-token view", {"protocol": "conversation", "turns": args.turns}),
+        (f"conversation, {args.turns} turns, 8,000-token view", {"protocol": "conversation", "turns": args.turns,
+                                                                "conversation": dict(conversation)}),
         (f"conversation, {args.turns} turns, 32,000-token view",
          {"protocol": "conversation", "turns": args.turns,
-          "conversation": {"max_context_tokens": 32000, "recent_tokens": 20000, "summary_tokens": 4000}}),
+          "conversation": {**conversation, "max_context_tokens": 32000, "recent_tokens": 20000,
+                           "summary_tokens": 4000}}),
     ]
     print("| debate | status | requests | prompt tokens | cached (of all prompt tokens) | mean per request |")
     print("|---|---|---|---|---|---|")
@@ -120,6 +127,7 @@ def main() -> None:
     ap.add_argument("--chars", type=int, default=2000)
     ap.add_argument("--base-url", help="run the rounds debate against this server instead (its own count)")
     ap.add_argument("--model", default="smollm2")
+    ap.add_argument("--no-recall", action="store_true", help="the conversations without their recall tier")
     ap.add_argument("--max-tokens", type=int, default=1000, help="each reply's limit against a real server")
     asyncio.run(main_async(ap.parse_args()))
 

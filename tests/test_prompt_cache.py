@@ -14,7 +14,7 @@ import pytest
 
 from moot.core.context.index import DebateIndex
 from moot.core.context.view import render_messages
-from moot.core.models.state import Contribution, DebateState, ViewRecord
+from moot.core.models.state import Contribution, DebateState, RecalledItem, RecallRecord, ViewRecord
 from moot.core.pricing import call_cost, rates_for
 from tests.conftest import cli, run_debate
 from tests.loopback import Faults, LoopbackServer, ModelServer
@@ -91,6 +91,32 @@ def test_a_debate_recorded_before_the_layout_rebuilds_as_it_was_sent() -> None:
     assert "Use Redis." in messages[-1]["content"] and "Too much." in messages[-1]["content"]
     state.view_layout = 2  # the same record in today's layout: topic in the system message
     assert render_messages(record, DebateIndex(state))[0]["content"] == "You are A.\n\n## Debate topic\n\nDesign a cache"
+
+
+def test_recalled_items_follow_the_history_in_this_layout_and_precede_it_in_the_first() -> None:
+    """Recall changes with each call's query: after the verbatim window, the window stays a prefix
+    the provider's cache can serve (before it, each new recall recomputed the whole window); a
+    debate recorded with recall before its history rebuilds that way."""
+    state = DebateState(id="recall", problem="Design a cache", prompts={
+        "a/system": "You are A.", "a/propose": "# Proposal\n\nPropose your design for the next round."})
+    state.round(1).contributions += [
+        Contribution(id=i, agent_id="a", role="architect", type="proposal", round=r, content=text)
+        for i, r, text in [("old", 1, "Shard the counters by tenant so that no single node owns the hot keys."),
+                           ("p2", 2, "Keep a token bucket per key in Redis with a Lua script for atomicity."),
+                           ("p3", 3, "Put a local pre-filter in front of Redis to absorb the obvious bursts.")]]
+    record = ViewRecord(call_id="x", agent_id="a", round=4, phase="proposal", system_key="a/system",
+                        task_key="a/propose", contribution_ids=["p2", "p3"],
+                        recall=RecallRecord(query=["tenant"], items=[RecalledItem(id="old", score=2.0)], cap=200))
+
+    def order(layout: int) -> list[str]:
+        state.view_layout = layout
+        messages = render_messages(record, DebateIndex(state))
+        return [next(name for name, mark in [("recall", "Shard the counters"), ("history", "token bucket"),
+                                             ("task", "Propose your design"), ("system", "You are A.")]
+                     if mark in m["content"]) for m in messages]
+
+    assert order(2) == ["system", "history", "recall", "task"]
+    assert order(1) == ["system", "recall", "history", "task"]
 
 
 def test_the_modelled_cache_counts_the_longest_shared_prefix_per_speaker() -> None:

@@ -6,7 +6,7 @@ returns, and `moot context` calls the same function on the stored record, so wha
 is shown is byte for byte what was sent.
 
 Messages, most stable first (`render_tiers`): system prompt and topic · summary of older
-history (if any) · recalled items (if any) · recent items verbatim, oldest first (if any) ·
+history (if any) · recent items verbatim, oldest first (if any) · recalled items (if any) ·
 the phase's task. In the `rounds` protocol the history is the agent's perspective; in a
 `conversation` it is the shared transcript. The recall tier — old items the summary covers,
 brought back verbatim when the debate returns to them — is a block of its own (`recall_tier`).
@@ -16,12 +16,16 @@ start of a request that repeats the start of an earlier one, so each tier sits a
 ones that change less often than it does. Between two calls of one agent the system
 message and the topic never change, the summary changes when it is remade, the history
 grows at its end (a refinement's history is the one its critiques had, and a summarization
-request carries the summary and the history its last view had, then what is new), and
-only the task is new each time (recalled items change with what is said now, so they sit
-after the summary and before the history). A new tier goes where its rate of change puts
-it. Debates recorded before this layout (`LAYOUT` 1: the problem in every task, a refinement's own proposal quoted instead
-of kept in its history, a summarization request's material inside its task) rebuild in
-their own layout (`DebateIndex.layout`).
+request carries the summary and the history its last view had, then what is new), the
+recalled items follow what is said now (a new query each call), and only the task is new
+each time. Recall sits after the history although its items are older: placed before it,
+each new recall would make the server recompute the whole verbatim window, the longest
+tier (a conversation's share served from cache fell from 46 % to 20 % at an 8,000-token
+view, 82 % to 54 % at 32,000: `bench/cache.py`). A new tier goes where its rate of change
+puts it. Debates recorded before this layout (`LAYOUT` 1: the problem in every task, a
+refinement's own proposal quoted instead of kept in its history, a summarization request's
+material inside its task, recalled items before the history) rebuild in their own layout
+(`DebateIndex.layout`).
 
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
 full answer reserve, and a `stretch`: how many more tokens it may take from the answer
@@ -254,7 +258,8 @@ def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Mes
         summary = index.summaries[record.summary_id]
         text = summary_message(summary, conversation if not summarize else summary.scope == "conversation")
         tiers.append(("summary", {"role": "user", "content": text}))
-    if (recalled := recall_message(record, index, lambda c: item_label(c, record.agent_id, index))) is not None:
+    recalled = recall_message(record, index, lambda c: item_label(c, record.agent_id, index))
+    if recalled is not None and index.layout < 2:
         tiers.append(("recall", recalled))
     if summarize:
         blocks = _summarized_blocks(record, index)
@@ -269,6 +274,8 @@ def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Mes
             blocks = [format_item(index.contributions[i], owner, index) for i in ids]
             text = history_message(blocks, len(record.dropped_ids), conversation)
             tiers.append(("history", {"role": "user", "content": text}))
+    if recalled is not None and index.layout >= 2:
+        tiers.append(("recall", recalled))
     tiers.append(("task", {"role": "user", "content": render_task(record, index)}))
     return tiers
 
