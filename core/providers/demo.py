@@ -264,6 +264,8 @@ class DemoProvider:
         previous = ""
         quote = ""
         for m in reversed(messages[:-1]):
+            if m.get("content", "").startswith("## Recalled"):
+                continue  # old turns the recall tier brought back (after the window): not the previous speaker
             heads = TURN_HEAD.findall(m.get("content", ""))
             if heads:
                 previous = heads[-1]
