@@ -194,10 +194,11 @@ def test_manual_summary_request_below_threshold(tmp_path: Path) -> None:
 
 def test_thirty_rounds_five_agents_stay_within_budget(tmp_path: Path) -> None:
     config = {"debate": {"summarization": {"method": "rule-based"}}}
-    state, _ = asyncio.run(run_debate(tmp_path, config=config, rounds=30,
-                                      roles=["architect", "performance", "security", "testing", "kiss"]))
+    state, folder = asyncio.run(run_debate(tmp_path, config=config, rounds=30,
+                                           roles=["architect", "performance", "security", "testing", "kiss"]))
     assert state.status == "completed"
-    calls = [c for r in state.rounds for c in r.calls]
+    assert state.archived_rounds > 0  # 900 contributions: the state let go of the oldest rounds
+    calls = [c for r in folder.load(bounded=False).rounds for c in r.calls]
     assert len(calls) >= 5 * 6 + 29 * 5 * 5  # from round 2 the refinements are carried as proposals
     assert max(c.tokens.total for c in calls) <= 7000
     assert all(c.tokens.total <= c.budget for c in calls)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.config import Overrides, build_config
-from moot.core.errors import ConfigError
+from moot.core.errors import ConfigError, InputError
 from moot.core.events import CallStarted, ControlChanged, Event, SeatAnswered
 from moot.core.human.desk import Turn
 from moot.core.session import DebateSession, SessionOptions, new_session, resume_session
@@ -67,9 +67,9 @@ def test_human_flag_adds_a_persons_seat_that_other_flags_leave_alone() -> None:
     assert [a.provider for a in cfg.agents[:-1]] == ["demo"] * 3
     with pytest.raises(ConfigError, match="judge cannot be a person"):
         build_config({"judge": {"provider": "human"}}, Overrides())
-    with pytest.raises(ConfigError, match="duplicate agent id 'kiss'"):
+    with pytest.raises(InputError, match="'kiss' is already an agent"):
         build_config({}, Overrides(humans=["Kiss"]))
-    with pytest.raises(ConfigError, match="needs a letter or a digit"):
+    with pytest.raises(InputError, match="needs a letter or a digit"):
         build_config({}, Overrides(humans=["!!"]))
 
 

@@ -7,7 +7,8 @@ is shown is byte for byte what was sent.
 
 Messages, most stable first (`render_tiers`): system prompt and topic · summary of older
 history (if any) · recent items verbatim, oldest first (if any) · recalled items (if any) ·
-the phase's task. In the `rounds` protocol the history is the agent's perspective; in a
+retrieved passages of the references (if any: `tool_messages`) · the phase's task, then the
+tool loop's steps. In the `rounds` protocol the history is the agent's perspective; in a
 `conversation` it is the shared transcript. The recall tier — old items the summary covers,
 brought back verbatim when the debate returns to them — is a block of its own (`recall_tier`).
 
@@ -17,8 +18,8 @@ ones that change less often than it does. Between two calls of one agent the sys
 message and the topic never change, the summary changes when it is remade, the history
 grows at its end (a refinement's history is the one its critiques had, and a summarization
 request carries the summary and the history its last view had, then what is new), the
-recalled items follow what is said now (a new query each call), and only the task is new
-each time. Recall sits after the history although its items are older: placed before it,
+recalled items and retrieved passages follow what is said now (a new query each call), and
+only the task is new each time. Recall sits after the history although its items are older: placed before it,
 each new recall would make the server recompute the whole verbatim window, the longest
 tier (a conversation's share served from cache fell from 46 % to 20 % at an 8,000-token
 view, 82 % to 54 % at 32,000: `bench/cache.py`). A new tier goes where its rate of change
@@ -56,6 +57,8 @@ from typing import Any, Literal
 
 from .. import tokens
 from .index import DebateIndex
+from .reads import reads_note
+from .tool_messages import references_message, tool_messages
 from .recall_tier import give_way, recall_message
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
@@ -95,7 +98,8 @@ def item_label(c: Contribution, owner: str, index: DebateIndex) -> str:
 
 
 def format_item(c: Contribution, owner: str, index: DebateIndex) -> str:
-    return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}"
+    reads = reads_note(c) if c.agent_id == owner else ""  # what it read is part of its author's history
+    return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}{reads}"
 
 
 def summary_message(s: Summary, conversation: bool = False) -> str:
@@ -241,7 +245,7 @@ def history_ids(record: ViewRecord, index: DebateIndex) -> list[str]:
     return record.contribution_ids
 
 
-Tier = Literal["system", "summary", "recall", "history", "task"]
+Tier = Literal["system", "summary", "recall", "history", "references", "task"]
 """Where a message of a view belongs, in the order views place them: the most stable first."""
 
 
@@ -276,21 +280,25 @@ def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Mes
             tiers.append(("history", {"role": "user", "content": text}))
     if recalled is not None and index.layout >= 2:
         tiers.append(("recall", recalled))
+    if (passages := references_message(record)) is not None:  # retrieved for this call's query
+        tiers.append(("references", passages))
     tiers.append(("task", {"role": "user", "content": render_task(record, index)}))
     return tiers
 
 
 def render_messages(record: ViewRecord, index: DebateIndex) -> list[Message]:
     """The exact messages of a call, rebuilt from its record."""
-    return [m for _, m in render_tiers(record, index)]
+    return [m for _, m in render_tiers(record, index)] + tool_messages(record)
 
 
 def tier_tokens(record: ViewRecord, tiers: list[tuple[Tier, Message]]) -> TierTokens:
+    """Tokens per tier of a view's messages (before any tool step: those are the loop's to count)."""
     m = record.model
     t = TierTokens()
     for tier, message in tiers:
         setattr(t, tier, getattr(t, tier) + tokens.count_message(message, m))
-    t.total = t.system + t.summary + t.recall + t.history + t.task + tokens.REPLY_PRIMING
+    t.total = (t.system + t.summary + t.recall + t.history + t.references + t.task
+               + tokens.REPLY_PRIMING)
     return t
 
 
@@ -309,6 +317,11 @@ class ViewBuilder:
             n = tokens.count_text(format_item(c, owner, self.index), model) + 2  # "\n\n" joints
             self._item_tokens[key] = n
         return n
+
+    def forget_archived(self) -> None:
+        """Drop the counts of items the index let go of (see `DebateIndex.archive`)."""
+        held = self.index.contributions
+        self._item_tokens = {k: n for k, n in self._item_tokens.items() if k[0] in held}
 
     def prompt_tokens(self, key: str, model: str) -> int:
         n = self._prompt_tokens.get((key, model))

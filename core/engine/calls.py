@@ -26,14 +26,17 @@ from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
 from ..context.recall_tier import Recaller, RecallRequest, query_texts
-from ..context.view import ViewBuilder, item_label, render_task
+from ..context.view import ViewBuilder, history_ids, item_label, render_task
 from .gate import Gate, StopRequested
+from .grounding import Grounding
+from .tool_loop import ToolLoop
 from .windows import Fit, Windows, reply_floor
 from ..context.view import ViewTooLarge
-from ..errors import ContextOverflow, ContextTooLong, ProviderError
+from ..errors import ContextOverflow, ContextTooLong, ProviderError, ToolsRefused
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
 from ..pricing import PriceOverride, call_cost
+from ..search.recall_tool import RecallTool
 from ..providers.base import (
     CallHint,
     ChatRequest,
@@ -97,6 +100,8 @@ class CallSpec:
 class CallResult:
     completion: Completion
     meta: CallMetadata
+    reads: tuple[str, ...] = ()
+    """What the call read with tools: one extract per result (kept with the contribution)."""
 
 
 REFUSAL_RETRIES = 3
@@ -123,6 +128,8 @@ class CallEngine:
     endpoint_limits: dict[str, int] = field(default_factory=dict)
     """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
     windows: Windows = field(default_factory=Windows)
+    grounding: Grounding | None = None
+    """The references and tools calls may read (None: a debate without them)."""
     recaller: Recaller | None = None
     """The debate's search index, once open: without it views recall nothing."""
 
@@ -163,6 +170,8 @@ class CallEngine:
         as the slowest endpoint's deadline at most."""
         firsts = {(endpoint_of(a), a.model): a for a in reversed(agents)}
         keys = list(dict.fromkeys((endpoint_of(a), a.model) for a in agents))
+        if self.grounding is not None:  # whether each endpoint calls tools (llama.cpp `/props` says)
+            await asyncio.gather(*(self.providers.get(firsts[k]).discover_tools() for k in keys))
         found = await asyncio.gather(*(self.providers.get(firsts[k]).discover_window(k[1]) for k in keys))
         for key, tokens in zip(keys, found):
             agent = firsts[key]
@@ -247,22 +256,62 @@ class CallEngine:
             floor = reply_floor(record.phase, fit.max_tokens)
             record.window, record.window_source, record.count_ratio = fit.window, fit.source, fit.ratio
             record.recall = recalled  # the builder lets it give way by replacing it, never by changing it
+            access = self.grounding.access(agent, provider, record.phase) if self.grounding else None
+            record.inline.pop("references", None)
+            box, recall_tool = None, None
+            if self.grounding is not None and access == "tools":
+                recall_tool = self.recall_tool(spec)
+                box = self.grounding.toolbox(agent.id, recall_tool)
+                record.inline["references"] = self.grounding.tools_note(agent.id, box)
+            elif self.grounding is not None and access == "retrieve":
+                passages = self.grounding.retrieve(record, spec.history, self.builder.index, budget)
+                if passages:
+                    record.inline["references"] = passages
             try:
-                messages = self.builder.build(record, list(spec.history), budget, fit.stretch(floor))
+                messages = None
+                if self.grounding is not None and access == "tools":
+                    try:  # the view leaves the tools' room (it does not take the answer's reserve)
+                        messages = self.builder.build(record, list(spec.history),
+                                                      budget - self.grounding.tools_room(budget))
+                    except ViewTooLarge:
+                        access = None  # no room for tools beside this view: it is answered without them
+                        record.inline.pop("references", None)
+                if messages is None:
+                    messages = self.builder.build(record, list(spec.history), budget, fit.stretch(floor))
             except ViewTooLarge as exc:
                 raise ContextOverflow(self.overflow_message(agent, record, fit, floor, exc.need,
                                                             spec.context_setting)) from None
+            if access == "tools":
+                record.budget = budget  # the view leaves the rest of it to the tool loop
+                if recall_tool is not None:  # what the fitted view holds verbatim is not recalled again
+                    recall_tool.in_view = [*history_ids(record, self.builder.index), *record.task_contribution_ids,
+                                           *(it.id for it in (record.recall.items if record.recall else []))]
             # The reply gets what the view leaves (the full reserve unless the view took some of it).
             record.max_tokens = max(1, min(fit.max_tokens + extra_room, fit.reply_room(record.tokens.total)))
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
                                   fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
                                   seed=agent.config.seed, slot=self.slots.get(agent.id))
-            self.emit(CallStarted(view=record))
+            loop = None
+            if self.grounding is not None and access == "tools" and box is not None:
+                loop = ToolLoop(self, agent, record, provider, box,
+                                self.grounding.max_calls.get(agent.id, 10), budget, self.grounding.config.result_tokens)
+                loop.prepare()
+            # A tool loop goes on changing its record: the event gets the record as it starts (its
+            # steps follow in `call_continued`).
+            self.emit(CallStarted(view=record.model_copy(deep=True) if loop is not None else record))
             started = self.clock.monotonic()
             try:
-                completion = await self._stream(provider.name, provider.stream(request), agent.id,
-                                                record.call_id)
+                if loop is not None:
+                    completion = await loop.run(request, spent)
+                else:
+                    completion = await self._stream(provider.name, provider.stream(request), agent.id,
+                                                    record.call_id)
+            except ToolsRefused:
+                # Remembered by the provider (supports_tools = False): the next view has the passages instead.
+                record = self._again(record, agent.id, "the endpoint does not take tools; asking again with "
+                                                       "reference passages in the view", "passages")
+                continue
             except ContextTooLong as exc:
                 refusals += 1
                 window = self.windows.refused(endpoint, model, exc.window, fit.window, exc.prompt_tokens,
@@ -279,7 +328,8 @@ class CallEngine:
                 continue
             if not completion.content.strip():
                 spent.append(completion)  # paid for; summed below (after the window calibration)
-                completion = await self._again_if_empty(provider, request, agent.id, record.call_id)
+                again = loop.last_request if loop is not None and loop.last_request is not None else request
+                completion = await self._again_if_empty(provider, again, agent.id, record.call_id)
             latency = self.clock.elapsed_ms(started)
             if not completion.usage_estimated and self.windows.observe(endpoint, model, record.tokens.total,
                                                                        completion.prompt_tokens):
@@ -325,7 +375,9 @@ class CallEngine:
         elif completion.finish_reason == "length":
             self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
-        return CallResult(completion, meta)
+        reads = tuple(dict.fromkeys(r.extract for step in record.tool_steps for r in step.results if r.ok))
+        return CallResult(completion, meta, reads)
+
     def recall(self, spec: CallSpec) -> RecallRecord | None:
         """The recall tier chosen for a call, before its view is fitted (None: none asked for, no
         index, or nothing found)."""
@@ -338,6 +390,14 @@ class CallEngine:
         in_view = [c.id for c in history] + list(record.task_contribution_ids)
         return self.recaller.choose(record, spec.recall, texts, lambda c: item_label(c, record.agent_id, index),
                                     exclude=in_view)
+
+    def recall_tool(self, spec: CallSpec) -> RecallTool | None:
+        """`recall(query)` for a call whose view a summary stands in for part of (None: nothing
+        out of its view yet, or no index): the debate's earlier messages, by name, verbatim."""
+        record = spec.record
+        if self.recaller is None or record.summary_id is None:
+            return None
+        return RecallTool.for_view(self.recaller.search, self.builder.index, record, spec.history)
 
     def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, quotes: int = 0, context_tokens: int | None = None,
                    max_tokens: int | None = None, setting: str = "context.max_context_tokens") -> None:
@@ -388,7 +448,8 @@ class CallEngine:
         """End an attempt whose answer is not kept (views show it failed) and start the next one's
         record: the same call, a new id (the state keeps both views: what each request held)."""
         self.emit(CallFailed(call_id=record.call_id, agent_id=agent_id, error=why, will_retry=False))
-        return record.model_copy(update={"call_id": f"{record.call_id.split('~')[0]}~{suffix}"})
+        return record.model_copy(deep=True, update={"call_id": f"{record.call_id.split('~')[0]}~{suffix}",
+                                                    "tool_steps": []})
 
     async def _again_if_empty(self, provider: Provider, request: ChatRequest, agent_id: str,
                               call_id: str) -> Completion:
@@ -438,6 +499,6 @@ class CallEngine:
         except ProviderError as exc:
             message = redact(str(exc), secrets)
             exc.args = (message,)
-            if not isinstance(exc, ContextTooLong):  # the caller decides what a refusal means
+            if not isinstance(exc, (ContextTooLong, ToolsRefused)):  # the caller decides what a refusal means
                 self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error=message, will_retry=False))
             raise

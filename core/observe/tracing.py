@@ -38,6 +38,7 @@ from ..context.index import DebateIndex
 from ..context.view import render_messages
 from ..events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -61,6 +62,9 @@ from ..events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -121,6 +125,8 @@ class TraceBuilder(SpanOutlet):
         self._phases: dict[tuple[int, str], SpanRecord] = {}
         """Open phase spans by (round, phase)."""
         self._calls: dict[str, SpanRecord] = {}
+        self._tools: dict[str, SpanRecord] = {}
+        """Tool calls running, by tool call id (`execute_tool` spans inside their LLM call's)."""
         self._summaries: dict[str, _Summary] = {}
         self._agents: dict[str, AgentInfo] = {}
         self._servers: dict[str, tuple[str, int | None]] = {}
@@ -188,6 +194,25 @@ class TraceBuilder(SpanOutlet):
                 for agent_id, meta in per_agent.items():
                     asked = [q.question for q in questions if q.agent_id == agent_id]
                     self._finish_call(meta, agent_id, t, output=json.dumps({"questions": asked}, ensure_ascii=False))
+            case ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
+                parent = self._calls.get(call_id) or self._container(t)
+                self._tools[tool.id] = self._span(f"tool/{call_id}/{tool.id}", f"execute_tool {tool.name}", parent, t, {
+                    OPERATION: "execute_tool", "gen_ai.tool.name": tool.name, "gen_ai.tool.call.id": tool.id,
+                    "gen_ai.tool.type": "function", AGENT_ID: agent_id, OI_KIND: "TOOL",
+                    **({"gen_ai.tool.call.arguments": self._mask(tool.arguments)} if self.content else {}),
+                    **({"moot.tool.from_text": True} if tool.from_text else {})})
+            case ToolReturned(tool_call_id=tool_call_id, ok=ok, summary=summary):
+                tool_span = self._tools.pop(tool_call_id, None)
+                if tool_span is not None:
+                    tool_span.attributes["moot.tool.summary"] = summary
+                    self._close(tool_span, t, None if ok else summary or "tool error")
+            case CallContinued(call_id=call_id, step=step):
+                call_span = self._calls.get(call_id)
+                if call_span is not None:
+                    call_span.attributes["moot.tool_steps"] = step.index + 1
+            case ToolsReady(setup=setup):
+                self._note("tools ready", t, {"moot.references": len(setup.references),
+                                              "moot.mcp_servers": [x.name for x in setup.servers]})
             case Warning_(message=message, agent_id=agent_id):
                 self._note("warning", t, {"moot.message": message, **({"moot.agent.id": agent_id} if agent_id else {})})
             case SummaryRequested(agent_id=agent_id, focus=focus):
@@ -301,7 +326,7 @@ class TraceBuilder(SpanOutlet):
         self._close_all(t, calls_error or "no result recorded", error)
 
     def _open_spans(self) -> list[SpanRecord]:
-        spans = [*self._calls.values()]
+        spans = [*self._tools.values(), *self._calls.values()]
         for s in self._summaries.values():
             spans += [s.span, *s.calls]
         return spans + [*self._phases.values(), *self._rounds.values(), *([self._root] if self._root else [])]
@@ -309,6 +334,9 @@ class TraceBuilder(SpanOutlet):
     def _close_all(self, t: int, error: str | None, root_error: str | None) -> None:
         """Close every open span at `t`, innermost first: open calls and summaries (work cut short)
         with `error`, the phase and round without, the run's root with `root_error`."""
+        for span in self._tools.values():
+            self._close(span, t, error)
+        self._tools.clear()
         for span in list(self._calls.values()):
             if not self._in_summary(span):
                 self._close(span, t, error)

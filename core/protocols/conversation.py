@@ -28,7 +28,7 @@ from ..config import ResolvedAgent
 from ..engine.windows import Fit, reply_floor
 from ..context.recall_tier import RecallRequest
 from ..context.view import ViewTooLarge, render_messages
-from ..events import RoundStarted, Warning_
+from ..events import Warning_
 from ..models.config import ConversationConfig
 from ..models.state import Contribution, Summary, ViewRecord
 from ..models.terms import SummaryTrigger
@@ -90,9 +90,7 @@ class ConversationProtocol(DebateProtocol):
         ctx = self.ctx
         total = self.total_steps
         score_every = self.conv.score_every if ctx.settings.termination == "convergence" else None
-        for t in range(max(1, ctx.state.current_round), total + 1):
-            if ctx.state.current_round < t:
-                ctx.emit(RoundStarted(round=t, step="turn"))
+        for t in self.steps("turn"):
             speaker = self.speaker(t)
             if find_contribution(ctx.state, t, speaker.id, "message") is None:
                 await ctx.gate.wait()

@@ -23,6 +23,7 @@ from ..tokens import count_messages, count_text, encoding_for_model, truncate_to
 from .base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
 from .demo_people import answer_person
 from .demo_phrases import phrase_banks
+from .demo_tools import next_call, reading_note
 from .demo_text import (
     MARKER,
     PART,
@@ -47,6 +48,7 @@ class DemoProvider:
     label = "DEMO (offline, scripted)"
     slots: int | None = None
     llama_cpp: bool = False
+    supports_tools: bool | None = True
 
     def __init__(
         self,
@@ -72,7 +74,16 @@ class DemoProvider:
         model = request.model or "demo"
         if hint.phase in self.fail_phases:
             raise ProviderError(f"demo provider: injected failure in {hint.phase}")
+        call = next_call(request.messages, hint, request.tools)
+        if call is not None:  # a scripted tool call, as a real model's comes: no text, finish "tool_calls"
+            await asyncio.sleep(0)
+            yield Finished(Completion(content="", prompt_tokens=count_messages(request.messages, model),
+                                      completion_tokens=count_text(call.arguments, model) + 8, model=model,
+                                      finish_reason="tool_calls", tool_calls=[call]))
+            return
         text = self.write(request.messages, hint, model=model, max_tokens=request.max_tokens)
+        if hint.phase in ("proposal", "answer", "turn"):
+            text += reading_note(request.messages)
         finish = "stop"
         if count_text(text, model) > request.max_tokens:
             text = truncate_to_tokens(text, request.max_tokens, model)
@@ -97,6 +108,9 @@ class DemoProvider:
     async def discover_window(self, model: str) -> int | None:
         """The demo provider has no window: the configured budget is the truth."""
         return None
+
+    async def discover_tools(self) -> None:
+        """The demo provider calls tools (scripted)."""
 
     def _chunks(self, text: str, model: str) -> list[str]:
         """Word-aligned pieces of about chunk_tokens tokens that concatenate back to text."""

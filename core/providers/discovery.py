@@ -41,6 +41,9 @@ class Stated:
     llama_cpp: bool = False
     """`GET /props` answered as llama.cpp's server does (its slots and their settings): the
     endpoint takes llama.cpp's own request fields (`cache_prompt`, `id_slot`)."""
+    answered: bool = True
+    """Every probe had an answer (a refusal such as 404 counts): none was cut short by its
+    deadline, its cap or a broken connection, so "no window stated" is the server's word."""
 
 
 async def discover(client: openai.AsyncOpenAI, base_url: str, model: str, deadline_s: float) -> Stated:
@@ -51,12 +54,16 @@ async def discover(client: openai.AsyncOpenAI, base_url: str, model: str, deadli
     at_root = api.with_options(base_url=root + "/")
     deadline = asyncio.get_running_loop().time() + deadline_s
 
+    unanswered: list[str] = []
+
     async def probe(name: str, send: Callable[[], Awaitable[object]]) -> dict[str, Any] | None:
         try:
             async with asyncio.timeout_at(deadline):
                 with read_cap(PROBE_CAPS[name]):
                     data = await send()
-        except Exception:  # noqa: BLE001 - a probe that fails in any way states nothing
+        except Exception as exc:  # noqa: BLE001 - a probe that fails in any way states nothing
+            if not isinstance(exc, openai.APIStatusError):
+                unanswered.append(name)
             return None
         return data if isinstance(data, dict) else None
 
@@ -74,7 +81,7 @@ async def discover(client: openai.AsyncOpenAI, base_url: str, model: str, deadli
             found = None
         if found is not None and 256 <= found <= 10_000_000:
             return Stated(found, slots, llama)
-    return Stated(None, slots, llama)
+    return Stated(None, slots, llama, answered=not unanswered)
 
 
 def _number(value: object) -> int | None:

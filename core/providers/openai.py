@@ -33,7 +33,8 @@ except ImportError:  # pragma: no cover
 
 from ..errors import ContextTooLong, ProviderError
 from .capped import ReadCapExceeded, capped_http_client, cut_utf8, read_cap, reply_text_cap, reply_wire_cap
-from .discovery import PROBE_DEADLINE_S, discover
+from .discovery import PROBE_DEADLINE_S
+from .window_cache import discover_remembered
 from .base import (
     ChatRequest,
     Completion,
@@ -44,6 +45,7 @@ from .base import (
     StreamItem,
     TextDelta,
 )
+from .tool_deltas import ToolDeltas, tools_refusal
 from ..safety.secrets import one_line, redact
 from ..tokens import count_messages, count_text
 
@@ -120,6 +122,7 @@ class _Attempt:
     usage_valid: bool = True
     reported_model: str | None = None
     finish_reason: str | None = None
+    tools: ToolDeltas = field(default_factory=ToolDeltas)
     text_bytes: int = 0
     clipped_at: int | None = None
     """Reading stopped at this byte cap (`capped`): the text is what came before it."""
@@ -246,6 +249,8 @@ class OpenAIProvider:
         its cache (`cache_prompt`) and name the speaker's slot (`id_slot`) when moot chose one."""
         self.json_mode: JsonMode = "schema"
         """How this endpoint takes JSON answers; lowered (schema → object → off) when it refuses one."""
+        self.supports_tools: bool | None = None
+        """Function calling here: False once the endpoint refused `tools` or said it has none."""
         self._sleep = sleep
         self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
                                           http_client=capped_http_client(timeout_s))
@@ -294,6 +299,10 @@ class OpenAIProvider:
                                                         else "parsing the answer instead")))
                         attempts -= 1
                         continue
+                    if request.tools and (refused := tools_refusal(failure.status, failure.detail, self._error_line(
+                            failure, models[: index + 1], attempts))) is not None:
+                        self.supports_tools = False  # remembered for the run, as json_mode is
+                        raise refused from None
                     if failure.status in (400, 413) and _CONTEXT_REFUSAL.search(failure.detail):
                         raise ContextTooLong(self._error_line(failure, models[: index + 1], attempts),
                                              stated_window(failure.detail), status=failure.status,
@@ -323,6 +332,7 @@ class OpenAIProvider:
                     finish_reason=result.finish_reason,
                     usage_estimated=estimated,
                     json_constrained=fmt is not None,
+                    tool_calls=result.tools.result(),
                     clipped_at=result.clipped_at,
                     cached_tokens=min(result.cached or 0, prompt) if not estimated else 0,
                 ))
@@ -365,6 +375,7 @@ class OpenAIProvider:
                         stream=True,
                         stream_options={"include_usage": True},
                         response_format=cast("ResponseFormat", fmt) if fmt is not None else openai.omit,
+                        tools=cast("Any", list(request.tools)) if request.tools else openai.omit,
                         seed=request.seed if request.seed is not None else openai.omit,
                         extra_body=self._extra_body(request) or None,
                     )
@@ -458,6 +469,7 @@ class OpenAIProvider:
             content = getattr(delta, "content", None) if delta is not None else None
             if content is not None:
                 text = _text(content)
+            result.tools.add(delta)
             if choice.finish_reason:
                 result.finish_reason = str(choice.finish_reason)[:40]
         return text
@@ -468,11 +480,18 @@ class OpenAIProvider:
         `PROBE_DEADLINE_S` (or `timeout_s`, when lower). OpenAI's own API states none."""
         if not self.base_url or self.host == DEFAULT_HOST:
             return None
-        stated = await discover(self._client, self.base_url, model, min(PROBE_DEADLINE_S, self.timeout_s))
+        stated = await discover_remembered(self._client, self.base_url, model, min(PROBE_DEADLINE_S, self.timeout_s))
         if stated.slots is not None:
             self.slots = stated.slots
         self.llama_cpp = stated.llama_cpp
         return stated.window
+
+    async def discover_tools(self) -> None:
+        """Whether the endpoint has function calling, when it says (llama.cpp `/props`); never raises."""
+        if self.supports_tools is None and self.base_url and self.host != DEFAULT_HOST:
+            from .tool_support import probe_tool_support
+
+            self.supports_tools = await probe_tool_support(self._client, self.base_url)
 
     async def aclose(self) -> None:
         await self._client.close()

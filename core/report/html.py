@@ -19,7 +19,7 @@ from ..context.index import DebateIndex
 from ..models.state import Contribution, DebateState, Round, Summary, Usage
 from .html_parts import STYLE, Html, anchor_id, collapsible, count, table, usd
 from .html_views import agent_anchor, agent_views, people
-from .markdown import STATUS_TEXT, uses_demo
+from .markdown import STATUS_TEXT, looks_like_json, uses_demo
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'"
 """No fetch of any kind, no script; only the inline style sheet."""
@@ -336,9 +336,15 @@ def _synthesis(h: Html, state: DebateState, index: DebateIndex) -> str:
     if state.convergence:
         out.append('<p class="muted">The confidence is the judge\'s in this final answer; the convergence scores '
                    "above rate how far the agents agreed.</p>")
-    if not sol.parsed:
+    if not sol.parsed and looks_like_json(sol.description):  # cut short, or not the fields asked for
+        out.append('<p class="note">The judge\'s reply could not be read as the synthesis it was asked for; it '
+                   "is shown as written.</p>")
+        out.append(h.pre(sol.description.strip()))
+    elif not sol.parsed:
         out.append('<p class="note">The judge\'s reply was not structured JSON; it is shown as written.</p>')
-    out.append(h.markdown(sol.description, 3))
+        out.append(h.markdown(sol.description, 3))
+    else:
+        out.append(h.markdown(sol.description, 3))
     for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
                          ("Unresolved", sol.unresolved)):
         if items:

@@ -25,7 +25,7 @@ from ..widgets.token_gauge import tier_bar
 
 TIERS = ("system", "summary", "history", "task")
 UNITS = {"characters": "chars", "messages": "msgs"}
-STYLE_CLASSES = ("system", "summary", "recall", "history", "task", "free", "output", "muted", "warn")
+STYLE_CLASSES = ("system", "summary", "recall", "history", "task", "tools", "free", "output", "muted", "warn")
 
 
 class _Styled(Widget):
@@ -37,6 +37,7 @@ class _Styled(Widget):
     _Styled > .ctx-tier--recall { color: $gauge-summary; }
     _Styled > .ctx-tier--history { color: $gauge-history; }
     _Styled > .ctx-tier--task { color: $gauge-task; }
+    _Styled > .ctx-tier--tools { color: $accent; }
     _Styled > .ctx-tier--free { color: $gauge-free; }
     _Styled > .ctx-tier--output { color: $gauge-output; }
     _Styled > .ctx-tier--muted { color: $text-muted; }
@@ -112,12 +113,17 @@ class AgentOutlook(_Styled):
             model = "" if view.window == room else f"the model's {k(view.window)}, "
             head.append(f" ({model}{view.window_source})", self.tier_style("muted"))
         t = view.tokens
-        values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.recall - t.history)]
+        read = t.tools + t.references  # what the call read (tool results, or reference passages)
+        values = [t.system, t.summary, t.history,
+                  max(0, t.total - t.system - t.summary - t.recall - t.history - read)]
         tiers: tuple[str, ...] = TIERS
         if t.recall:  # the recall tier, after the summary it stands beside
             tiers, values = TIERS[:2] + ("recall",) + TIERS[2:], values[:2] + [t.recall] + values[2:]
+        if read:
+            tiers, values = tiers + ("tools",), values + [read]
         free = max(0, view.budget - used)
-        parts = [(v, self.tier_style(name), "▓" if name == "recall" else "█") for name, v in zip(tiers, values)]
+        parts = [(v, self.tier_style(name), "▓" if name in ("recall", "tools") else "█")
+                 for name, v in zip(tiers, values)]
         parts.append((free, self.tier_style("free"), "░"))
         bar = Text("▕")
         bar.append_text(tier_bar(parts, room, width - 2, self.tier_style("output"), "▒"))

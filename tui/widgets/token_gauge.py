@@ -15,8 +15,9 @@ from textual.widget import Widget
 from ...core.models.state import TierTokens
 from ..format import k
 
-TIERS = ("system", "summary", "recall", "history", "task")
-"""`recall`: old items the summary covers, brought back verbatim (drawn ▓ in the summary's colour)."""
+TIERS = ("system", "summary", "recall", "history", "task", "tools")
+"""`recall`: old items the summary covers, brought back verbatim (drawn ▓ in the summary's colour);
+`tools`: what the call read (tool results and definitions, or the retrieval tier's passages)."""
 WARN_RATIO = 0.8
 """Matches the default summarization trigger ratio: past it a summary is due."""
 CRITICAL_RATIO = 0.95
@@ -35,6 +36,7 @@ class TokenGauge(Widget):
     TokenGauge > .token-gauge--recall { color: $gauge-summary; }
     TokenGauge > .token-gauge--history { color: $gauge-history; }
     TokenGauge > .token-gauge--task { color: $gauge-task; }
+    TokenGauge > .token-gauge--tools { color: $accent; }
     TokenGauge > .token-gauge--free { color: $gauge-free; }
     TokenGauge > .token-gauge--label { color: $text-muted; }
     TokenGauge.-warn > .token-gauge--label { color: $warning; text-style: bold; }
@@ -42,7 +44,7 @@ class TokenGauge(Widget):
     """
     COMPONENT_CLASSES = {
         "token-gauge--system", "token-gauge--summary", "token-gauge--recall", "token-gauge--history",
-        "token-gauge--task", "token-gauge--free", "token-gauge--label",
+        "token-gauge--task", "token-gauge--tools", "token-gauge--free", "token-gauge--label",
     }
 
     tokens: reactive[TierTokens | None] = reactive(None)
@@ -66,9 +68,11 @@ class TokenGauge(Widget):
         self.set_class(WARN_RATIO <= ratio < CRITICAL_RATIO, "-warn")
         self.set_class(ratio >= CRITICAL_RATIO, "-critical")
         recall = f"recall {tokens.recall} · " if tokens.recall else ""
+        read = tokens.tools + tokens.references
         self._tip = (f"system {tokens.system} · summary {tokens.summary} · {recall}history {tokens.history} · "
-                     f"task {tokens.task} · view {tokens.total} of its {budget} budget (the window less "
-                     "the tokens kept for the answer)")
+                     f"task {tokens.task} · " + (f"tools {read} · " if read else "")
+                     + f"view {tokens.total} of its {budget} budget (the window less the tokens kept for the "
+                     "answer)")
         self.tooltip = self._tip + self._cache_tip()
         self.refresh()
 
@@ -99,9 +103,11 @@ class TokenGauge(Widget):
         t = self.tokens
         parts: list[tuple[int, Style, str]] = []
         if t is not None and self.budget:
-            values = [t.system, t.summary, t.recall, t.history, max(0, t.total - t.system - t.summary - t.recall
-                                                                    - t.history)]
-            parts = [(v, self.get_component_rich_style(f"token-gauge--{tier}"), "▓" if tier == "recall" else "█")
+            read = t.tools + t.references
+            values = [t.system, t.summary, t.recall, t.history,
+                      max(0, t.total - t.system - t.summary - t.recall - t.history - read), read]
+            parts = [(v, self.get_component_rich_style(f"token-gauge--{tier}"),
+                      "▓" if tier in ("recall", "tools") else "█")
                      for tier, v in zip(TIERS, values)]
         text = Text("▕", free, no_wrap=True, overflow="crop")
         text.append_text(tier_bar(parts, self.budget, width, free))
