@@ -52,6 +52,9 @@ class DebateStarted(_Event):
     trace_id: str = ""
     """The debate's OpenTelemetry trace id (32 hex digits), kept so a resumed run and `moot trace`
     continue the same trace; empty in logs written before it existed (see `moot.core.observe.tracing`)."""
+    view_layout: int = 1
+    """How the debate's views lay out their messages (`moot.core.context.view.LAYOUT`); 1 in logs
+    written before layouts were numbered, so their views rebuild as they were sent."""
 
 
 class DebateResumed(_Event):

@@ -23,7 +23,7 @@ from .config import ResolvedAgent, public_config, resolve_agent
 from .context.index import DebateIndex
 from .control.commands import ControlCommand
 from .context.recall_tier import Recaller
-from .context.view import ViewBuilder
+from .context.view import LAYOUT, ViewBuilder
 from .engine.calls import CallEngine, endpoint_of
 from .engine.gate import BudgetExhausted, Gate, StopRequested
 from .engine.grounding import Grounding
@@ -339,6 +339,7 @@ class Orchestrator:
                     config=public_config(self.config),
                     provider_label=", ".join(sorted({a.provider for a in [*self.agents, self.judge]})),
                     trace_id=new_trace_id(self.debate_id if self.ids.seed is not None else None),
+                    view_layout=LAYOUT,
                 ))
                 # Let the event log writer put the first event on disk (and give the debate
                 # folder its real name) before the first call's work holds the loop.

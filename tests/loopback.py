@@ -32,6 +32,8 @@ from typing import Any
 
 from moot.core.tokens import count_messages, count_text, truncate_to_tokens
 
+from .prefix_cache import PrefixCache
+
 ReplyFn = Callable[[dict[str, Any], int], str]
 ToolScript = Callable[[dict[str, Any], int], "list[dict[str, Any]] | None"]
 """Which tools a request's answer calls: `[{"name": …, "arguments": "…"}]` (arguments as the text a
@@ -114,6 +116,8 @@ class ModelServer:
     """`response_format` types it accepts; any other is a 400 naming response_format."""
     honor_max_tokens: bool = True
     """Cut a reply at the request's max_tokens and say so (`finish_reason: length`)."""
+    slots: int = 4
+    """llama.cpp's `total_slots` in `GET /props`."""
     supports_tools: bool | None = None
     """Say in `/props` whether the model's template takes tools (llama.cpp `chat_template_caps`)."""
 
@@ -378,7 +382,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fault:
             return self._endless(fault)
         if self.path.rstrip("/") == "/props" and served and served.advertise and served.style == "llama.cpp":
-            props: dict[str, Any] = {"default_generation_settings": {"n_ctx": served.window}, "total_slots": 4}
+            props: dict[str, Any] = {"default_generation_settings": {"n_ctx": served.window},
+                                     "total_slots": served.slots}
             if served.supports_tools is not None:
                 props["chat_template_caps"] = {"supports_tools": served.supports_tools,
                                                "supports_tool_calls": served.supports_tools}
@@ -409,7 +414,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         n = owner._record(body, {k.lower(): v for k, v in self.headers.items()})
         faults = owner.faults
-        if owner.delay and owner._stopping.wait(owner.delay):
+        delay = owner.delay + (owner.latency(body) if owner.latency else 0.0)
+        if delay and owner._stopping.wait(delay):
             return self._abort()
         if n <= len(faults.status_script) and faults.status_script[n - 1] != 200:
             status = faults.status_script[n - 1]
@@ -458,6 +464,15 @@ class _Handler(BaseHTTPRequestHandler):
             "completion_tokens": count_text(reply, model),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        timings: dict[str, Any] | None = None
+        if owner.cache is not None:
+            hit, whole = owner.cache.lookup(body)
+            cached = min(usage["prompt_tokens"] - 1, round(hit * usage["prompt_tokens"] / max(1, whole)))
+            usage["prompt_tokens_details"] = {"cached_tokens": max(0, cached)}
+            owner._cached(max(0, cached))
+            if served is not None and served.style == "llama.cpp":
+                timings = {"cache_n": max(0, cached), "prompt_n": usage["prompt_tokens"] - max(0, cached),
+                           "predicted_n": usage["completion_tokens"]}
         if faults.usage is not KEEP:
             usage = faults.usage
         if faults.model_name is not None:
@@ -466,7 +481,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._endless_reply(n, model)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish)
+            self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish, timings)
         elif cut:
             self._abort()
         else:
@@ -480,11 +495,14 @@ class _Handler(BaseHTTPRequestHandler):
             }
             if owner.send_usage:
                 payload["usage"] = usage
+            if timings is not None:
+                payload["timings"] = timings
             self._send_json(200, payload)
             owner._answered()
 
     def _stream(
         self, n: int, model: str, reply: str, usage: Any, include_usage: bool, cut: bool, finish: str = "stop",
+        timings: dict[str, Any] | None = None,
     ) -> None:
         owner = self.server.owner
         self.send_response(200)
@@ -515,9 +533,11 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._abort()
             if cut:  # a one-chunk reply: cut before the finish
                 return self._abort()
-            event([{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}])
+            # llama.cpp sends its timings (with `cache_n`) on the last chunks
+            event([{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}],
+                  {"timings": timings} if timings is not None else None)
             if include_usage and (usage is not None or owner.faults.usage is not KEEP):
-                event([], {"usage": usage})
+                event([], {"usage": usage, **({"timings": timings} if timings is not None else {})})
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")  # end of the chunked body; the connection stays open
             owner._answered()
@@ -578,6 +598,8 @@ class LoopbackServer:
         send_usage: bool = True,
         port: int = 0,
         model: ModelServer | None = None,
+        latency: Callable[[dict[str, Any]], float] | None = None,
+        prefix_cache: bool = True,
         tool_calls: ToolScript | None = None,
         refuse_tools: bool = False,
     ) -> None:
@@ -594,6 +616,14 @@ class LoopbackServer:
         """False: no usage in any reply, as some OpenAI-compatible servers do."""
         self.model = model
         """Behave like a real model's server (window, tokenizer, refusals, response_format)."""
+        self.latency = latency
+        """Seconds to wait before answering a request, from its body (on top of `delay`): a
+        function of the request alone waits the same whatever order requests come in."""
+        self.cache = PrefixCache() if prefix_cache else None
+        """Report `usage.prompt_tokens_details.cached_tokens` (and, as llama.cpp, `timings.cache_n`)
+        as a prefix cache per speaker would (`tests.prefix_cache`)."""
+        self.cached_reported = 0
+        """Cached tokens reported so far, summed."""
         self._port = port
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
@@ -624,6 +654,10 @@ class LoopbackServer:
     def _answered(self) -> None:
         with self._lock:
             self.answered += 1
+
+    def _cached(self, n: int) -> None:
+        with self._lock:
+            self.cached_reported += n
 
     @property
     def answered_before(self) -> list[int]:

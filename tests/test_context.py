@@ -23,7 +23,7 @@ def _long_reply(body: dict, n: int) -> str:
     last = body["messages"][-1]["content"]
     if "confidence" in last and "JSON" in last:
         return json.dumps({"solution": "S " * 200, "confidence": 70})
-    if "<history>" in last:  # a summarization request: answer short, as a real model would
+    if last.startswith("# Summarize"):  # a summarization request: answer short, as a real model would
         return f"- summary {n}: positions kept, numbers kept, open questions kept."
     base = f"## Position\nAnswer {n}. We will use 3 replicas and p99 < 80 ms. Is 24 h TTL right?\n\n"
     return (base + "Detail sentence for the debate. " * 200)[:LONG]
@@ -49,7 +49,7 @@ def test_six_rounds_stay_in_budget_and_context_matches_requests(tmp_path: Path, 
     for body in bodies:
         assert _request_tokens(body) <= 7000
         assert _request_tokens(body) + body["max_tokens"] <= 8000
-    small = [b for b in bodies if b["messages"][0]["content"] == state.prompts["kiss/system"]]
+    small = [b for b in bodies if b["messages"][0]["content"].startswith(state.prompts["kiss/system"])]
     assert small and all(_request_tokens(b) + b["max_tokens"] <= 2500 for b in small)
     for agent in ("architect", "performance", "kiss"):
         assert any(agent in r.summaries for r in state.rounds), agent

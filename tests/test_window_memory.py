@@ -48,9 +48,12 @@ def test_a_second_run_does_not_ask_the_server_for_its_window(tmp_path: Path) -> 
         views = [e["view"] for e in events if e["type"] == "call_started"]
         assert views and {v["window"] for v in views} == {2048}
     assert all(served.prompt_tokens(b) < 2048 for b in bodies)  # every request within the remembered window
+    # Both runs know it is llama.cpp's server (the second from the entry): every request asks it to
+    # keep the prompt and names the speaker's slot.
+    assert bodies and all(b.get("cache_prompt") is True and isinstance(b.get("id_slot"), int) for b in bodies)
     saved = Path(os.environ["MOOT_WINDOW_CACHE"]).read_text()
     entry = json.loads(saved)["entries"][window_cache.entry_key(url, first[0]['agents'][0]['model'])]  # type: ignore[index]
-    assert entry["window"] == 2048 and entry["slots"] == 4
+    assert entry["window"] == 2048 and entry["slots"] == 4 and entry["llama_cpp"] is True
     assert KEY not in saved and "sk-" not in saved and url not in saved  # a hash, never an address or a key
 
 
@@ -66,7 +69,7 @@ def test_an_old_entry_is_asked_again_and_a_server_saying_nothing_is_remembered(t
 
 def test_a_probe_without_an_answer_is_not_remembered_and_a_bad_file_is_rewritten(tmp_path: Path) -> None:
     path = Path(os.environ["MOOT_WINDOW_CACHE"])
-    path.write_text('{"version": 2, "entries": [')  # cut short: ignored, then replaced whole
+    path.write_text('{"version": 3, "entries": [')  # cut short: ignored, then replaced whole
     with LoopbackServer() as srv:
         url = srv.base_url
     client = openai.AsyncOpenAI(api_key="unused", base_url=url, max_retries=0)

@@ -134,11 +134,15 @@ class DebateIndex:
         self._transcript = _Ordered()
         """Every conversation message, in turn order (the shared transcript)."""
         self.latest_summary: dict[str, Summary] = {}
+        self._summaries_of: dict[str, list[Summary]] = {}
+        """agent id → its summaries by (round, time): what `summary_at` searches."""
         self.names: dict[str, tuple[str, str]] = {}
         """agent id → (display name, role)."""
         self._rank: dict[str, int] = {"": -1}
         self.prompts: dict[str, str] = {}
         self.problem = ""
+        self.layout = 1
+        """The debate's view layout (`moot.core.context.view`)."""
         self._covered: dict[str, Key] = {}
         """summary id → the key of the newest item it covers (kept when that item is let go)."""
         self.archived_through = 0
@@ -159,6 +163,7 @@ class DebateIndex:
         self.archived_through = max(self.archived_through, state.archived_rounds)
         self.prompts = state.prompts
         self.problem = state.problem
+        self.layout = state.view_layout
         self._people(state.agents, state.judge)
         for rnd in state.rounds:
             for c in rnd.contributions:
@@ -179,6 +184,7 @@ class DebateIndex:
             case DebateStarted():
                 self.prompts = dict(event.prompts)
                 self.problem = event.problem
+                self.layout = event.view_layout
                 self._people(event.agents, event.judge)
             case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
                   | CallFailed() | SummaryRequested() | SeatAnswered() | SynthesisCompleted() | Warning_() | ControlChanged()
@@ -205,6 +211,11 @@ class DebateIndex:
             self._perspective.setdefault(owner, _Ordered()).add(key, c.id)
 
     def add_summary(self, s: Summary) -> None:
+        if s.id not in self.summaries:
+            mine = self._summaries_of.setdefault(s.agent_id, [])
+            mine.append(s)
+            if len(mine) > 1 and (mine[-2].round, mine[-2].ts) > (s.round, s.ts):
+                mine.sort(key=lambda x: (x.round, x.ts))
         self.summaries[s.id] = s
         covered = self.contributions.get(s.covered_through) if s.covered_through else None
         if covered is not None:
@@ -237,6 +248,19 @@ class DebateIndex:
             return known
         covered = self.contributions.get(summary.covered_through)
         return self.key(covered) if covered is not None else None
+
+    def summary_at(self, agent_id: str, before: tuple[int, int]) -> Summary | None:
+        """The newest summary of `agent_id` a view at `before` (step, phase) reads: made at that
+        step or earlier, and covering only items the view may see. With calls scheduled by their
+        inputs, an agent's later summary can exist while one of its earlier calls still waits;
+        that call's view must not depend on it."""
+        for s in reversed(self._summaries_of.get(agent_id, [])):
+            if s.round > before[0]:
+                continue
+            covered = self._after(s)
+            if covered is None or covered[:2] < before:
+                return s
+        return None
 
     def perspective_items(self, agent_id: str, before: tuple[int, int] | None = None) -> list[Contribution]:
         """The agent's whole perspective (read back from the log for steps that were let go)."""

@@ -7,7 +7,8 @@ from typing import Any, NamedTuple
 from .. import tokens
 from .index import DebateIndex
 from ..errors import InspectError
-from .view import history_ids, render_messages
+from .tool_messages import tool_messages
+from .view import history_ids, render_tiers
 from ..agents import require_agent
 from ..models.state import DebateState, ViewRecord
 from ..storage.folder import DebateFolder
@@ -36,6 +37,7 @@ def records_for(state: DebateState, round_no: int, agent_id: str | None, phase: 
 
 
 def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
+    tiers = render_tiers(record, index)
     return {
         "call_id": record.call_id,
         "agent_id": record.agent_id,
@@ -43,7 +45,8 @@ def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
         "phase": record.phase,
         "target_agent_id": record.target_agent_id,
         "model": record.model,
-        "messages": render_messages(record, index),
+        "messages": [message for _, message in tiers] + tool_messages(record),
+        "tiers": [tier for tier, _ in tiers],
         "tokens": record.tokens.model_dump(),
         "budget": record.budget,
         "max_tokens": record.max_tokens,
@@ -174,18 +177,13 @@ def recall_lines(recall: dict[str, Any] | None) -> list[str]:
 
 
 def message_tiers(view: dict[str, Any]) -> list[tuple[str, int]]:
-    """(tier, tokens) for each message of a call view, in order (system, summary, history, task)."""
+    """(tier, tokens) for each message of a call view, in the order it was sent (the view's
+    layout decides where recall goes; see `moot.core.context.view`)."""
     t = view["tokens"]
-    tiers = [("system", t["system"])]
-    if t["summary"]:
-        tiers.append(("summary", t["summary"]))
-    if t.get("recall"):
-        tiers.append(("recall", t["recall"]))
-    if t["history"]:
-        tiers.append(("history", t["history"]))
-    if t.get("references"):
-        tiers.append(("references", t["references"]))
-    tiers.append(("task", t["task"]))
+    names = view.get("tiers")
+    if names is None:  # a view dumped before views named their tiers: the layout-1 order
+        names = ["system", *(n for n in ("summary", "recall", "history", "references") if t.get(n)), "task"]
+    tiers = [(name, t.get(name, 0)) for name in names]
     loop = view["messages"][len(tiers):]  # the tool loop's messages, after the task
     tiers += [("tools", tokens.count_message(m, view.get("model"))) for m in loop]
     if len(tiers) != len(view["messages"]):  # a view that was shrunk differently: label by position

@@ -240,6 +240,7 @@ class Summarizer:
         completion = await self.call(record, job.budget, out_tokens)  # the view shortens quotes if one item is huge
         meta.prompt_tokens += completion.prompt_tokens
         meta.completion_tokens += completion.completion_tokens
+        meta.cached_tokens += completion.cached_tokens
         meta.input_tokens += record.tokens.total
         text = completion.content.strip()
         if not text:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -35,7 +35,7 @@ from ..context.view import ViewTooLarge
 from ..errors import ContextOverflow, ContextTooLong, ProviderError, ToolsRefused
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
-from ..pricing import call_cost
+from ..pricing import PriceOverride, call_cost
 from ..search.recall_tool import RecallTool
 from ..providers.base import (
     CallHint,
@@ -124,7 +124,7 @@ class CallEngine:
     emit: Callable[[Event], Event]
     clock: Clock
     max_concurrency: int
-    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    prices: Mapping[str, PriceOverride] = field(default_factory=dict)
     endpoint_limits: dict[str, int] = field(default_factory=dict)
     """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
     windows: Windows = field(default_factory=Windows)
@@ -134,6 +134,9 @@ class CallEngine:
     """The debate's search index, once open: without it views recall nothing."""
 
     def __post_init__(self) -> None:
+        self.slots: dict[str, int] = {}
+        """Agent id → the llama.cpp slot it keeps (see `discover`)."""
+        self._slot_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self.in_flight = 0
         """Calls past the gate and not yet ended."""
@@ -147,10 +150,10 @@ class CallEngine:
     def secrets(self) -> list[str]:
         return self.providers.secrets
 
-    def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int) -> float:
+    def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int, cached: int = 0) -> float:
         if agent.provider == "demo" or agent.is_person:
             return 0.0
-        return call_cost(model, prompt, completion, self.prices)
+        return call_cost(model, prompt, completion, self.prices, cached)
 
     # ------------------------------------------------------------------ windows
 
@@ -181,6 +184,24 @@ class CallEngine:
                 # a queued request's deadline runs while it waits).
                 self.endpoint_limits[key[0]] = slots
                 self._endpoint_sems[key[0]] = asyncio.Semaphore(slots)
+        self._keep_slots(agents)
+
+    def _keep_slots(self, agents: Sequence[ResolvedAgent]) -> None:
+        """On a llama.cpp server with a slot for each of its speakers, each speaker keeps one, so
+        its next request finds its own previous prompt in that slot's cache (a request landing on
+        another speaker's slot recomputes its whole prompt). One speaker's calls then take turns
+        on its slot, waiting here rather than at the server, where their deadlines would run."""
+        speakers: dict[str, list[str]] = {}
+        agents = [a for a in agents if not a.is_person]
+        for a in agents:
+            names = speakers.setdefault(endpoint_of(a), [])
+            if a.id not in names:
+                names.append(a.id)
+        for a in agents:
+            provider = self.providers.get(a)
+            names = speakers[endpoint_of(a)]
+            if provider.llama_cpp and provider.slots is not None and len(names) <= provider.slots:
+                self.slots[a.id] = names.index(a.id)
 
     def _where(self, agent: ResolvedAgent) -> str:
         return redact(strip_userinfo(agent.config.base_url) or agent.provider, self.secrets)
@@ -197,8 +218,12 @@ class CallEngine:
         model = record.model or agent.model
         endpoint = endpoint_of(agent)
         # The endpoint's own limit first: a call queued behind it holds none of the shared slots.
-        # A person's turn takes no model slot at all (it may wait for minutes).
-        async with self._endpoint_sems.get(endpoint, _NO_LIMIT), (_NO_LIMIT if agent.is_person else self._sem):
+        # A person's turn takes no model slot at all (it may wait for minutes). A speaker that keeps
+        # a llama.cpp slot waits for it here, before either.
+        slot = self.slots.get(agent.id)
+        slot_lock = _NO_LIMIT if slot is None else self._slot_locks.setdefault((endpoint, slot), asyncio.Lock())
+        async with slot_lock, self._endpoint_sems.get(endpoint, _NO_LIMIT), (
+                _NO_LIMIT if agent.is_person else self._sem):
             await self.gate.wait()
             self.in_flight += 1
             self.seats_open += agent.is_person
@@ -266,7 +291,7 @@ class CallEngine:
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
                                   fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
-                                  seed=agent.config.seed)
+                                  seed=agent.config.seed, slot=self.slots.get(agent.id))
             loop = None
             if self.grounding is not None and access == "tools" and box is not None:
                 loop = ToolLoop(self, agent, record, provider, box,
@@ -326,6 +351,7 @@ class CallEngine:
         for earlier in spent:  # what the cut attempt cost is part of this call's cost
             completion.prompt_tokens += earlier.prompt_tokens
             completion.completion_tokens += earlier.completion_tokens
+            completion.cached_tokens += earlier.cached_tokens
             completion.attempts += earlier.attempts
             completion.usage_estimated = completion.usage_estimated or earlier.usage_estimated
         model = completion.model or model
@@ -334,7 +360,9 @@ class CallEngine:
             latency_ms=latency, model=model, provider=agent.provider, call_id=record.call_id,
             attempts=completion.attempts, finish_reason=completion.finish_reason,
             usage_estimated=completion.usage_estimated, clipped_at=completion.clipped_at,
-            cost_usd=self.cost(agent, model, completion.prompt_tokens, completion.completion_tokens),
+            cached_tokens=completion.cached_tokens,
+            cost_usd=self.cost(agent, model, completion.prompt_tokens, completion.completion_tokens,
+                               completion.cached_tokens),
         )
         if completion.usage_estimated:
             self.emit(Warning_(message=f"{agent.id}: the server reported no usable token usage; "
@@ -385,6 +413,7 @@ class CallEngine:
             live = builder.index
             scratch = DebateIndex()
             scratch.prompts, scratch.problem, scratch.names = live.prompts, live.problem, live.names
+            scratch.layout = live.layout
             probe.task_contribution_ids = []
             for i in range(quotes):
                 c = Contribution(id=f"check-{i}", agent_id=agent.id, role=agent.role, type="critique", round=1,

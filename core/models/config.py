@@ -244,8 +244,10 @@ class DebateSettings(_Strict):
     max_retries: int = Field(3, ge=0, le=20)
     on_error: Literal["stop", "skip"] = "stop"
     """What a failed proposal/refinement does: stop the debate (resumable) or skip that agent."""
-    prices: dict[str, tuple[Price, Price]] = Field(default_factory=dict)
-    """Model → (input, output) USD per million tokens; overrides the built-in table."""
+    prices: dict[str, tuple[Price, Price] | tuple[Price, Price, Price]] = Field(default_factory=dict)
+    """Model → (input, output) or (input, output, cached input) USD per million tokens; overrides the
+    built-in table. Without a cached rate, input served from the provider's prompt cache costs what
+    fresh input does."""
     clarify: bool = False
     """Before round 1, agents ask clarifying questions and the user answers."""
     clarifications_max_per_agent: int = Field(5, ge=0, le=20)

@@ -39,6 +39,9 @@ class CallMetadata(BaseModel):
     clipped_at: int | None = None
     """The reply ran far past its token limit and moot stopped reading it at this many bytes:
     the content is what came before (`max_tokens` × 32 bytes + 16 KiB of text)."""
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache (priced at the cached
+    rate); 0 when the server did not say."""
 
 
 class Usage(BaseModel):
@@ -49,6 +52,8 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     summary_tokens: int = 0
     """Of the tokens above, those spent on summarization calls."""
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache."""
     cost_usd: float = 0.0
 
     @property
@@ -83,6 +88,8 @@ class SummaryMetadata(BaseModel):
     """prompt_tokens + completion_tokens of the summarization calls (0 for rule-based)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache."""
     cost_usd: float = 0.0
     model: str | None = None
     fallback_reason: str | None = None
@@ -328,6 +335,9 @@ class DebateState(BaseModel):
     judge_summary: Summary | None = None
     prompts: dict[str, str] = Field(default_factory=dict)
     """Every prompt text used, by key, so views can be rebuilt byte for byte."""
+    view_layout: int = 1
+    """How this debate's views lay out their messages (see `moot.core.context.view`): kept for
+    life, so a debate resumed by a later version goes on as it began and rebuilds as it was sent."""
     config: dict[str, Any] = Field(default_factory=dict)
     """The effective configuration (no secrets) so later commands can continue the debate."""
     created_at: float = Field(default_factory=time.time)

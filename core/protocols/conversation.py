@@ -42,7 +42,7 @@ ESTIMATE_MARGIN = 64
 """Tokens of slack between the sum of the parts and the view as counted whole (joints, framing)."""
 HEADER_TOKENS = 24
 """The verbatim block's heading and framing, on top of its messages' own tokens."""
-TOKEN_HYSTERESIS = 0.75
+TOKEN_HYSTERESIS = 0.5
 """A roll forced by tokens keeps the window at most this share of its cap, so the next
 turn does not have to roll again at once."""
 

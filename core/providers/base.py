@@ -71,6 +71,9 @@ class ChatRequest:
     """Function definitions offered to the model (OpenAI `tools`); empty: none."""
     seed: int | None = None
     """Sent as the request's `seed` (reproducible sampling where the server honours it)."""
+    slot: int | None = None
+    """The server slot this speaker keeps (llama.cpp's `id_slot`), so its prompt cache stays warm;
+    None: the server chooses."""
 
 
 @dataclass
@@ -91,6 +94,9 @@ class Completion:
     clipped_at: int | None = None
     """moot stopped reading the reply at this many bytes (far past `max_tokens`; see
     `providers.capped`): the content is what came before the cap."""
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the server served from its prompt cache, as it reported them
+    (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,8 @@ class Provider(Protocol):
     """Shown in every view (the demo provider says DEMO)."""
     slots: int | None
     """How many requests the server runs at once, when it said so (after `discover_window`)."""
+    llama_cpp: bool
+    """The server is llama.cpp's (after `discover_window`): it takes `id_slot` (`ChatRequest.slot`)."""
     supports_tools: bool | None
     """Function calling: None while unknown, False once the endpoint refused `tools` or said it has none."""
 

@@ -47,6 +47,7 @@ class DemoProvider:
     name = "demo"
     label = "DEMO (offline, scripted)"
     slots: int | None = None
+    llama_cpp: bool = False
     supports_tools: bool | None = True
 
     def __init__(
@@ -242,7 +243,11 @@ class DemoProvider:
             return (f"## Answer\n\n{intro}\n\n{bullets(pick('design', 4))}\n\n## Reasoning\n\n"
                     f"{bullets(pick('decisions', 3))}\n\n## Changes since your last answer\n\n{changes}\n")
         if phase == "summarize":
-            return self._summarize(last, int(hint.extra.get("max_chars", 2500)), model, max_tokens)
+            # The material: inside the task's <history> tags, or (layout 2) the summary and history
+            # messages before the task.
+            between = "\n\n".join(m["content"] for m in messages[1:-1])
+            material = last if "<history>" in last or not between else between
+            return self._summarize(material, int(hint.extra.get("max_chars", 2500)), model, max_tokens)
         if phase == "synthesis":
             return self._synthesis(hint, rng, fmt, ctx, model, max_tokens)
         if phase == "score":
@@ -273,6 +278,8 @@ class DemoProvider:
         previous = ""
         quote = ""
         for m in reversed(messages[:-1]):
+            if m.get("content", "").startswith("## Recalled"):
+                continue  # old turns the recall tier brought back (after the window): not the previous speaker
             heads = TURN_HEAD.findall(m.get("content", ""))
             if heads:
                 previous = heads[-1]

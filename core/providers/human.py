@@ -21,6 +21,7 @@ class HumanProvider:
     name = HUMAN
     label = "a person (typed answers)"
     slots: int | None = None
+    llama_cpp: bool = False
     supports_tools: bool | None = False
     """A person calls no tools: with references, their view gets the retrieval tier's passages."""
 

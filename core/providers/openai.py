@@ -126,6 +126,8 @@ class _Attempt:
     text_bytes: int = 0
     clipped_at: int | None = None
     """Reading stopped at this byte cap (`capped`): the text is what came before it."""
+    cached: int | None = None
+    """Prompt tokens the server served from its cache, when it said."""
 
 
 def _retry_after(response: _httpx.Response) -> float | None:
@@ -195,6 +197,13 @@ def _usage_number(value: object) -> int | None:
     return int(value)
 
 
+def _field(obj: object, name: str) -> object:
+    """`obj.name` or `obj[name]`: the SDK types known fields and leaves a server's own as dicts."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
 def response_format(answer: JsonAnswer, mode: JsonMode) -> dict[str, Any] | None:
     """The `response_format` parameter for a JSON answer in the endpoint's current mode."""
     if mode == "schema":
@@ -235,6 +244,9 @@ class OpenAIProvider:
         self.backoff_max_s = backoff_max_s
         self.slots: int | None = None
         """Requests the server runs at once, when it says (llama.cpp `/props` `total_slots`)."""
+        self.llama_cpp = False
+        """The server is llama.cpp's (its `/props` said so): requests ask it to keep the prompt in
+        its cache (`cache_prompt`) and name the speaker's slot (`id_slot`) when moot chose one."""
         self.json_mode: JsonMode = "schema"
         """How this endpoint takes JSON answers; lowered (schema → object → off) when it refuses one."""
         self.supports_tools: bool | None = None
@@ -322,6 +334,7 @@ class OpenAIProvider:
                     json_constrained=fmt is not None,
                     tool_calls=result.tools.result(),
                     clipped_at=result.clipped_at,
+                    cached_tokens=min(result.cached or 0, prompt) if not estimated else 0,
                 ))
                 return
         assert last is not None
@@ -364,6 +377,7 @@ class OpenAIProvider:
                         response_format=cast("ResponseFormat", fmt) if fmt is not None else openai.omit,
                         tools=cast("Any", list(request.tools)) if request.tools else openai.omit,
                         seed=request.seed if request.seed is not None else openai.omit,
+                        extra_body=self._extra_body(request) or None,
                     )
             streaming = True
             try:
@@ -412,6 +426,12 @@ class OpenAIProvider:
         if not result.usage_valid:
             result.usage = None
 
+    def _extra_body(self, request: ChatRequest) -> dict[str, Any]:
+        """llama.cpp's own fields: keep the prompt cached, on the speaker's slot when it has one."""
+        if not self.llama_cpp:
+            return {}
+        return {"cache_prompt": True, **({"id_slot": request.slot} if request.slot is not None else {})}
+
     @staticmethod
     def _read_chunk(chunk: Any, result: _Attempt) -> str:
         """The text of one chunk, recording its model, usage and finish reason.
@@ -428,6 +448,14 @@ class OpenAIProvider:
                 result.usage_valid = False
             else:
                 result.usage = (prompt, completion)
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = _usage_number(_field(details, "cached_tokens"))
+            if cached is not None:
+                result.cached = cached
+        timings = getattr(chunk, "timings", None)  # llama.cpp, beside (or instead of) the usage details
+        cache_n = _usage_number(_field(timings, "cache_n"))
+        if cache_n is not None and result.cached is None:
+            result.cached = cache_n
         choices = chunk.choices
         if choices is None:
             if usage is None:
@@ -455,6 +483,7 @@ class OpenAIProvider:
         stated = await discover_remembered(self._client, self.base_url, model, min(PROBE_DEADLINE_S, self.timeout_s))
         if stated.slots is not None:
             self.slots = stated.slots
+        self.llama_cpp = stated.llama_cpp
         return stated.window
 
     async def discover_tools(self) -> None:

@@ -29,7 +29,9 @@ MAX_AGE_S = 24 * 3600.0
 """How long a stated window is used without asking again."""
 MAX_ENTRIES = 256
 """The oldest entries beyond this many are dropped (the file stays small)."""
-VERSION = 2
+VERSION = 3
+"""2: an entry also says whether the server is llama.cpp's (its request fields, a kept slot);
+3: entries are filed under a hash of endpoint and model."""
 
 
 async def discover_remembered(client: openai.AsyncOpenAI, base_url: str, model: str, deadline_s: float) -> Stated:
@@ -77,14 +79,14 @@ def recall(base_url: str, model: str, now: float | None = None) -> Stated | None
     now = time.time() if now is None else now
     if not isinstance(at, (int, float)) or not 0 <= now - at < MAX_AGE_S:
         return None
-    return Stated(_count(entry.get("window")), _count(entry.get("slots")))
+    return Stated(_count(entry.get("window")), _count(entry.get("slots")), entry.get("llama_cpp") is True)
 
 
 def remember(base_url: str, model: str, stated: Stated, now: float | None = None) -> None:
     """Keep what the server stated (best effort: a cache that cannot be written is left alone)."""
     path = cache_file()
     entries = _read(path)
-    entries[entry_key(base_url, model)] = {"window": stated.window, "slots": stated.slots,
+    entries[entry_key(base_url, model)] = {"window": stated.window, "slots": stated.slots, "llama_cpp": stated.llama_cpp,
                                       "at": time.time() if now is None else now}
     if len(entries) > MAX_ENTRIES:
         newest = sorted(entries.items(), key=lambda kv: kv[1].get("at") or 0, reverse=True)  # type: ignore[arg-type, return-value]  # checked as numbers on read

@@ -355,19 +355,26 @@ def _synthesis(h: Html, state: DebateState, index: DebateIndex) -> str:
 def _costs(h: Html, state: DebateState) -> str:
     ids = [p.id for p in people(state)]
     ids += [p for p in state.agent_totals if p not in ids]
-    rows: list[tuple[object, ...]] = []
-    for who in ids:
-        u = state.agent_totals.get(who, Usage())
-        rows.append((who, count(u.calls), count(u.prompt_tokens), count(u.completion_tokens), count(u.summary_tokens),
-                     usd(u.cost_usd)))
     t = state.totals
-    rows.append(("Total", count(t.calls), count(t.prompt_tokens), count(t.completion_tokens), count(t.summary_tokens),
-                 usd(t.cost_usd)))
+    cache = t.cached_tokens > 0  # a column only where a server reported its prompt cache
+
+    def row(who: str, u: Usage) -> tuple[object, ...]:
+        cached = (f"{count(u.cached_tokens)} ({u.cached_tokens / u.prompt_tokens:.0%})" if u.prompt_tokens else "0",)
+        return (who, count(u.calls), count(u.prompt_tokens), *(cached if cache else ()), count(u.completion_tokens),
+                count(u.summary_tokens), usd(u.cost_usd))
+
+    rows = [row(who, state.agent_totals.get(who, Usage())) for who in ids]
+    rows.append(row("Total", t))
+    head = ["Agent", "Calls", "Prompt", *(["Prompt from cache"] if cache else []), "Completion",
+            "Summarization (included)", "Cost (USD)"]
     out = ['<section id="costs"><h2>Tokens and cost</h2>',
            f"<p><strong>{count(t.total_tokens)} tokens</strong> ({count(t.prompt_tokens)} prompt + "
            f"{count(t.completion_tokens)} completion) · <strong>cost {usd(t.cost_usd)}</strong></p>",
-           table(h, ["Agent", "Calls", "Prompt", "Completion", "Summarization (included)", "Cost (USD)"], rows,
-                 numeric=(1, 2, 3, 4, 5))]
+           table(h, head, rows, numeric=tuple(range(1, len(head))))]
+    if cache:
+        out.append(f'<p class="muted">Of the prompt tokens, {count(t.cached_tokens)} '
+                   f"({t.cached_tokens / t.prompt_tokens:.0%}) were served from the provider's prompt cache, as its "
+                   "usage reported them, and are priced at the model's cached-input rate.</p>")
     if uses_demo(state):
         out.append('<p class="muted">Demo provider calls are free; token counts are real tiktoken counts of the '
                    "scripted text.</p>")

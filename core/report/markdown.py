@@ -108,7 +108,8 @@ def _usd(value: float) -> str:
 def _meta_line(m: CallMetadata) -> str:
     cost = f" · {_usd(m.cost_usd)}" if m.cost_usd else ""
     tries = f" · {m.attempts} attempts" if m.attempts > 1 else ""
-    return (f"_model {m.model or 'n/a'} · {m.prompt_tokens} prompt + {m.completion_tokens} completion tokens"
+    cached = f" ({m.cached_tokens} cached)" if m.cached_tokens else ""
+    return (f"_model {m.model or 'n/a'} · {m.prompt_tokens} prompt{cached} + {m.completion_tokens} completion tokens"
             f" · latency {m.latency_ms} ms{cost}{tries}_")
 
 
@@ -306,17 +307,26 @@ def _totals(state: DebateState) -> list[str]:
     """Per-agent usage as the state totals it (every kind of call: clarify, summaries, scores)."""
     people = [a.id for a in state.agents] + ([state.judge.id] if state.judge else [])
     people += [p for p in state.agent_totals if p not in people]
-    rows: list[tuple[object, ...]] = []
-    for who in people:
-        u = state.agent_totals.get(who, Usage())
-        rows.append((who, u.calls, u.prompt_tokens, u.completion_tokens, u.summary_tokens, _usd(u.cost_usd)))
     t = state.totals
-    rows.append(("**Total**", t.calls, t.prompt_tokens, t.completion_tokens, t.summary_tokens, _usd(t.cost_usd)))
+    cache = t.cached_tokens > 0  # a column only where a server reported its prompt cache
+
+    def row(who: str, u: Usage) -> tuple[object, ...]:
+        cached = (f"{u.cached_tokens} ({u.cached_tokens / u.prompt_tokens:.0%})" if u.prompt_tokens else "0",)
+        return (who, u.calls, u.prompt_tokens, *(cached if cache else ()), u.completion_tokens, u.summary_tokens,
+                _usd(u.cost_usd))
+
+    rows = [row(who, state.agent_totals.get(who, Usage())) for who in people]
+    rows.append(row("**Total**", t))
+    head = ["Agent", "Calls", "Prompt", *(["Prompt from cache"] if cache else []), "Completion",
+            "Summarization (included)", "Cost (USD)"]
     out = ["## Tokens and cost", "",
            f"**{t.total_tokens} tokens** ({t.prompt_tokens} prompt + "
            f"{t.completion_tokens} completion) · **cost {_usd(t.cost_usd)}**", "",
-           *table(["Agent", "Calls", "Prompt", "Completion", "Summarization (included)", "Cost (USD)"], rows,
-                  right=(1, 2, 3, 4, 5)), ""]
+           *table(head, rows, right=tuple(range(1, len(head)))), ""]
+    if cache:
+        out += [f"_Of the prompt tokens, {t.cached_tokens} ({t.cached_tokens / t.prompt_tokens:.0%}) were served "
+                "from the provider's prompt cache, as its usage reported them, and are priced at the model's "
+                "cached-input rate._", ""]
     if uses_demo(state):
         out += ["_Demo provider calls are free; token counts are real tiktoken counts of the scripted text._", ""]
     return out

@@ -85,6 +85,7 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
             state.agents = list(event.agents)
             state.judge = event.judge
             state.prompts = dict(event.prompts)
+            state.view_layout = event.view_layout
             state.config = dict(event.config)
             state.created_at = event.ts
             state.status = "running"
@@ -185,6 +186,7 @@ def _add_usage(state: DebateState, meta: CallMetadata | SummaryMetadata, agent_i
         t.calls += calls
         t.prompt_tokens += meta.prompt_tokens
         t.completion_tokens += meta.completion_tokens
+        t.cached_tokens += meta.cached_tokens
         t.cost_usd += meta.cost_usd
         if summary:
             t.summary_tokens += meta.prompt_tokens + meta.completion_tokens

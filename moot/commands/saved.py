@@ -136,7 +136,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             if c.metadata.clipped_at is not None:
                 say(f"  clipped: {c.agent_id} {c.type} ran far past its token limit; moot stopped reading it "
                     f"at {c.metadata.clipped_at:,} bytes")
-    say(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
+    t = state.totals
+    cached = (f" ({t.cached_tokens} from the provider's prompt cache, {t.cached_tokens / t.prompt_tokens:.0%})"
+              if t.cached_tokens and t.prompt_tokens else "")
+    say(f"tokens: {t.prompt_tokens} prompt{cached}, {t.completion_tokens} completion")
     if state.error:
         label = "interrupted by" if state.status == "interrupted" else "error"
         say(f"{label}: {one_line_safe(state.error, 600)}")

@@ -67,7 +67,7 @@ async def test_typing_a_turn_and_sending_it(tmp_path: Path) -> None:
         assert editor.text_area.has_focus and screen.zoomed is screen.panes["ada"]
         assert str(screen.query_one("#hdr-status", Label).render()) == "✎ WAITING FOR YOU"
         assert "✎ waiting for you" in screen.panes["ada"].border_subtitle
-        assert "Write your proposal for this problem" in editor.task_text
+        assert "Write your proposal for the debate topic" in editor.task_text  # the topic: in the header
         await pilot.press(*keys(PROPOSAL), "enter", *keys(MORE))
         await settle(pilot)
         # Every key was text: no command line, no pause, no stop.
@@ -83,7 +83,7 @@ async def test_typing_a_turn_and_sending_it(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: "ada" in screen.editors and screen.editors["ada"].slot == "r1-critique-architect")
         editor = screen.editors["ada"]
         await settle(pilot)
-        assert "Critique the following proposal by **Architect**" in editor.task_text
+        assert "The proposal, by **Architect**" in editor.task_text
         await pilot.press("ctrl+s")  # nothing typed: refused inline, the turn stays open
         await settle(pilot)
         assert "not sent: the answer is empty" in hint(editor) and not editor.sending

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Label, ListItem, ListView
 
 from ...core.context.index import DebateIndex
 from ...core.context.outlook import Outlook, Trigger, outlook
-from ...core.models.state import AgentInfo, DebateState
+from ...core.models.state import AgentInfo, DebateState, Usage
 from ...core.safety.sanitize import one_line_safe
 from ..format import dom_id, k
 from ..widgets.token_gauge import tier_bar
@@ -84,9 +84,11 @@ class AgentOutlook(_Styled):
         self.info = info
         self.judge = judge
         self.outlook: Outlook | None = None
+        self.usage: Usage | None = None
 
-    def show(self, look: Outlook) -> None:
+    def show(self, look: Outlook, usage: Usage | None = None) -> None:
         self.outlook = look
+        self.usage = usage
         self.refresh(layout=True)
 
     def render(self) -> Text:
@@ -135,7 +137,18 @@ class AgentOutlook(_Styled):
                 line.append(f"{k(value):>5} {pct(value, room):>4}   ")
             if row:
                 rows.append(line)
-        return Text("\n").join([head, bar, *rows, self._next_summary(look)])
+        cache = self._cache_line()
+        return Text("\n").join([head, bar, *rows, *([cache] if cache else []), self._next_summary(look)])
+
+    def _cache_line(self) -> Text | None:
+        """What the provider's prompt cache served of this agent's input so far (only when a
+        server has reported any: many never do)."""
+        u = self.usage
+        if u is None or not u.cached_tokens or not u.prompt_tokens:
+            return None
+        return Text(f"  prompt cache: {pct(u.cached_tokens, u.prompt_tokens)} of its input so far "
+                    f"({k(u.cached_tokens)} of {k(u.prompt_tokens)} tokens, priced at the cached rate)",
+                    self.tier_style("muted"))
 
     def _next_summary(self, look: Outlook | None) -> Text:
         muted = self.tier_style("muted")
@@ -200,7 +213,7 @@ class ContextOverviewScreen(Screen[None]):
 
     def _refresh(self) -> None:
         for widget in self.query(AgentOutlook):
-            widget.show(outlook(self.state, self.index, widget.info.id))
+            widget.show(outlook(self.state, self.index, widget.info.id), self.state.agent_totals.get(widget.info.id))
 
     def action_inspect(self) -> None:
         from .context import ContextScreen

@@ -195,6 +195,8 @@ class AgentPane(Vertical, can_focus=True):
             self.status = "streaming"
 
     def contribution_added(self, c: Contribution) -> None:
+        if not c.carried_from:
+            self.gauge.show_cached(c.metadata.cached_tokens, c.metadata.prompt_tokens)
         key = c.metadata.call_id or f"c:{c.id}"
         title = self._title(c)
         if key in self._active:

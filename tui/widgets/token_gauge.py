@@ -1,7 +1,9 @@
 """A one-line gauge of an agent's latest view: tokens per tier against the view's budget.
 
 The budget is the window less the tokens kept for the answer (`max_context_tokens −
-reserve_output_tokens`: 7k of the default 8k); `/context` shows both numbers."""
+reserve_output_tokens`: 7k of the default 8k); `/context` shows both numbers. Once a call
+ends whose server said how much of its prompt came from its prompt cache, the label adds
+that share (`5.2k / 7k · 64% cached`)."""
 
 from __future__ import annotations
 
@@ -47,10 +49,14 @@ class TokenGauge(Widget):
 
     tokens: reactive[TierTokens | None] = reactive(None)
     budget: reactive[int] = reactive(0)
+    cached: reactive[float | None] = reactive(None)
+    """Share of the agent's last finished request the provider served from its prompt cache
+    (None until a server reports any)."""
 
     def __init__(self, *, compact: bool = False, id: str | None = None,  # noqa: A002 - Textual's name
                  classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
+        self._tip = ""
         self.compact = compact
         """A short label (`2.1k/7k`) for one-line rows."""
 
@@ -63,18 +69,32 @@ class TokenGauge(Widget):
         self.set_class(ratio >= CRITICAL_RATIO, "-critical")
         recall = f"recall {tokens.recall} · " if tokens.recall else ""
         read = tokens.tools + tokens.references
-        self.tooltip = (f"system {tokens.system} · summary {tokens.summary} · {recall}history {tokens.history} · "
-                        f"task {tokens.task} · " + (f"tools {read} · " if read else "")
-                        + f"view {tokens.total} of its {budget} budget (the window less the tokens kept for the "
-                        "answer)")
+        self._tip = (f"system {tokens.system} · summary {tokens.summary} · {recall}history {tokens.history} · "
+                     f"task {tokens.task} · " + (f"tools {read} · " if read else "")
+                     + f"view {tokens.total} of its {budget} budget (the window less the tokens kept for the "
+                     "answer)")
+        self.tooltip = self._tip + self._cache_tip()
         self.refresh()
+
+    def _cache_tip(self) -> str:
+        if self.cached is None:
+            return ""
+        return f" · {self.cached:.0%} of the last request's prompt came from the provider's prompt cache"
+
+    def show_cached(self, cached_tokens: int, prompt_tokens: int) -> None:
+        """A call ended: the share of its prompt the server reported as served from its cache."""
+        if prompt_tokens <= 0 or (cached_tokens <= 0 and self.cached is None):
+            return  # a server that never reports a cache shows no share at all
+        self.cached = cached_tokens / prompt_tokens
+        self.tooltip = self._tip + self._cache_tip()
 
     @property
     def label(self) -> str:
         if self.tokens is None or not self.budget:
             return "– / –"
         sep = "/" if self.compact else " / "
-        return f"{k(self.tokens.total)}{sep}{k(self.budget)}"
+        cached = f" · {self.cached:.0%} cached" if self.cached is not None and not self.compact else ""
+        return f"{k(self.tokens.total)}{sep}{k(self.budget)}{cached}"
 
     def render(self) -> Text:
         label = self.label
