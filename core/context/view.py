@@ -48,6 +48,9 @@ into that list):
 Summaries are made to fit before they are used (their caps come from the room the views
 that read them have: see `moot.core.engine.summaries`). A conversation rolls its summary
 forward instead of dropping anything (see `moot.core.protocols.conversation`).
+
+Over 400 lines: the order in which tiers are laid out and give way is one decision, kept in
+one place; what goes into each tier (summaries, recall, passages, tool messages) lives beside it.
 """
 
 from __future__ import annotations

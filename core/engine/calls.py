@@ -12,6 +12,9 @@
    latency with the clock (frozen in tests) and prices the call.
 A failed call emits `call_failed` and raises `ProviderError`; the protocol decides what
 a failure means for the debate.
+
+Over 400 lines: the steps above are one path on purpose (one place owns a call); the tool loop,
+grounding, windows and summaries it hands work to are modules of their own.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ carries content that is not text is a failed attempt (retried like a cut stream)
 usage that is missing, negative or not a number is replaced by moot's own count and
 marked estimated. `timeout_s` is a deadline for each attempt, from the request to
 its last byte, however slowly the server drips.
+
+Over 400 lines: one attempt's stream (deltas, tool_calls fragments, usage, cached tokens,
+llama.cpp's fields, reply caps) and the retry loop around it read as one protocol; the probes,
+caps and remembered windows already live in `discovery`, `capped` and `window_cache`.
 """
 
 from __future__ import annotations
