@@ -49,7 +49,7 @@ def test_headless_reads_each_turn_from_stdin_until_a_dot(tmp_path: Path) -> None
     assert r.returncode == 0, r.stderr
     assert "━━ your turn, Ada: proposal, round 1 ━━" in r.stderr
     assert "━━ your turn, Ada: critique of kiss's proposal, round 1 ━━" in r.stderr
-    assert "Critique the following proposal by **Kiss**" in r.stderr  # the view itself is shown
+    assert "The proposal, by **Kiss**" in r.stderr  # the view itself is shown (its target quoted last)
     assert "✎ ada answered (refinement, round 1) on stdin" in r.stderr
     assert r.stdout.startswith("## Recommended solution")
     mine = _contributions(tmp_path / "d", "ada")
