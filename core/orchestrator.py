@@ -168,6 +168,7 @@ class Orchestrator:
         if not self.gate.resume():
             return False
         self.emit(ControlChanged(action="resume", command_id=command_id))
+        self.engine.report_pause()  # not paused: the next pause is said again once its calls end
         return True
 
     def stop(self, *, command_id: str | None = None) -> bool:
