@@ -153,7 +153,9 @@ class ContextScreen(Screen[None]):
             self.query_text = self.opening_find
             self.query_one("#ctx-find").display = True
             self.query_one("#ctx-find-input", Input).value = self.opening_find
-            self._search()
+            # After the first layout: before it the text is not wrapped to the view's width,
+            # so the match has no place to scroll to and the view stayed at the top.
+            self.call_after_refresh(self._search)
 
     @property
     def record(self) -> ViewRecord | None:
