@@ -41,6 +41,7 @@ from moot.core.events import parse_event  # noqa: E402
 from moot.core.models.state import DebateState  # noqa: E402
 from moot.core.protocols.conversation import ConversationProtocol  # noqa: E402
 from moot.core.session import SessionOptions, new_session  # noqa: E402
+from moot.core.storage.folder import DebateFolder  # noqa: E402
 from moot.core.storage.state import apply, new_state  # noqa: E402
 
 PROBLEM = "Design a collaborative document editor for 1M daily users"
@@ -216,9 +217,14 @@ def main() -> None:
         sizes = bytes_per_turn(folder / "events.jsonl")
         b_early = statistics.mean(window(sizes, 90, 110))
         b_late = statistics.mean(window(sizes, n - 20, n - 1))
-        largest = max(c.tokens.total + c.max_tokens for r in state.rounds for c in r.calls)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        summaries = sum(len(r.summaries) + len(r.replaced_summaries) for r in state.rounds)
+        # Read back from the log: a long debate's state holds its last turns only (a moot from
+        # before that held them all: the same script measures both).
+        saved = DebateFolder(folder)
+        steps = list(saved.steps()) if hasattr(saved, "steps") else state.rounds
+        largest = max(c.tokens.total + c.max_tokens for r in steps for c in r.calls)
+        summaries = sum(len(r.summaries) + len(r.replaced_summaries) for r in steps)
+        del steps
         print(f"conversation: {n} turns × {len(AGENTS)} agents, demo provider, zero delay; {summaries} rolling "
               f"summaries; wall {result['wall']:.1f} s ({float(result['wall']) / n * 1000:.2f} ms/turn)")
         print(f"view build, median: turns 90–110 {early * 1000:.3f} ms, turns {n - 20}–{n} {late * 1000:.3f} ms "

@@ -57,11 +57,14 @@ async def run(rounds: int, state_dir: Path, roles: list[str]) -> dict:
         return p
 
     pool.get = timed_get  # type: ignore[method-assign]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     state = await session.run()
-    wall = time.perf_counter() - t0
-    calls = sum(len(r.calls) for r in state.rounds)
-    return {"state": state, "wall": wall, "provider_s": provider_s, "calls": calls,
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    # Every call's record, read back from the log (a long debate's state holds its last rounds only;
+    # a moot from before that held them all: the same script measures both).
+    steps = session.folder.steps() if hasattr(session.folder, "steps") else state.rounds
+    calls = sum(len(r.calls) for r in steps)
+    return {"state": state, "wall": wall, "cpu": cpu, "provider_s": provider_s, "calls": calls,
             "bytes_written": session.writer.bytes_written, "snapshots": session.writer.snapshots,
             "events_path": session.folder.events_path}
 
@@ -96,6 +99,8 @@ def main() -> None:
     print(f"debate: {args.rounds + 1} rounds × {len(roles)} agents, demo provider, zero delay")
     print(f"calls: {big['calls']}, wall {big['wall']:.2f} s, inside the provider {big['provider_s']:.2f} s")
     print(f"orchestration overhead per call: {overhead_ms:.2f} ms (wall {big['wall'] / big['calls'] * 1000:.2f} ms/call)")
+    print(f"CPU per call (the whole process, provider included; steady on a busy machine): "
+          f"{big['cpu'] / big['calls'] * 1000:.2f} ms")
     r2, rn = per[2], per[args.rounds]
     print(f"event-log bytes per contribution: round 2 {r2:.0f} B, round {args.rounds} {rn:.0f} B "
           f"(ratio {rn / r2:.3f}; target within 10%)")

@@ -2,11 +2,16 @@
 
 Run: .venv/bin/python bench/startup.py [--runs 7]
 
-- openai: the first chat request reaching a loopback OpenAI-compatible server;
+- openai: the first chat request reaching a loopback OpenAI-compatible server, the first time
+  moot meets that endpoint (it asks the server for the model's window) and when it remembers
+  the window from an earlier run (`MOOT_WINDOW_CACHE`; it asks nothing);
 - demo: the first `call_started` line reaching the debate's event log (the demo provider
-  makes no request; the call it starts is the equivalent moment).
-Median and range over several runs, after one warm-up run (page cache, .pyc files). Also
-the slowest imports of `moot.cli` and of the headless run path (`python -X importtime`).
+  makes no request; the call it starts is the equivalent moment);
+- the floor: `python -c "import openai"` alone, which a run with the openai provider cannot skip.
+Median and range over several runs, after one warm-up run (page cache, .pyc files), as wall
+time and as the process's CPU time at that moment (`/proc/PID/stat`: stable on a busy machine,
+where wall time is not). Also the slowest imports of `moot.cli` and of the headless run path
+(`python -X importtime`).
 """
 
 from __future__ import annotations
@@ -28,11 +33,22 @@ from tests.loopback import LoopbackServer  # noqa: E402
 MOOT = [sys.executable, "-m", "moot"]
 
 
-def first_request(provider: str, srv: LoopbackServer, state_dir: Path) -> float:
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a running process, all its threads (`/proc/PID/stat`)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def first_request(provider: str, srv: LoopbackServer, state_dir: Path, window_cache: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds from the start of `moot run` to its first request."""
     # As on a user's machine: bytecode caches are written (a sandbox may switch that off, and
     # then every run compiles moot's sources again).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["MOOT_STATE_DIR"] = str(state_dir)
+    env["MOOT_WINDOW_CACHE"] = str(window_cache)
     args = [*MOOT, "run", "Design a cache", "--headless", "-r", "1", "-a", "kiss"]
     args += ["--provider", "openai", "--base-url", srv.base_url] if provider == "openai" else ["--provider", "demo"]
     before = srv.calls
@@ -41,13 +57,13 @@ def first_request(provider: str, srv: LoopbackServer, state_dir: Path) -> float:
     try:
         while time.perf_counter() - t0 < 30:
             if provider == "openai" and srv.calls > before:
-                return time.perf_counter() - t0
+                return time.perf_counter() - t0, cpu_seconds(proc.pid)
             if provider == "demo":
                 # A debate folder is made under a hidden name and renamed once complete.
                 for log in state_dir.glob("[!.]*/events.jsonl"):
                     try:
                         if b'"call_started"' in log.read_bytes():
-                            return time.perf_counter() - t0
+                            return time.perf_counter() - t0, cpu_seconds(proc.pid)
                     except FileNotFoundError:
                         pass
             time.sleep(0.001)
@@ -67,16 +83,39 @@ def slowest_imports(code: str, n: int = 8) -> list[tuple[int, str]]:
     return sorted(rows, reverse=True)[:n]
 
 
+def sdk_import() -> tuple[float, float]:
+    """(wall, CPU) seconds of a Python process that imports the openai SDK and exits."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", "import openai"], env=env)
+    _, _, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
+
+
+def line(label: str, runs: list[tuple[float, float]]) -> str:
+    wall, cpu = [w for w, _ in runs], [c for _, c in runs]
+    return (f"{label}: median {statistics.median(wall):.3f} s wall (min {min(wall):.3f}, max {max(wall):.3f}), "
+            f"{statistics.median(cpu):.3f} s CPU (min {min(cpu):.3f}, max {max(cpu):.3f}); {len(runs)} runs")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
+    n = args.runs
     with tempfile.TemporaryDirectory() as tmp, LoopbackServer() as srv:
-        for provider in ("demo", "openai"):
-            first_request(provider, srv, Path(tmp) / f"warm-{provider}")
-            times = [first_request(provider, srv, Path(tmp) / f"{provider}-{i}") for i in range(args.runs)]
-            print(f"{provider:>6}: first request after median {statistics.median(times):.3f} s "
-                  f"(min {min(times):.3f}, max {max(times):.3f}; {args.runs} runs)")
+        t = Path(tmp)
+        kept = t / "windows.json"  # one file for every run: the window is remembered after the first
+        first_request("demo", srv, t / "warm-demo", kept)
+        first_request("openai", srv, t / "warm-openai", kept)  # also remembers the window in `kept`
+        print(line("  demo, first call_started", [first_request("demo", srv, t / f"demo-{i}", kept)
+                                                  for i in range(n)]))
+        print(line("openai, window asked (first run)",
+                   [first_request("openai", srv, t / f"ask-{i}", t / f"fresh-{i}.json") for i in range(n)]))
+        print(line("openai, window remembered", [first_request("openai", srv, t / f"known-{i}", kept)
+                                                 for i in range(n)]))
+        sdk_import()
+        print(line("the floor: python -c 'import openai'", [sdk_import() for _ in range(n)]))
     for code in ("import moot.cli", "import moot.cli, moot.core.session, moot.core.observe.headless, openai"):
         total = slowest_imports(code, 1)
         print(f"\n`{code}`: {total[0][0] / 1000:.0f} ms cumulative at the top; slowest:")

@@ -141,7 +141,7 @@ def instrument(meter: CpuMeter) -> list[str]:
 
     missing: list[str] = []
     missing += meter.wrap(Transcript, ["append_text", "set_text", "to_history", "add", "remove_entry",
-                                       "_ensure_layout", "_update_virtual_size"], TRANSCRIPT)
+                                       "render_lines", "_sync"], TRANSCRIPT)
     missing += meter.wrap(Screen, ["_on_timer_update"], FRAMES)
     missing += meter.wrap(AgentRow, ["refresh_status", "show_view"], ROSTER)
     missing += meter.wrap(AgentRoster, ["tick"], ROSTER)

@@ -192,7 +192,9 @@ def _round(state: DebateState, a: str, b: str, step: int) -> list[Pairing]:
 
 def _conversation(state: DebateState, a: str, b: str, step: int) -> list[Pairing]:
     latest: dict[str, Contribution] = {}
-    for rnd in state.rounds[:step]:
+    for rnd in state.rounds:  # (those held: a long debate's last turns)
+        if rnd.number > step:
+            break
         for c in rnd.contributions:
             latest[c.agent_id] = c
     ca, cb = latest.get(a), latest.get(b)

@@ -16,10 +16,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from .agents import did_you_mean
-from .errors import ConfigError
+from .errors import ConfigError, InputError
 from .inputs import MAX_CONFIG_BYTES, read_text_file
 from .models.config import AgentConfig, ContextConfig, MootConfig, SummarizationConfig, merge
-from .models.terms import HUMAN, ROLES, ProviderName
+from .models.terms import HUMAN, JUDGE_ID, ROLES, ProviderName
+from .safety.sanitize import UNSAFE
 from .safety.secrets import strip_userinfo
 
 DEFAULT_ROLES = ("architect", "performance", "kiss")
@@ -92,12 +93,42 @@ class Overrides:
 def human_seat(name: str) -> dict[str, Any]:
     """The agent entry of a person named `name` (`--human Ada`): a generalist whose provider is
     `human`, its id the name in lower case with anything but letters, digits, `.`, `_` and `-`
-    made a dash. ConfigError for a name with nothing to make an id of."""
+    made a dash. InputError (a bad flag) for a name with control or invisible characters, or
+    with nothing to make an id of."""
+    if UNSAFE.search(name):
+        raise InputError(f"--human {name!r}: a name cannot hold control or invisible characters")
     shown = " ".join(name.split())
     slug = re.sub(r"[^a-z0-9_.-]+", "-", shown.lower()).strip("-.")[:64]
     if not slug:
-        raise ConfigError(f"--human {name!r}: a name needs a letter or a digit")
+        raise InputError(f"--human {name!r}: a name needs a letter or a digit")
     return {"id": slug, "name": shown[:80], "role": "generalist", "provider": HUMAN}
+
+
+def _human_seats(names: list[str], data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The seats of `--human` NAMEs, refused as bad input when a seat's id would be another
+    seat's, an agent's, the judge's or a role's name (each would be confused with the other in
+    every transcript, and `moot ctl ID --as` could not tell them apart)."""
+    protocol = data.get("debate", {}).get("protocol") if isinstance(data.get("debate"), dict) else None
+    if protocol == "single":
+        raise InputError("--protocol single runs one agent alone, so --human has no seat in it; "
+                         "use rounds, conversation, simultaneous, vote or council")
+    agents = {a.get("id") or a.get("role") for a in data["agents"] if isinstance(a, dict)}
+    judge = data.get("judge")
+    judge_id = judge.get("id", JUDGE_ID) if isinstance(judge, dict) else JUDGE_ID
+    seats: list[dict[str, Any]] = []
+    for name in names:
+        seat = human_seat(name)
+        sid = seat["id"]
+        if any(s["id"] == sid for s in seats):
+            raise InputError(f"--human {name!r}: the seat {sid!r} is asked for twice")
+        if sid in agents:
+            raise InputError(f"--human {name!r}: {sid!r} is already an agent of this debate; pick another name")
+        if sid == judge_id:
+            raise InputError(f"--human {name!r}: {sid!r} is the judge's id; pick another name")
+        if sid in ROLES:
+            raise InputError(f"--human {name!r}: {sid!r} is a role's name; pick another name")
+        seats.append(seat)
+    return seats
 
 
 def load_config(path: str | Path | None, overrides: Overrides | None = None, *, cwd: Path | None = None) -> MootConfig:
@@ -136,10 +167,8 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
             data["agents"].append({"id": r if seen[r] == 1 else f"{r}-{seen[r]}", "role": r})
     elif not data.get("agents"):
         data["agents"] = [{"id": r, "role": r} for r in DEFAULT_ROLES]
-    if ov.humans:
-        if not isinstance(data["agents"], list):
-            raise ConfigError(f"{source}: agents: must be a list")
-        data["agents"] = [*data["agents"], *(human_seat(n) for n in ov.humans)]
+    if ov.humans and not isinstance(data["agents"], list):
+        raise ConfigError(f"{source}: agents: must be a list")
     flags = dict(ov.debate or {})
     if ov.rounds is not None:
         flags["rounds"] = ov.rounds
@@ -148,6 +177,8 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
         if not isinstance(data["debate"], dict):
             raise ConfigError(f"{source}: debate: must be an object")
         data["debate"].update(flags)
+    if ov.humans:  # after the flags: `--protocol single` decides whether a person has a seat
+        data["agents"] = [*data["agents"], *_human_seats(ov.humans, data)]
     try:
         cfg = MootConfig.model_validate(data)
     except ValidationError as exc:

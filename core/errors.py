@@ -92,8 +92,16 @@ class ContextTooLong(ProviderError):
         """How long the server counted the refused request, when it said."""
 
 
+class ToolsRefused(ProviderError):
+    """The endpoint refused a request because it offered tools (no function calling there).
+
+    Not retried by the provider: the call engine remembers it for the endpoint and asks again
+    with the retrieval tier instead of tools."""
+
+
 __all__ = [
     "ContextTooLong",
+    "ToolsRefused",
     "ConfigError",
     "ContextOverflow",
     "ExitCode",

@@ -7,11 +7,8 @@ which is what makes resume and replay exact.
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, TypeAdapter
@@ -25,10 +22,12 @@ from .models.state import (
     ModeratorNote,
     Solution,
     Summary,
+    TierTokens,
     Usage,
     ViewRecord,
 )
 from .models.terms import Phase, ProtocolName
+from .models.tools import ToolCallRecord, ToolsSetup, ToolStep
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +52,9 @@ class DebateStarted(_Event):
     trace_id: str = ""
     """The debate's OpenTelemetry trace id (32 hex digits), kept so a resumed run and `moot trace`
     continue the same trace; empty in logs written before it existed (see `moot.core.observe.tracing`)."""
+    view_layout: int = 1
+    """How the debate's views lay out their messages (`moot.core.context.view.LAYOUT`); 1 in logs
+    written before layouts were numbered, so their views rebuild as they were sent."""
 
 
 class DebateResumed(_Event):
@@ -94,6 +96,49 @@ class Token(_Event):
     delta: str
     restart: bool = False
     """The call started over after a failed attempt: drop what was streamed so far."""
+
+
+class ToolCalled(_Event):
+    """A model asked for a tool, which runs now (shown live; the step event records it)."""
+
+    type: Literal["tool_called"] = "tool_called"
+    call_id: str
+    agent_id: str
+    tool: ToolCallRecord
+
+
+class ToolReturned(_Event):
+    """A tool answered (its text is recorded once, in the `call_continued` that follows)."""
+
+    type: Literal["tool_returned"] = "tool_returned"
+    call_id: str
+    agent_id: str
+    tool_call_id: str
+    name: str
+    ok: bool = True
+    summary: str = ""
+    tokens: int = 0
+
+
+class CallContinued(_Event):
+    """A call's model turn called tools: this step (calls and results) joins its view, and the
+    next request of the same call starts (`tokens`: that request's tiers)."""
+
+    type: Literal["call_continued"] = "call_continued"
+    call_id: str
+    agent_id: str
+    round: int
+    step: ToolStep
+    tokens: TierTokens
+    tools: list[str] = Field(default_factory=list)
+    """The tools offered to that request (empty: it must answer without them)."""
+
+
+class ToolsReady(_Event):
+    """The references and tools the debate's agents have, as set up at its start or resume."""
+
+    type: Literal["tools_ready"] = "tools_ready"
+    setup: ToolsSetup
 
 
 class CallFailed(_Event):
@@ -262,6 +307,10 @@ Event = Annotated[
         CallStarted,
         Token,
         CallFailed,
+        ToolCalled,
+        ToolReturned,
+        CallContinued,
+        ToolsReady,
         ContributionAdded,
         SummaryAdded,
         SummaryRequested,
@@ -300,89 +349,3 @@ def parse_event(line: str | bytes) -> Event:
 
 def dump_event(event: Event) -> str:
     return event.model_dump_json(exclude_none=True)
-
-
-class Subscription:
-    """One subscriber's queue. Token events are dropped when it falls behind; others never."""
-
-    TOKEN_BACKLOG = 2000
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        self.dropped_tokens = 0
-
-    def offer(self, event: Event) -> None:
-        if isinstance(event, Token) and self.queue.qsize() > self.TOKEN_BACKLOG:
-            self.dropped_tokens += 1
-            return
-        self.queue.put_nowait(event)
-
-    async def __aiter__(self) -> AsyncIterator[Event]:
-        while True:
-            event = await self.queue.get()
-            if event is None:
-                return
-            yield event
-
-
-class EventBus:
-    """Fan-out of events to subscribers, each with its own queue, so none stalls the debate.
-
-    Synchronous listeners (`listen`) run inline and must be cheap: the state fold uses it.
-    """
-
-    def __init__(self, debate_id: str = "") -> None:
-        self.debate_id = debate_id
-        self._subs: list[Subscription] = []
-        self._listeners: list[Callable[[Event], None]] = []
-        self._seq = 0
-        self._pending: collections.deque[Event] = collections.deque()
-        self._dispatching = False
-
-    def set_seq(self, seq: int) -> None:
-        self._seq = seq
-
-    @property
-    def seq(self) -> int:
-        return self._seq
-
-    def subscribe(self, name: str) -> Subscription:
-        sub = Subscription(name)
-        self._subs.append(sub)
-        return sub
-
-    def unsubscribe(self, sub: Subscription) -> None:
-        if sub in self._subs:
-            self._subs.remove(sub)
-        sub.queue.put_nowait(None)
-
-    def listen(self, fn: Callable[[Event], None]) -> None:
-        self._listeners.append(fn)
-
-    def emit(self, event: Event) -> Event:
-        event.debate_id = event.debate_id or self.debate_id
-        if not isinstance(event, Token):
-            self._seq += 1
-            event.seq = self._seq
-        # A listener may emit (a hook that injects a note): queue it, so every
-        # subscriber still sees events in sequence order.
-        self._pending.append(event)
-        if self._dispatching:
-            return event
-        self._dispatching = True
-        try:
-            while self._pending:
-                e = self._pending.popleft()
-                for fn in self._listeners:
-                    fn(e)
-                for sub in self._subs:
-                    sub.offer(e)
-        finally:
-            self._dispatching = False
-        return event
-
-    def close(self) -> None:
-        for sub in self._subs:
-            sub.queue.put_nowait(None)
-        self._subs.clear()

@@ -13,6 +13,7 @@ each honoured at the next call boundary (the gate), never in the middle of a cal
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import assert_never, cast
 
 from . import prompts
@@ -22,11 +23,13 @@ from .config import ResolvedAgent, public_config, resolve_agent
 from .context.index import DebateIndex
 from .control.commands import ControlCommand
 from .context.recall_tier import Recaller
-from .context.view import ViewBuilder
+from .context.view import LAYOUT, ViewBuilder
 from .engine.calls import CallEngine, endpoint_of
 from .engine.gate import BudgetExhausted, Gate, StopRequested
+from .engine.grounding import Grounding
 from .engine.summaries import Summaries
 from .errors import ContextOverflow
+from .event_bus import EventBus
 from .events import (
     BudgetReached,
     ControlChanged,
@@ -36,10 +39,11 @@ from .events import (
     DebateResumed,
     DebateStarted,
     Event,
-    EventBus,
     NoteInjected,
     SeatAnswered,
     SummaryRequested,
+    Token,
+    ToolsReady,
     Warning_,
 )
 from .models.config import MootConfig
@@ -51,9 +55,11 @@ from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
 from .protocols.judging import synthesize
 from .providers.pool import ProviderPool
+from .search.archived import ArchivedContributions
 from .search.live import LiveIndex
 from .safety.secrets import redact
 from .storage.state import apply, new_state
+from .tools.references import changed_files
 from .trace_ids import new_trace_id
 
 __all__ = ["BudgetExhausted", "Clarifier", "DebateAborted", "Ids", "Orchestrator", "StopRequested"]
@@ -89,6 +95,7 @@ class Orchestrator:
         ids: Ids | None = None,
         clock: Clock = SYSTEM_CLOCK,
         clarifier: Clarifier | None = None,
+        grounding: Callable[[list[ResolvedAgent]], Grounding | None] | None = None,
     ) -> None:
         self.config = config
         self.problem = problem
@@ -119,6 +126,9 @@ class Orchestrator:
                                  clock=clock, max_concurrency=config.debate.max_concurrency,
                                  prices=dict(config.debate.prices),
                                  endpoint_limits=endpoint_limits(config, [*self.agents, self.judge]))
+        self.grounding = grounding([*self.agents, self.judge]) if grounding is not None else None
+        """The references and tools the agents may read (built by the session, which knows the folder)."""
+        self.engine.grounding = self.grounding
         people = {a.id: a for a in [*self.agents, self.judge]}
         self.summaries = Summaries(index=self.index, builder=self.builder, engine=self.engine, emit=self.emit,
                                    new_id=self.ids, clock=clock, people=people, problem=problem)
@@ -158,6 +168,7 @@ class Orchestrator:
         if not self.gate.resume():
             return False
         self.emit(ControlChanged(action="resume", command_id=command_id))
+        self.engine.report_pause()  # not paused: the next pause is said again once its calls end
         return True
 
     def stop(self, *, command_id: str | None = None) -> bool:
@@ -178,7 +189,7 @@ class Orchestrator:
         agent = find_agent(agent_id, people)
         if agent is None:
             raise ValueError(f"no person's seat {agent_id!r}; seats: {', '.join(a.id for a in people)}")
-        self.desk.submit(agent.id, redact(text, self.providers.secrets), via=via, command_id=command_id)
+        self.desk.submit(agent.id, text, via=via, command_id=command_id)  # which masks the keys
 
     def _answered(self, turn: Turn, answer: Answer) -> None:
         self.emit(SeatAnswered(agent_id=turn.agent_id, round=turn.round, phase=cast(Phase, turn.phase),
@@ -243,6 +254,8 @@ class Orchestrator:
         """Index every text as it is emitted, and let views recall from that index."""
         self.bus.listen(live.on_event)
         self.engine.recaller = Recaller(live, self.index)
+        # Old items the recall tier brings back from steps this state let go of: read from the log.
+        self.index.contributions.read_back = ArchivedContributions(live, lambda: live.folder.events_path)
 
     # ------------------------------------------------------------------ events
 
@@ -251,8 +264,14 @@ class Orchestrator:
         return self.bus.emit(event)
 
     def _fold(self, event: Event) -> None:
+        if isinstance(event, Token):
+            return  # (most events: streamed text, which changes neither the state nor the index)
+        archived = self.state.archived_rounds
         apply(self.state, event)
         self.index.on_event(event)
+        if self.state.archived_rounds != archived:  # older steps were let go: they are in the log
+            self.index.archive(self.state.archived_rounds)
+            self.builder.forget_archived()
 
     # ------------------------------------------------------------------ the debate
 
@@ -289,6 +308,22 @@ class Orchestrator:
                 out[f"{j.id}/{kind}{prompts.COMPACT}"] = small
         return out
 
+    async def _ground(self) -> None:
+        """Start the tools (MCP servers) and record what the agents may read; on a resume, say which
+        reference files changed since the debate recorded them."""
+        grounding = self.grounding
+        assert grounding is not None
+        await grounding.start(self.emit)
+        before = self.state.tools
+        setup = grounding.setup()
+        if self.resuming and before is not None and grounding.refs is not None:
+            changed = changed_files([r.model_dump() for r in before.references], grounding.refs)
+            if changed:
+                shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+                self.emit(Warning_(message=f"{len(changed)} reference file{'s' if len(changed) != 1 else ''} changed "
+                                           f"since the debate started: {shown}; agents now read them as they are"))
+        self.emit(ToolsReady(setup=setup))
+
     async def run(self) -> DebateState:
         ctx = self.ctx
         try:
@@ -305,11 +340,14 @@ class Orchestrator:
                     config=public_config(self.config),
                     provider_label=", ".join(sorted({a.provider for a in [*self.agents, self.judge]})),
                     trace_id=new_trace_id(self.debate_id if self.ids.seed is not None else None),
+                    view_layout=LAYOUT,
                 ))
                 # Let the event log writer put the first event on disk (and give the debate
                 # folder its real name) before the first call's work holds the loop.
                 await asyncio.sleep(0)
             self.accepting = True
+            if self.grounding is not None:
+                await self._ground()
             await self.engine.discover([*self.agents, self.judge])
             self.protocol.check_windows()
             if self.config.debate.clarify and not self.state.clarified:

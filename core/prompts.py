@@ -93,6 +93,11 @@ def load(role: str, kind: str, override_path: str | None = None, *, question: bo
     return builtin(role, kind)
 
 
+def placeholder(template: str, name: str) -> bool:
+    """Whether `template` places `{{name}}`."""
+    return any(m.group(1) == name for m in _PLACEHOLDER.finditer(template))
+
+
 def render(template: str, **values: object) -> str:
     """Replace `{{name}}` with values[name]; placeholders without a value stay untouched."""
 

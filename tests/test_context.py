@@ -23,7 +23,7 @@ def _long_reply(body: dict, n: int) -> str:
     last = body["messages"][-1]["content"]
     if "confidence" in last and "JSON" in last:
         return json.dumps({"solution": "S " * 200, "confidence": 70})
-    if "<history>" in last:  # a summarization request: answer short, as a real model would
+    if last.startswith("# Summarize"):  # a summarization request: answer short, as a real model would
         return f"- summary {n}: positions kept, numbers kept, open questions kept."
     base = f"## Position\nAnswer {n}. We will use 3 replicas and p99 < 80 ms. Is 24 h TTL right?\n\n"
     return (base + "Detail sentence for the debate. " * 200)[:LONG]
@@ -49,7 +49,7 @@ def test_six_rounds_stay_in_budget_and_context_matches_requests(tmp_path: Path, 
     for body in bodies:
         assert _request_tokens(body) <= 7000
         assert _request_tokens(body) + body["max_tokens"] <= 8000
-    small = [b for b in bodies if b["messages"][0]["content"] == state.prompts["kiss/system"]]
+    small = [b for b in bodies if b["messages"][0]["content"].startswith(state.prompts["kiss/system"])]
     assert small and all(_request_tokens(b) + b["max_tokens"] <= 2500 for b in small)
     for agent in ("architect", "performance", "kiss"):
         assert any(agent in r.summaries for r in state.rounds), agent
@@ -194,10 +194,11 @@ def test_manual_summary_request_below_threshold(tmp_path: Path) -> None:
 
 def test_thirty_rounds_five_agents_stay_within_budget(tmp_path: Path) -> None:
     config = {"debate": {"summarization": {"method": "rule-based"}}}
-    state, _ = asyncio.run(run_debate(tmp_path, config=config, rounds=30,
-                                      roles=["architect", "performance", "security", "testing", "kiss"]))
+    state, folder = asyncio.run(run_debate(tmp_path, config=config, rounds=30,
+                                           roles=["architect", "performance", "security", "testing", "kiss"]))
     assert state.status == "completed"
-    calls = [c for r in state.rounds for c in r.calls]
+    assert state.archived_rounds > 0  # 900 contributions: the state let go of the oldest rounds
+    calls = [c for r in folder.load(bounded=False).rounds for c in r.calls]
     assert len(calls) >= 5 * 6 + 29 * 5 * 5  # from round 2 the refinements are carried as proposals
     assert max(c.tokens.total for c in calls) <= 7000
     assert all(c.tokens.total <= c.budget for c in calls)

@@ -3,6 +3,7 @@ control folder under hostile contents (the writer's side, `moot.core.control.com
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -25,7 +26,10 @@ from moot.core.control.commands import (
     withdraw,
     writer_alive,
 )
+from moot.core.config import Overrides, load_config
 from moot.core.errors import InputError
+from moot.core.events import CallStarted, ControlChanged, Event
+from moot.core.session import SessionOptions, new_session
 from moot.core.storage.folder import DebateFolder
 from moot.core.storage.state_dir import StateDir
 from tests.conftest import moot, read_jsonl, run_debate
@@ -446,3 +450,43 @@ async def test_the_orchestrator_refuses_commands_that_would_change_nothing(tmp_p
             orch.apply_command(ControlCommand(action="stop"))
     finally:
         await session.close()
+
+
+async def test_a_pause_soon_after_a_resume_is_said_again_once_its_calls_end(tmp_path: Path) -> None:
+    """The second pause of a debate, taken while calls started after the resume are in flight,
+    is reported effective when they end, as the first was (it was not: the engine remembered
+    having said it, and a TUI waiting for "no call in flight" waited for ever)."""
+    config = load_config(None, Overrides(rounds=1, provider="demo", roles=["architect", "kiss"]))
+    session = new_session("Design a rate limiter for a public API", config,
+                          SessionOptions(state_dir=tmp_path / "s", demo_delay=0.01))
+    orch = session.orchestrator
+    effective: list[ControlChanged] = []
+    started: list[CallStarted] = []
+
+    def listen(event: Event) -> None:
+        if isinstance(event, ControlChanged) and event.action == "pause" and event.effective:
+            effective.append(event)
+        elif isinstance(event, CallStarted):
+            started.append(event)
+
+    session.bus.listen(listen)
+    run = asyncio.create_task(session.run())
+
+    async def until(predicate: Callable[[], bool]) -> None:
+        for _ in range(2000):
+            if predicate():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("timed out")
+
+    await until(lambda: len(started) >= 1)
+    assert orch.pause()
+    await until(lambda: len(effective) == 1)
+    calls_before = len(started)
+    assert orch.resume()
+    await until(lambda: len(started) > calls_before)  # a call began after the resume and is in flight
+    assert orch.pause()
+    await until(lambda: len(effective) == 2)
+    assert orch.resume()
+    await run
+    assert session.state.status == "completed"

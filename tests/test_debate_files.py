@@ -12,12 +12,14 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from moot.core.errors import StoreError
-from moot.core.storage.files import write_atomic
+from moot.core.storage.files import temporary_name, write_atomic
 from tests.conftest import moot
 from tests.test_bad_input import DEMO, TRACEBACK, _one_line, cli
 
@@ -128,9 +130,46 @@ def test_write_atomic_never_writes_through_a_link_at_its_temporary_name(tmp_path
     victim = tmp_path / "victim"
     victim.write_text("keep me")
     path = tmp_path / "state.json"
-    (tmp_path / f".state.json.{os.getpid()}.tmp").symlink_to(victim)
-    write_atomic(path, b"{}")
+    planted = temporary_name(path)  # the random part is random: the link goes where the next name is
+    with mock.patch("moot.core.storage.files.temporary_name", lambda _path: planted):
+        planted.symlink_to(victim)
+        write_atomic(path, b"{}")
     assert victim.read_text() == "keep me" and path.read_bytes() == b"{}" and not path.is_symlink()
+
+
+def test_threads_writing_one_file_atomically_never_share_a_temporary_file(tmp_path: Path) -> None:
+    """Two threads of one process saving the same file (a checkpoint, a draft) each write
+    their own temporary file: with one name per process, one thread removed or replaced the
+    other's half-written file, and its rename failed or published the wrong bytes."""
+    path = tmp_path / "state.json"
+    payloads = [json.dumps({"writer": n, "text": f"draft {n} of the proposal " * 2000}).encode() for n in range(8)]
+    start = threading.Barrier(len(payloads))
+    errors: list[BaseException] = []
+
+    def writer(data: bytes) -> None:
+        start.wait()
+        try:
+            for _ in range(25):
+                write_atomic(path, data)
+                assert path.read_bytes() in payloads  # whole, never a mix
+        except BaseException as exc:  # noqa: BLE001 - reported below, with the thread's error
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(p,)) for p in payloads]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert path.read_bytes() in payloads
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temporary file left behind
+    names = {temporary_name(path).name for _ in range(100)}
+    assert len(names) == 100 and all(n.startswith(f".state.json.{os.getpid()}.") for n in names)
+    other = set()
+    worker = threading.Thread(target=lambda: other.add(temporary_name(path).name.split(".")[4]))
+    worker.start()
+    worker.join()
+    assert other.isdisjoint({n.split(".")[4] for n in names})  # the thread's id is in the name
 
 
 def test_the_writer_refuses_a_linked_event_log(tmp_path: Path) -> None:

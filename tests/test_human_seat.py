@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.config import Overrides, build_config
-from moot.core.errors import ConfigError
+from moot.core.errors import ConfigError, InputError
 from moot.core.events import CallStarted, ControlChanged, Event, SeatAnswered
 from moot.core.human.desk import Turn
 from moot.core.session import DebateSession, SessionOptions, new_session, resume_session
@@ -67,9 +67,9 @@ def test_human_flag_adds_a_persons_seat_that_other_flags_leave_alone() -> None:
     assert [a.provider for a in cfg.agents[:-1]] == ["demo"] * 3
     with pytest.raises(ConfigError, match="judge cannot be a person"):
         build_config({"judge": {"provider": "human"}}, Overrides())
-    with pytest.raises(ConfigError, match="duplicate agent id 'kiss'"):
+    with pytest.raises(InputError, match="'kiss' is already an agent"):
         build_config({}, Overrides(humans=["Kiss"]))
-    with pytest.raises(ConfigError, match="needs a letter or a digit"):
+    with pytest.raises(InputError, match="needs a letter or a digit"):
         build_config({}, Overrides(humans=["!!"]))
 
 
@@ -133,10 +133,13 @@ async def test_a_person_takes_minutes_no_deadline_no_model_slot_and_pause_acts_a
     assert {c.agent_id for c in orch.state.round(1).contributions} == {"architect", "kiss"}
     assert orch.pause()
     assert any(isinstance(e, ControlChanged) and e.effective for e in events)
+    # Calls wait only for what they read, so the agents' critiques of each other may have begun
+    # meanwhile; from the pause on, none begins.
+    started = sum(isinstance(e, CallStarted) for e in events)
     orch.say("ada lovelace", PROPOSAL)  # by name: the same resolver as every command
     await asyncio.sleep(0.2)
     assert [c.content for c in orch.state.round(1).contributions if c.agent_id == "ada-lovelace"] == [PROPOSAL]
-    assert not any(isinstance(e, CallStarted) and e.view.phase == "critique" for e in events)  # still paused
+    assert sum(isinstance(e, CallStarted) for e in events) == started  # still paused
     answer_every_turn(session)
     orch.resume()
     state = await asyncio.wait_for(task, 60)

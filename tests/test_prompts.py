@@ -14,19 +14,22 @@ from moot.core.prompts import JUDGE_KINDS, PROMPT_KINDS, PromptError, builtin, l
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
+# The topic rides in every system message (view layout 2: a stable prefix for the provider's
+# prompt cache), so no task quotes it; an agent's summarization request carries its history as
+# its views do, before the task. The judge's summary of the final round quotes its material.
 ROLE_PLACEHOLDERS = {
     "system": set(),
-    "propose": {"problem", "round", "total_rounds"},
-    "critique": {"problem", "target_name", "target_role", "target_proposal"},
-    "refine": {"problem", "own_proposal", "critiques"},
-    "summarize": {"max_length", "history"},
-    "clarify": {"problem", "max_questions"},
+    "propose": {"round", "total_rounds"},
+    "critique": {"target_name", "target_role", "target_proposal"},
+    "refine": {"own_proposal", "critiques"},
+    "summarize": {"max_length"},
+    "clarify": {"max_questions"},
 }
 JUDGE_PLACEHOLDERS = {
     "system": set(),
-    "synthesize": {"problem", "material"},
+    "synthesize": {"material"},
     "summarize": {"max_length", "history"},
-    "score": {"problem", "material"},
+    "score": {"material"},
 }
 EVALUATOR_PLACEHOLDERS = {
     "system": set(),

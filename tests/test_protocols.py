@@ -104,10 +104,12 @@ def test_conversation_120_turns_window_summary_and_exact_context(tmp_path: Path)
 
     previous_end = 0
     for body in summaries:
-        history = body["messages"][-1]["content"].split("<history>", 1)[1].split("</history>", 1)[0]
+        # As the speakers' views lay them out: the earlier summary, then the messages to fold in.
+        history = next(m["content"] for m in body["messages"] if m["content"].startswith("## The latest messages"))
         folded = [int(k) for k in TURN_HEAD.findall(history)]
         assert folded == list(range(previous_end + 1, previous_end + 11))  # the ten that aged out, nothing more
-        assert ("### Earlier summary" in history) == (previous_end > 0)
+        earlier = [m for m in body["messages"] if m["content"].startswith("## Summary of the conversation so far")]
+        assert len(earlier) == (previous_end > 0)
         previous_end = folded[-1]
 
     # `moot context --turn T --json` is byte for byte what the server received.

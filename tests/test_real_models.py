@@ -161,7 +161,7 @@ def test_degenerate_summaries_are_recognised() -> None:
 
 async def test_a_degenerate_llm_summary_falls_back_to_rule_based(tmp_path: Path) -> None:
     def reply(body: dict[str, Any], n: int) -> str:
-        if "<history>" in body["messages"][-1]["content"]:
+        if body["messages"][-1]["content"].startswith("# Summarize"):
             return "It requires a high degree of quality. " * 25
         return default_reply(body, n, reply_chars=2500)
 

@@ -75,6 +75,8 @@ def test_a_fact_named_again_late_is_recalled_verbatim_within_budget(tmp_path: Pa
             (body,) = requests_at(srv, mention + 1)
             sent = "\n".join(m["content"] for m in body["messages"])
             assert old in sent, f"turn {mention + 1} does not hold turn {plant}'s message"
+            # After the verbatim window, just before the task: the window stays a cacheable prefix.
+            assert body["messages"][-2]["content"].startswith("## Recalled from earlier in the conversation")
             assert f"### Turn {plant} · " in sent  # labelled with its turn and speaker
             # Within budget: the request and its reply fit the window; the tier within its cap.
             record = next(c for r in state.rounds for c in r.calls if c.phase == "turn" and c.round == mention + 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from pathlib import Path
 
@@ -174,3 +175,30 @@ def test_cli_unknown_id_and_unreadable_folder(tmp_path: Path) -> None:
     (tmp_path / "junk" / "state.json").write_text("\x00\x01 garbage")
     proc = moot("report", "junk", "--state-dir", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+CUT_JSON = ('{"description": "Keep one <b>Postgres</b> table\\n# not a heading", "confidence": 80, '
+            '"tradeoffs": ["``` a fence in a string')
+
+
+def _with_empty_headings_and_a_json_reply(state: DebateState) -> DebateState:
+    """A copy where an agent wrote empty headings and the judge's streamed reply is JSON cut
+    short (the synthesis could not be read from it)."""
+    s = state.model_copy(deep=True)
+    s.rounds[0].contributions[0].content = "##\nKeep one table.\n\n# \n### ###\nMeasure the p99 first."
+    assert s.final_solution is not None
+    s.final_solution.parsed = False
+    s.final_solution.description = CUT_JSON
+    return s
+
+
+def test_empty_headings_are_dropped_and_a_json_reply_is_a_code_block(
+        debate: tuple[DebateState, DebateFolder]) -> None:
+    text = render_report(_with_empty_headings_and_a_json_reply(debate[0]))
+    lines = text.splitlines()
+    assert [line for line in lines if re.fullmatch(r"#+( #*)?\s*", line)] == []  # no heading without text
+    assert "Keep one table.\n\nMeasure the p99 first." in text
+    synthesis = _section(text, "## Final synthesis", "## Tokens")
+    assert f"````json\n{CUT_JSON}\n````" in synthesis  # a fence longer than the reply's own ```
+    assert "#### not a heading" not in text and "## not a heading" not in text
+    assert demote_headings("# \nText\n## Real", 3) == "Text\n### Real"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -243,3 +244,15 @@ def test_votes_and_rankings(tmp_path: Path, protocol: str) -> None:
         assert tally.ranks and "Mean rank (1 = best)" in page.text
         rankings = [c for c in state.all_contributions() if c.type == "ranking"]
         assert rankings and page.text.count("Anonymized as: Response A = ") == len(rankings)
+
+
+def test_empty_headings_are_dropped_and_a_json_reply_is_shown_as_escaped_code(
+        debate: tuple[DebateState, DebateFolder]) -> None:
+    from tests.test_report import CUT_JSON, _with_empty_headings_and_a_json_reply
+
+    page_text = render_html(_with_empty_headings_and_a_json_reply(debate[0]))
+    assert re.findall(r"<h[1-6][^>]*>\s*</h[1-6]>", page_text) == []
+    page = Page(page_text)
+    assert page.errors == []
+    assert CUT_JSON in page.pres_in("synthesis")  # as written, in a <pre>
+    assert "&lt;b&gt;Postgres&lt;/b&gt;" in page_text and "<b>Postgres</b>" not in page_text

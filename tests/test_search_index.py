@@ -117,3 +117,29 @@ def test_match_expression_quotes_terms_and_caps_them() -> None:
     assert match_expression('Token "bucket" AND refill') == '"token" OR "bucket" OR "refill"'
     long = match_expression(" ".join(f"word{i}" for i in range(1000)))
     assert long is not None and long.count(" OR ") == 47
+
+
+def test_an_index_of_an_older_schema_is_rebuilt_and_one_without_passages_gains_them(debate: Path,
+                                                                                     tmp_path: Path) -> None:
+    """One index serves recall and the reference passages. An index written before texts kept
+    their sequence numbers (schema 1) is started again from the log; one written before the
+    reference passages had a table (schema 2 without `passages`) keeps its texts and gains it."""
+    import sqlite3
+
+    folder = _copy(debate, tmp_path)
+    old = sqlite3.connect(folder / INDEX_FILE)
+    old.executescript(
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE VIRTUAL TABLE docs USING fts5(body, doc_id UNINDEXED, kind UNINDEXED, agent_id UNINDEXED,"
+        " step UNINDEXED, tokenize='porter unicode61');"
+        "INSERT INTO meta VALUES ('version', '1'), ('last_seq', '999999');")
+    old.close()
+    rebuilt = SearchIndex.for_folder(folder)
+    assert rebuilt.last_seq == 0 and rebuilt.catch_up(folder / "events.jsonl") >= 40
+    n = rebuilt.count()
+    rebuilt._db.execute("DROP TABLE passages")  # as an index written before the passages table
+    rebuilt.close()
+    kept = SearchIndex.for_folder(folder)
+    assert kept.count() == n and kept.catch_up(folder / "events.jsonl") == 0
+    added = kept.index_references("set-1", [("notes/plan.md", "The ingest queue drains every night.\n")])
+    assert added == 1 and [p.path for p in kept.passages("ingest queue")] == ["notes/plan.md"]

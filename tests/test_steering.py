@@ -110,7 +110,7 @@ def test_injected_note_is_verbatim_in_every_later_request(tmp_path: Path) -> Non
     assert state.status == "completed" and state.notes[0].text == note
     before, after = bodies[: marker["at"]], bodies[marker["at"]:]
     assert not any(note in json.dumps(b) for b in before)
-    non_summary = [b for b in after if "<history>" not in b["messages"][-1]["content"]]
+    non_summary = [b for b in after if not b["messages"][-1]["content"].startswith("# Summarize")]
     assert non_summary and all(note in b["messages"][-1]["content"] for b in non_summary)
 
 

@@ -270,8 +270,8 @@ async def test_content_on_is_present_and_masked(tmp_path: Path) -> None:
         output = json.loads(s.attributes["gen_ai.output.messages"])
         assert output[0]["role"] == "assistant" and output[0]["parts"][0]["content"]
     first = calls[0]
-    task = json.loads(first.attributes["gen_ai.input.messages"])[-1]["parts"][0]["content"]
-    assert "URL shortener" in task and "staging key sk-***" in task and 'Bearer sk-***"' in task
+    system = json.loads(first.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"]  # the topic's place
+    assert "URL shortener" in system and "staging key sk-***" in system and 'Bearer sk-***"' in system
     by_call = {s.attributes["moot.call_id"]: s for s in calls}
     for c in state.all_contributions():
         if c.carried_from:

@@ -148,7 +148,7 @@ async def test_a_summary_written_by_the_fallback_says_so_everywhere(tmp_path: Pa
     rule-based (what wrote it), the configured method and the reason are kept beside it, and
     the report, `moot show` and the event log say the same."""
     def reply(body: dict[str, Any], n: int) -> str:
-        if "<history>" in body["messages"][-1]["content"]:
+        if body["messages"][-1]["content"].startswith("# Summarize"):
             return "It requires a high degree of quality. " * 25  # degenerate: rejected
         return loopback_reply(body, n)
 

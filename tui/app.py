@@ -2,6 +2,9 @@
 
 `create_app` is the one factory the CLI and the tests use. `core.cli` calls
 `run_app` (run/resume), `run_watch`, `run_replay` and `run_picker`.
+
+Over 400 lines: the app and its four entry points share the terminal setup, signal handling
+and quitting rules; apart, each entry point would repeat them.
 """
 
 from __future__ import annotations

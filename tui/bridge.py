@@ -1,8 +1,13 @@
-"""Engine events → Textual messages, with token deltas batched to at most ~20 flushes a second.
+"""Engine events → Textual messages: what arrives between two frames goes to the screen as one batch.
 
 The bridge is not a widget (as in Toad, the agent side posts messages to the screen).
-Every non-token event is posted as it comes, after flushing the tokens buffered so
-far, so a pane always sees a call's text before the contribution that ends it.
+Events and streamed text are kept in the order they came (a call's text merged into one
+chunk until another event comes), so a pane always sees a call's text before the
+contribution that ends it. A batch with events goes at once, one with text only at most
+~20 times a second, and never more than one batch a frame: the screen says when it has
+drawn the last one (`drawn`). When agents finish together, their events and text reach
+the screen as one update and one repaint, with the loop free between batches for keys
+and frames; when the screen is slow, batches grow instead of queueing up.
 
 It is also where untrusted text enters the UI: every event and the starting state are
 posted as copies with their text made terminal-safe (`safe_copy`), so no widget ever
@@ -28,13 +33,12 @@ from .runtime.base import Runtime, Snapshot
 log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL_S = 0.05
-"""At most ~20 flushes a second…"""
-MAX_FLUSH_INTERVAL_S = 0.15
-"""…backing off to ~7 a second when the event loop is late (the UI is saturated): a
-keystroke then waits behind fewer repaints. Measured with bench/tui_stream.py at
-6 agents × 200 tokens/s: key → on screen p95 fell from ~250 ms at a fixed 20 Hz to
-~70 ms."""
-LATE_S = 0.015
+"""Streamed text goes to the screen at most ~20 times a second (and no faster than it draws)."""
+DRAWN_WAIT_S = 0.5
+"""How long a batch may go unacknowledged before the next one is posted anyway (a screen
+that is not drawn, e.g. under a dialog, still takes its events)."""
+MAX_BATCH_EVENTS = 256
+"""Events in one batch at most: a long backlog is handed over a frame at a time."""
 
 
 @dataclass
@@ -56,20 +60,15 @@ class DebateLoaded(Message):
         self.snapshot = snapshot
 
 
-class EngineEvent(Message):
-    """One non-token engine event."""
+BatchItem = Event | TokenChunk
 
-    def __init__(self, event: Event) -> None:
+
+class EngineBatch(Message):
+    """What arrived since the last batch, in order: events, and each call's streamed text."""
+
+    def __init__(self, items: list[BatchItem]) -> None:
         super().__init__()
-        self.event = event
-
-
-class TokensArrived(Message):
-    """A batch of streamed text, one chunk per call."""
-
-    def __init__(self, chunks: list[TokenChunk]) -> None:
-        super().__init__()
-        self.chunks = chunks
+        self.items = items
 
 
 class RuntimeFailed(Message):
@@ -85,21 +84,33 @@ class BridgeStats:
     events: int = 0
     tokens: int = 0
     flushes: int = 0
+    """Batches posted."""
     started: float = field(default_factory=time.perf_counter)
 
 
 class Bridge:
-    """Reads a runtime's events and posts them to `target` (the debate screen)."""
+    """Reads a runtime's events and posts them to `target` (the debate screen) in batches."""
 
     def __init__(self, runtime: Runtime, target: MessagePump, interval: float = FLUSH_INTERVAL_S) -> None:
         self.runtime = runtime
         self.target = target
-        self.min_interval = interval
         self.interval = interval
+        self._items: list[BatchItem] = []
+        self._open: dict[str, TokenChunk] = {}
+        """Chunks since the last event, by call: text merges into them."""
+        self._events = 0
+        self._text_since: float | None = None
+        """When the oldest text not posted yet arrived (loop time)."""
+        self._in_flight = False
+        self._handle: asyncio.TimerHandle | None = None
         self._due = 0.0
-        self._buffer: dict[str, TokenChunk] = {}
-        self._flush_handle: asyncio.TimerHandle | None = None
+        self._unacknowledged: asyncio.TimerHandle | None = None
         self.stats = BridgeStats()
+
+    @property
+    def pending(self) -> int:
+        """Items read from the runtime and not posted yet."""
+        return len(self._items)
 
     async def run(self) -> None:
         try:
@@ -110,50 +121,94 @@ class Bridge:
                 if isinstance(event, Token):
                     self._add_token(event)
                 else:
-                    self.flush()
-                    self.stats.events += 1
-                    self.target.post_message(EngineEvent(safe_copy(event)))
+                    self._add_event(event)
+            self._post(force=True)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.exception("event source failed")
+            self._post(force=True)
             self.target.post_message(RuntimeFailed(f"{type(exc).__name__}: {exc}"))
         finally:
-            self._cancel_timer()
+            self._cancel()
+
+    def _add_event(self, event: Event) -> None:
+        self.stats.events += 1
+        self._items.append(safe_copy(event))
+        self._open.clear()
+        self._events += 1
+        self._schedule(0.0)
 
     def _add_token(self, event: Token) -> None:
         self.stats.tokens += 1
-        chunk = self._buffer.get(event.call_id)
+        chunk = self._open.get(event.call_id)
         if chunk is None:
-            chunk = self._buffer[event.call_id] = TokenChunk(event.call_id, event.agent_id)
+            chunk = self._open[event.call_id] = TokenChunk(event.call_id, event.agent_id)
+            self._items.append(chunk)
         if event.restart:
             chunk.text = ""
             chunk.restart = True
         chunk.text += event.delta
-        if self._flush_handle is None:
-            loop = asyncio.get_running_loop()
-            self._due = loop.time() + self.interval
-            self._flush_handle = loop.call_later(self.interval, self._timed_flush)
+        if self._text_since is None:
+            self._text_since = asyncio.get_running_loop().time()
+            self._schedule(self.interval)
 
-    def _timed_flush(self) -> None:
-        late = asyncio.get_running_loop().time() - self._due
-        if late > LATE_S:
-            self.interval = min(MAX_FLUSH_INTERVAL_S, self.interval * 1.3)
-        else:
-            self.interval = max(self.min_interval, self.interval * 0.9)
-        self.flush()
+    def _schedule(self, delay: float) -> None:
+        """Post in `delay` seconds (or sooner if already due sooner), once the last batch is drawn."""
+        if self._in_flight:
+            return  # `drawn` schedules what is waiting
+        loop = asyncio.get_running_loop()
+        due = loop.time() + delay
+        if self._handle is not None:
+            if self._due <= due:
+                return
+            self._handle.cancel()
+        self._due = due
+        self._handle = loop.call_later(delay, self._post)
 
-    def flush(self) -> None:
-        """Post what is buffered now (also called by the timer)."""
-        self._cancel_timer()
-        if not self._buffer:
+    def _post(self, force: bool = False) -> None:
+        self._handle = None
+        if not self._items or (self._in_flight and not force):
             return
-        chunks = list(self._buffer.values())
-        self._buffer.clear()
+        if self._events > MAX_BATCH_EVENTS:
+            cut, seen = len(self._items), 0
+            for i, item in enumerate(self._items):
+                if not isinstance(item, TokenChunk):
+                    seen += 1
+                    if seen > MAX_BATCH_EVENTS:
+                        cut = i
+                        break
+            batch, self._items = self._items[:cut], self._items[cut:]
+            self._events -= MAX_BATCH_EVENTS
+            if not any(isinstance(item, TokenChunk) for item in self._items):
+                self._text_since = None
+        else:
+            batch, self._items = self._items, []
+            self._open.clear()
+            self._events = 0
+            self._text_since = None
         self.stats.flushes += 1
-        self.target.post_message(TokensArrived(chunks))
+        self.target.post_message(EngineBatch(batch))
+        self._in_flight = True
+        if self._unacknowledged is not None:
+            self._unacknowledged.cancel()
+        self._unacknowledged = asyncio.get_running_loop().call_later(DRAWN_WAIT_S, self.drawn)
 
-    def _cancel_timer(self) -> None:
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
+    def drawn(self) -> None:
+        """The screen drew the last batch: the next one may go."""
+        if self._unacknowledged is not None:
+            self._unacknowledged.cancel()
+            self._unacknowledged = None
+        self._in_flight = False
+        if not self._items:
+            return
+        if self._events:
+            self._schedule(0.0)
+        elif self._text_since is not None:
+            self._schedule(max(0.0, self._text_since + self.interval - asyncio.get_running_loop().time()))
+
+    def _cancel(self) -> None:
+        for handle in (self._handle, self._unacknowledged):
+            if handle is not None:
+                handle.cancel()
+        self._handle = self._unacknowledged = None

@@ -146,12 +146,27 @@ def _jsonl(path: Path) -> Dataset:
             raise InputError(f"{where}: choices must be a list of at most 26 texts")
         if not isinstance(row["question"], str) or not str(row["question"]).strip():
             raise InputError(f"{where}: question must be non-empty text")
-        questions.append(Question(qid, row["question"], str(row["answer"]), [str(c) for c in choices]))
+        questions.append(Question(qid, row["question"], _answer(row["answer"], where), [str(c) for c in choices]))
         if len(questions) > MAX_QUESTIONS:
             raise InputError(f"{path}: more than {MAX_QUESTIONS} questions")
     if not questions:
         raise InputError(f"{path}: no questions")
     return Dataset(str(path), questions, _fingerprint(questions))
+
+
+_JSON_KINDS = {list: "a list", dict: "an object", bool: "true or false", type(None): "null"}
+
+
+def _answer(value: object, where: str) -> str:
+    """A row's expected answer as text. Text or a number only: `str()` would make a list
+    "[12, 13]" and null "None", answers no model gives, and every question would be scored
+    wrong without a word."""
+    if isinstance(value, str) and value.strip():
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    kind = "empty text" if isinstance(value, str) else _JSON_KINDS.get(type(value), type(value).__name__)
+    raise InputError(f"{where}: answer must be text or a number, not {kind}")
 
 
 def load_dataset(spec: str) -> Dataset:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..safety.sanitize import one_line_safe
+from ..safety.sanitize import csv_cell, one_line_safe
 from .results import ResultRow
 from .runner import BenchPlan
 from .stats import Comparison, ProtocolStats, comparisons, protocol_stats
@@ -142,11 +142,12 @@ def render_csv(doc: dict[str, Any]) -> str:
     w.writerow(cols)
     for r in doc["results"]:
         ch = r["changes"]
-        w.writerow([r["id"], r["protocol"], r["answer"] if r["answer"] is not None else "", r["expected"],
-                    r["correct"], r["debate_id"], r["status"], r["decided_by"], r["majority"] or "", r["tie"],
-                    r["calls"], r["prompt_tokens"], r["completion_tokens"], r["cost_usd"], r["seconds"],
-                    ch["changed"], ch["right_to_wrong"], ch["wrong_to_right"],
-                    json.dumps(r["agent_answers"], ensure_ascii=False), r["error"] or ""])
+        cells = [r["id"], r["protocol"], r["answer"] if r["answer"] is not None else "", r["expected"],
+                 r["correct"], r["debate_id"], r["status"], r["decided_by"], r["majority"] or "", r["tie"],
+                 r["calls"], r["prompt_tokens"], r["completion_tokens"], r["cost_usd"], r["seconds"],
+                 ch["changed"], ch["right_to_wrong"], ch["wrong_to_right"],
+                 json.dumps(r["agent_answers"], ensure_ascii=False), r["error"] or ""]
+        w.writerow([csv_cell(c) for c in cells])  # answers, errors, questions' data: untrusted text
     return buf.getvalue()
 
 

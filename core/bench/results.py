@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
 from ..models.config import AnswerFormat
-from ..models.state import Contribution, DebateState
+from ..models.state import Contribution, DebateState, Round
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder
 from .answers import expected_key, extract, is_correct, majority
@@ -72,10 +72,11 @@ def _position(contribs: Sequence[Contribution]) -> Contribution | None:
     return found[0] if found else None
 
 
-def answers_by_round(state: DebateState) -> dict[str, list[Contribution]]:
-    """Agent id → its answer in each round it answered, oldest first (agents in config order)."""
+def answers_by_round(state: DebateState, steps: Iterable[Round] | None = None) -> dict[str, list[Contribution]]:
+    """Agent id → its answer in each round it answered, oldest first (agents in config order).
+    `steps`: every round (a long debate's state holds only its last ones: `DebateFolder.steps()`)."""
     out: dict[str, list[Contribution]] = {a.id: [] for a in state.agents}
-    for rnd in state.rounds:
+    for rnd in state.rounds if steps is None else steps:
         for agent_id, seq in out.items():
             mine = [c for c in rnd.contributions if c.agent_id == agent_id and c.carried_from is None]
             c = _position(mine)
@@ -125,7 +126,7 @@ def active_seconds(folder: DebateFolder) -> float:
 def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, state: DebateState) -> ResultRow:
     """The result row of one finished (or failed) debate."""
     protocol = state.protocol
-    per_round = answers_by_round(state)
+    per_round = answers_by_round(state, folder.steps())
     seqs = {a: [extract(c.content, fmt) for c in cs] for a, cs in per_round.items()}
     last = {a: s[-1] if s else None for a, s in seqs.items()}
     vote = majority(list(last.values()))

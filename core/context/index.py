@@ -16,10 +16,12 @@ so calls running side by side see the debate as it stood when their phase began.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable
 from typing import assert_never
 
 from ..events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -43,6 +45,9 @@ from ..events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -88,24 +93,62 @@ class _Ordered:
         hi = bisect_left(self.keys, (before[0], before[1], -1, -1)) if before is not None else len(self.keys)
         return self.ids[lo:hi] if lo < hi else []
 
+    def drop_before(self, step: int) -> None:
+        """Let go of the items of every step before `step`."""
+        i = bisect_left(self.keys, (step, -2, -2, -2))
+        del self.ids[:i], self.keys[:i]
+
     def __len__(self) -> int:
         return len(self.ids)
 
 
+class Contributions(dict[str, Contribution]):
+    """Contributions by id: those the index holds, and through `read_back` (when set) those a long
+    debate let go of (`archive`), read from disk when asked for by id (`[id]`, `get`). Iterating,
+    `in` and `len` see only those held."""
+
+    read_back: Callable[[str], Contribution | None] | None = None
+
+    def __missing__(self, key: str) -> Contribution:
+        found = self.read_back(key) if self.read_back is not None else None
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def get(self, key: str, default: Contribution | None = None) -> Contribution | None:  # type: ignore[override]  # (the overloads of dict.get, narrowed to what the index asks)
+        found = super().get(key)
+        if found is not None:
+            return found
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
 class DebateIndex:
     def __init__(self, state: DebateState | None = None) -> None:
-        self.contributions: dict[str, Contribution] = {}
+        self.contributions = Contributions()
         self.summaries: dict[str, Summary] = {}
         self._perspective: dict[str, _Ordered] = {}
         """agent id → its proposals, refinements, answers and the critiques aimed at it."""
         self._transcript = _Ordered()
         """Every conversation message, in turn order (the shared transcript)."""
         self.latest_summary: dict[str, Summary] = {}
+        self._summaries_of: dict[str, list[Summary]] = {}
+        """agent id → its summaries by (round, time): what `summary_at` searches."""
         self.names: dict[str, tuple[str, str]] = {}
         """agent id → (display name, role)."""
         self._rank: dict[str, int] = {"": -1}
         self.prompts: dict[str, str] = {}
         self.problem = ""
+        self.layout = 1
+        """The debate's view layout (`moot.core.context.view`)."""
+        self._covered: dict[str, Key] = {}
+        """summary id → the key of the newest item it covers (kept when that item is let go)."""
+        self.archived_through = 0
+        """Steps 1..this many were let go (`archive`): their items are in the event log only."""
+        self.read_archived: Callable[[int], Iterable[Contribution]] | None = None
+        """Reads the contributions of steps 1..n back from the log (set by whoever knows the folder)."""
         if state is not None:
             self.load(state)
 
@@ -117,8 +160,10 @@ class DebateIndex:
             self._rank.setdefault(info.id, len(self._rank) - 1)
 
     def load(self, state: DebateState) -> None:
+        self.archived_through = max(self.archived_through, state.archived_rounds)
         self.prompts = state.prompts
         self.problem = state.problem
+        self.layout = state.view_layout
         self._people(state.agents, state.judge)
         for rnd in state.rounds:
             for c in rnd.contributions:
@@ -139,12 +184,13 @@ class DebateIndex:
             case DebateStarted():
                 self.prompts = dict(event.prompts)
                 self.problem = event.problem
+                self.layout = event.view_layout
                 self._people(event.agents, event.judge)
             case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
                   | CallFailed() | SummaryRequested() | SeatAnswered() | SynthesisCompleted() | Warning_() | ControlChanged()
                   | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
                   | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
-                  | WindowLearned()):
+                  | WindowLearned() | ToolCalled() | ToolReturned() | CallContinued() | ToolsReady()):
                 pass  # nothing to index
             case _:
                 assert_never(event)
@@ -154,7 +200,7 @@ class DebateIndex:
                 self._rank.get(c.target_agent_id or "", 1_000))
 
     def add_contribution(self, c: Contribution) -> None:
-        if c.id in self.contributions:
+        if c.id in self.contributions or c.round <= self.archived_through:
             return
         self.contributions[c.id] = c
         key = self.key(c)
@@ -165,22 +211,66 @@ class DebateIndex:
             self._perspective.setdefault(owner, _Ordered()).add(key, c.id)
 
     def add_summary(self, s: Summary) -> None:
+        if s.id not in self.summaries:
+            mine = self._summaries_of.setdefault(s.agent_id, [])
+            mine.append(s)
+            if len(mine) > 1 and (mine[-2].round, mine[-2].ts) > (s.round, s.ts):
+                mine.sort(key=lambda x: (x.round, x.ts))
         self.summaries[s.id] = s
+        covered = self.contributions.get(s.covered_through) if s.covered_through else None
+        if covered is not None:
+            self._covered[s.id] = self.key(covered)
         prev = self.latest_summary.get(s.agent_id)
         if prev is None or (s.round, s.ts) >= (prev.round, prev.ts):
             self.latest_summary[s.agent_id] = s
+
+    def archive(self, through: int) -> None:
+        """Let go of the items and summaries of steps 1..`through`, as the state did (they are in
+        the log). Each agent's latest summary stays, and so does where every kept summary ends."""
+        if through <= self.archived_through:
+            return
+        self.archived_through = through
+        for ordered in [self._transcript, *self._perspective.values()]:
+            ordered.drop_before(through + 1)
+        for cid in [k for k, c in self.contributions.items() if c.round <= through]:
+            del self.contributions[cid]
+        latest = {s.id for s in self.latest_summary.values()}
+        self.summaries = {k: s for k, s in self.summaries.items() if s.round > through or k in latest}
+        self._covered = {k: v for k, v in self._covered.items() if k in self.summaries}
 
     # ------------------------------------------------------------------ queries
 
     def _after(self, summary: Summary | None) -> Key | None:
         if summary is None or summary.covered_through is None:
             return None
+        known = self._covered.get(summary.id)
+        if known is not None:
+            return known
         covered = self.contributions.get(summary.covered_through)
         return self.key(covered) if covered is not None else None
 
+    def summary_at(self, agent_id: str, before: tuple[int, int]) -> Summary | None:
+        """The newest summary of `agent_id` a view at `before` (step, phase) reads: made at that
+        step or earlier, and covering only items the view may see. With calls scheduled by their
+        inputs, an agent's later summary can exist while one of its earlier calls still waits;
+        that call's view must not depend on it."""
+        for s in reversed(self._summaries_of.get(agent_id, [])):
+            if s.round > before[0]:
+                continue
+            covered = self._after(s)
+            if covered is None or covered[:2] < before:
+                return s
+        return None
+
     def perspective_items(self, agent_id: str, before: tuple[int, int] | None = None) -> list[Contribution]:
+        """The agent's whole perspective (read back from the log for steps that were let go)."""
         items = self._perspective.get(agent_id)
-        return [self.contributions[i] for i in items.window(None, before)] if items else []
+        held = [self.contributions[i] for i in items.window(None, before)] if items else []
+        if not self.archived_through or self.read_archived is None:
+            return held
+        old = [c for c in self.read_archived(self.archived_through)
+               if (c.target_agent_id if c.type == "critique" else c.agent_id) == agent_id]
+        return sorted(old, key=self.key) + held
 
     def uncovered_items(self, agent_id: str, summary: Summary | None,
                         before: tuple[int, int] | None = None) -> list[Contribution]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .. import tokens
 from .index import DebateIndex
 from ..errors import InspectError
-from .view import history_ids, render_messages
+from .tool_messages import tool_messages
+from .view import history_ids, render_tiers
 from ..agents import require_agent
 from ..models.state import DebateState, ViewRecord
 from ..storage.folder import DebateFolder
@@ -20,9 +22,12 @@ def resolve_agent_id(state: DebateState, name: str) -> str:
 def records_for(state: DebateState, round_no: int, agent_id: str | None, phase: str | None = None) -> list[ViewRecord]:
     """The recorded calls of one step (every agent's when `agent_id` is None), oldest first."""
     word = "turns" if state.protocol == "conversation" else "rounds"
-    if round_no < 1 or round_no > len(state.rounds):
-        raise InspectError(f"debate {state.id} has {word} 1–{len(state.rounds)}, not {round_no}")
-    step = next((r for r in state.rounds if r.number == round_no), state.rounds[round_no - 1])
+    if round_no < 1 or round_no > state.round_count:
+        raise InspectError(f"debate {state.id} has {word} 1–{state.round_count}, not {round_no}")
+    if round_no <= state.archived_rounds:
+        raise InspectError(f"{word[:-1]} {round_no} of debate {state.id} is in its event log only; "
+                           "load the state with every step (DebateFolder.load(bounded=False))")
+    step = state.round(round_no)
     calls = [c for c in step.calls if agent_id is None or c.agent_id == agent_id]
     if phase:
         calls = [c for c in calls if c.phase == phase]
@@ -32,6 +37,7 @@ def records_for(state: DebateState, round_no: int, agent_id: str | None, phase: 
 
 
 def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
+    tiers = render_tiers(record, index)
     return {
         "call_id": record.call_id,
         "agent_id": record.agent_id,
@@ -39,13 +45,16 @@ def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
         "phase": record.phase,
         "target_agent_id": record.target_agent_id,
         "model": record.model,
-        "messages": render_messages(record, index),
+        "messages": [message for _, message in tiers] + tool_messages(record),
+        "tiers": [tier for tier, _ in tiers],
         "tokens": record.tokens.model_dump(),
         "budget": record.budget,
         "max_tokens": record.max_tokens,
         "summary_id": record.summary_id,
         "contribution_ids": history_ids(record, index),
         "dropped_ids": record.dropped_ids,
+        "tools": record.tools,
+        "tool_steps": len(record.tool_steps),
         "recall": record.recall.model_dump() if record.recall is not None else None,
     }
 
@@ -70,9 +79,9 @@ def carried_proposal(state: DebateState, round_no: int, agent: str) -> Carried |
     """Where `agent`'s proposal in `round_no` came from when it was carried (no call was made for
     it, so `calls_for` finds none), with the call that wrote it. None when it was not carried."""
     agent_id = resolve_agent_id(state, agent)
-    if not 1 <= round_no <= len(state.rounds):
+    if not state.archived_rounds < round_no <= state.round_count:
         return None
-    carried = next((c for c in state.rounds[round_no - 1].contributions
+    carried = next((c for c in state.round(round_no).contributions
                     if c.agent_id == agent_id and c.type == "proposal" and c.carried_from), None)
     if carried is None:
         return None
@@ -93,7 +102,8 @@ def first_view_holding(state: DebateState, index: DebateIndex, text_id: str,
     c = index.contributions.get(text_id)
     s = index.summaries.get(text_id)
     first = c.round if c is not None else s.round if s is not None else 1
-    for rnd in state.rounds[max(0, first - 1): first - 1 + steps]:
+    held = first - 1 - state.archived_rounds  # (a long debate's state holds its last steps only)
+    for rnd in state.rounds[max(0, held): max(0, held + steps)]:
         for record in rnd.calls:
             held = (record.summary_id == text_id if s is not None else
                     text_id in record.task_contribution_ids or text_id in history_ids(record, index)
@@ -112,7 +122,7 @@ def calls_at_turn_in_log(folder: DebateFolder, turn: int, agent: str | None = No
 
     found = TurnReader(folder).read(turn, agent, phase)
     if found is None:
-        return calls_at_turn(folder.load(), turn, agent, phase)
+        return calls_at_turn(folder.load(bounded=False), turn, agent, phase)
     records, index = found
     return [call_view(r, index) for r in records]
 
@@ -139,9 +149,16 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
                    + (f" · {len(c['dropped_ids'])} items dropped" if c["dropped_ids"] else ""))
         out += recall_lines(c.get("recall"))
         tiers = message_tiers(c)
+        if c.get("tools"):
+            out.append(f"tools offered: {', '.join(c['tools'])} · {c.get('tool_steps', 0)} tool steps")
         for (tier, n), m in zip(tiers, c["messages"]):
-            out.append(f"─── [{m['role']}] {tier} · {n} tokens")
-            out.append(m["content"])
+            about = f" · result of {m['tool_call_id']}" if m.get("tool_call_id") else ""
+            out.append(f"─── [{m['role']}] {tier} · {n} tokens{about}")
+            if m["content"]:
+                out.append(m["content"])
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function", {})
+                out.append(f"→ {call.get('id')}: {fn.get('name')}({fn.get('arguments')})")
         out.append("")
     return "\n".join(out)
 
@@ -160,16 +177,15 @@ def recall_lines(recall: dict[str, Any] | None) -> list[str]:
 
 
 def message_tiers(view: dict[str, Any]) -> list[tuple[str, int]]:
-    """(tier, tokens) for each message of a call view, in order (system, summary, history, task)."""
+    """(tier, tokens) for each message of a call view, in the order it was sent (the view's
+    layout decides where recall goes; see `moot.core.context.view`)."""
     t = view["tokens"]
-    tiers = [("system", t["system"])]
-    if t["summary"]:
-        tiers.append(("summary", t["summary"]))
-    if t.get("recall"):
-        tiers.append(("recall", t["recall"]))
-    if t["history"]:
-        tiers.append(("history", t["history"]))
-    tiers.append(("task", t["task"]))
+    names = view.get("tiers")
+    if names is None:  # a view dumped before views named their tiers: the layout-1 order
+        names = ["system", *(n for n in ("summary", "recall", "history", "references") if t.get(n)), "task"]
+    tiers = [(name, t.get(name, 0)) for name in names]
+    loop = view["messages"][len(tiers):]  # the tool loop's messages, after the task
+    tiers += [("tools", tokens.count_message(m, view.get("model"))) for m in loop]
     if len(tiers) != len(view["messages"]):  # a view that was shrunk differently: label by position
         tiers = [(f"message {i + 1}", 0) for i in range(len(view["messages"]))]
     return tiers

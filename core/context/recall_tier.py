@@ -4,9 +4,11 @@ Seed 003 names the price of a rolling summary: "agents may forget specific detai
 turns ago". The full transcript is on disk and in the debate's search index
 (`moot.core.search`); this tier asks it, for each call, which items the summary covers that
 share the rare words of what is said now — the latest messages of the verbatim window and the
-call's task (`query_texts`) — and puts the best of them, verbatim, before the window:
+call's task (`query_texts`) — and puts the best of them, verbatim, after the window (where
+a new query each call leaves the window's prefix to the provider's cache; debates of view
+layout 1 had them before it, see `moot.core.context.view`):
 
-    system · summary · RECALL · verbatim window · task
+    system · summary · verbatim window · RECALL · task
 
 Its size is capped (`RecallRequest.tokens`: about a tenth of the window, which a
 conversation takes from its verbatim window's share), whole items first and, for an item

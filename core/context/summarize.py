@@ -23,6 +23,7 @@ from typing import Literal
 
 from .. import tokens
 from .index import DebateIndex
+from .reads import with_reads
 from .rule_based import SourceItem, summarize_rule_based
 from ..clock import SYSTEM_CLOCK, Clock
 from .view import ViewBuilder, format_item, item_label, render_messages
@@ -176,6 +177,7 @@ class Summarizer:
                 text = self.rule_based(job, job.max_chars, job.max_tokens)
                 meta.requested_method = job.method
             meta.model = job.model
+        text = with_reads(text, job.items, prev_text, job.max_chars)  # what it read, rule-based and first
         text = cap_text(text, job.max_chars, job.max_tokens, job.model)
         meta.after_chars = len(text)
         meta.after_tokens = tokens.count_text(text, job.model)
@@ -238,6 +240,7 @@ class Summarizer:
         completion = await self.call(record, job.budget, out_tokens)  # the view shortens quotes if one item is huge
         meta.prompt_tokens += completion.prompt_tokens
         meta.completion_tokens += completion.completion_tokens
+        meta.cached_tokens += completion.cached_tokens
         meta.input_tokens += record.tokens.total
         text = completion.content.strip()
         if not text:

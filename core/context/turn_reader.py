@@ -3,8 +3,9 @@
 `moot context ID --turn T` must answer quickly on a 10,000-turn debate. Folding the whole
 state costs time proportional to the debate; the log is append-only and every line is
 one event, so the calls of turn T, the summary they carried and the messages in their
-windows can be found by searching the bytes and parsing only those lines. The same
-`render_messages` then rebuilds the views, so what is shown is what was sent.
+windows (and a call's tool-loop steps) can be found by searching the bytes and parsing only
+those lines. The same `render_messages` then rebuilds the views, so what is shown is what was
+sent.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import ValidationError
 from ..agents import require_agent
 from .index import DebateIndex
 from ..errors import InspectError
-from ..events import CallStarted, ContributionAdded, DebateStarted, SummaryAdded, parse_event
+from ..events import CallContinued, CallStarted, ContributionAdded, DebateStarted, SummaryAdded, parse_event
 from ..models.state import ViewRecord
 from ..storage.folder import DebateFolder
 
@@ -71,6 +72,13 @@ class TurnReader:
                   and (phase is None or r.phase == phase)]
         if agent_id is not None and not chosen:
             raise InspectError.not_at_turn(agent_id, turn, [(r.agent_id, r.phase) for r in records.values()])
+        for r in chosen:  # a call's tool loop: its steps, as the folded state adds them
+            for line in self._event_with(b'"call_id":"%s"' % r.call_id.encode(), b'"type":"call_continued"'):
+                event = parse_event(line)
+                if isinstance(event, CallContinued) and event.call_id == r.call_id:
+                    if len(r.tool_steps) <= event.step.index:
+                        r.tool_steps.append(event.step)
+                    r.tokens, r.tools = event.tokens, list(event.tools)
         index = DebateIndex()
         index.on_event(started)
         turns: set[int] = set()

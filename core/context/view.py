@@ -5,11 +5,28 @@ messages by `render_messages`. The live call sends exactly what `render_messages
 returns, and `moot context` calls the same function on the stored record, so what
 is shown is byte for byte what was sent.
 
-Messages: system prompt · summary of older history (if any) · recalled items (if any) ·
-recent items verbatim (if any) · the phase's task. In the `rounds` protocol the history is
-the agent's perspective; in a `conversation` it is the shared transcript (the system message
-then also states the topic). The recall tier — old items the summary covers, brought back
-verbatim when the debate returns to them — is a block of its own (`recall_tier`).
+Messages, most stable first (`render_tiers`): system prompt and topic · summary of older
+history (if any) · recent items verbatim, oldest first (if any) · recalled items (if any) ·
+retrieved passages of the references (if any: `tool_messages`) · the phase's task, then the
+tool loop's steps. In the `rounds` protocol the history is the agent's perspective; in a
+`conversation` it is the shared transcript. The recall tier — old items the summary covers,
+brought back verbatim when the debate returns to them — is a block of its own (`recall_tier`).
+
+The order is for the provider's prompt cache: a server reuses what it computed for the
+start of a request that repeats the start of an earlier one, so each tier sits after the
+ones that change less often than it does. Between two calls of one agent the system
+message and the topic never change, the summary changes when it is remade, the history
+grows at its end (a refinement's history is the one its critiques had, and a summarization
+request carries the summary and the history its last view had, then what is new), the
+recalled items and retrieved passages follow what is said now (a new query each call), and
+only the task is new each time. Recall sits after the history although its items are older: placed before it,
+each new recall would make the server recompute the whole verbatim window, the longest
+tier (a conversation's share served from cache fell from 46 % to 20 % at an 8,000-token
+view, 82 % to 54 % at 32,000: `bench/cache.py`). A new tier goes where its rate of change
+puts it. Debates recorded before this layout (`LAYOUT` 1: the problem in every task, a
+refinement's own proposal quoted instead of kept in its history, a summarization request's
+material inside its task, recalled items before the history) rebuild in their own layout
+(`DebateIndex.layout`).
 
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
 full answer reserve, and a `stretch`: how many more tokens it may take from the answer
@@ -31,21 +48,28 @@ into that list):
 Summaries are made to fit before they are used (their caps come from the room the views
 that read them have: see `moot.core.engine.summaries`). A conversation rolls its summary
 forward instead of dropping anything (see `moot.core.protocols.conversation`).
+
+Over 400 lines: the order in which tiers are laid out and give way is one decision, kept in
+one place; what goes into each tier (summaries, recall, passages, tool messages) lives beside it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .. import tokens
 from .index import DebateIndex
+from .reads import reads_note
+from .tool_messages import references_message, tool_messages
 from .recall_tier import give_way, recall_message
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
-from ..prompts import COMPACT, render
+from ..prompts import COMPACT, placeholder, render
 from ..providers.base import Message
 
+LAYOUT = 2
+"""The view layout of new debates (see the module doc); a debate keeps the one it began with."""
 HISTORY_PHASES = frozenset({"proposal", "critique", "refinement", "turn"})
 """Phases whose views carry a summary and verbatim history (the others carry material in the task)."""
 TRUNCATION_NOTE = "\n\n[… shortened to fit the context budget]"
@@ -77,7 +101,8 @@ def item_label(c: Contribution, owner: str, index: DebateIndex) -> str:
 
 
 def format_item(c: Contribution, owner: str, index: DebateIndex) -> str:
-    return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}"
+    reads = reads_note(c) if c.agent_id == owner else ""  # what it read is part of its author's history
+    return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}{reads}"
 
 
 def summary_message(s: Summary, conversation: bool = False) -> str:
@@ -104,11 +129,33 @@ def history_message(items: list[str], dropped: int, conversation: bool = False) 
     return "\n\n".join(parts)
 
 
+OWN_PROPOSAL_ABOVE = "(your proposal for this round: in your debate history above)"
+CRITIQUE_ABOVE = "(in your debate history above)"
+"""What a layout-2 refinement's task says of its own proposal and of each critique its history
+carries (quoted once, there)."""
+
+
 def _quote(text: str, limit: int | None, model: str) -> str:
     if limit is None:
         return text.strip()
     cut = tokens.truncate_to_tokens(text.strip(), limit, model)
     return cut if cut == text.strip() else cut + TRUNCATION_NOTE
+
+
+def inline_history(record: ViewRecord, index: DebateIndex) -> bool:
+    """A summarization request whose history (earlier summary and items) sits inside its task: in
+    layout 1, and wherever its template places `{{history}}` (the judge's, a user's own prompt)."""
+    return record.phase == "summarize" and (
+        index.layout < 2 or placeholder(index.prompts.get(record.task_key, ""), "history"))
+
+
+def _owner(record: ViewRecord) -> str:
+    return str(record.task_params.get("owner", record.agent_id))
+
+
+def _conversation(record: ViewRecord) -> bool:
+    """A conversation's turn, or a roll of a conversation's summary (labels and headings by turn)."""
+    return record.phase == "turn" or (record.phase == "summarize" and "summarize_conversation" in record.task_key)
 
 
 def render_task(record: ViewRecord, index: DebateIndex) -> str:
@@ -124,19 +171,22 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
     if phase == "critique":
         p["target_proposal"] = _quote(index.contributions[ids[0]].content, limit, m)
     elif phase == "refinement":
-        p["own_proposal"] = _quote(index.contributions[ids[0]].content, limit, m)
+        # Layout 2 keeps its own proposal and the critiques in the history (the next summary's
+        # request starts the same way): the task points at them; what the history had to drop
+        # to fit is quoted here instead.
+        above = set(history_ids(record, index)) if index.layout >= 2 else set()
+        p["own_proposal"] = OWN_PROPOSAL_ABOVE if ids[0] in above else _quote(index.contributions[ids[0]].content,
+                                                                              limit, m)
         crits = [index.contributions[i] for i in ids[1:]]
         p["critiques"] = "\n\n".join(
-            f"### Critique from {index.name(c.agent_id)} ({c.role})\n\n{_quote(c.content, limit, m)}" for c in crits
+            f"### Critique from {index.name(c.agent_id)} ({c.role})\n\n"
+            + (CRITIQUE_ABOVE if c.id in above else _quote(c.content, limit, m)) for c in crits
         ) or "(no critiques were received)"
-    elif phase == "summarize":
+    elif phase == "summarize" and inline_history(record, index):
         blocks: list[str] = []
         if record.summary_id:
             blocks.append("### Earlier summary\n\n" + index.summaries[record.summary_id].summary.strip())
-        owner = record.task_params.get("owner", record.agent_id)
-        blocks += [format_item(index.contributions[i], owner, index) for i in ids]
-        blocks += [record.inline[k] for k in sorted(record.inline) if k.startswith("part")]
-        p["history"] = _quote("\n\n".join(blocks), limit, m)
+        p["history"] = _quote("\n\n".join(blocks + _summarized_blocks(record, index)), limit, m)
     elif phase == "answer":
         first = int(p.get("round", 1)) <= 1
         p["own_answer"] = (_brief(record, index, own, limit) if own else
@@ -177,6 +227,14 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
     return text
 
 
+def _summarized_blocks(record: ViewRecord, index: DebateIndex) -> list[str]:
+    """What a summarization request summarizes: its items, labelled for their owner, then the
+    partial summaries of a reduce step (`inline["part…"]`)."""
+    owner = _owner(record)
+    blocks = [format_item(index.contributions[i], owner, index) for i in record.task_contribution_ids]
+    return blocks + [record.inline[k] for k in sorted(record.inline) if k.startswith("part")]
+
+
 def _brief(record: ViewRecord, index: DebateIndex, cid: str, limit: int | None) -> str:
     """A quoted contribution, or the summary of it the view used instead (`inline["brief:<id>"]`)."""
     text = record.inline.get(f"brief:{cid}")
@@ -190,38 +248,60 @@ def history_ids(record: ViewRecord, index: DebateIndex) -> list[str]:
     return record.contribution_ids
 
 
+Tier = Literal["system", "summary", "recall", "history", "references", "task"]
+"""Where a message of a view belongs, in the order views place them: the most stable first."""
+
+
+def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Message]]:
+    """The exact messages of a call, rebuilt from its record, each with its tier (see the module
+    doc: what changes least between an agent's calls comes first)."""
+    conversation = _conversation(record)
+    system = index.prompts[record.system_key]
+    if record.phase == "turn" or index.layout >= 2:
+        system = conversation_system(system, index.problem)
+    tiers: list[tuple[Tier, Message]] = [("system", {"role": "system", "content": system})]
+    summarize = record.phase == "summarize" and not inline_history(record, index)
+    if record.summary_id and (record.phase in HISTORY_PHASES or summarize):
+        summary = index.summaries[record.summary_id]
+        text = summary_message(summary, conversation if not summarize else summary.scope == "conversation")
+        tiers.append(("summary", {"role": "user", "content": text}))
+    recalled = recall_message(record, index, lambda c: item_label(c, record.agent_id, index))
+    if recalled is not None and index.layout < 2:
+        tiers.append(("recall", recalled))
+    if summarize:
+        blocks = _summarized_blocks(record, index)
+        if blocks:
+            limit = record.task_params.get("quote_limit")
+            body = _quote("\n\n".join(blocks), limit, record.model)
+            tiers.append(("history", {"role": "user", "content": history_message([body], 0, conversation)}))
+    else:
+        ids = history_ids(record, index)
+        if ids or record.dropped_ids:
+            owner = record.agent_id
+            blocks = [format_item(index.contributions[i], owner, index) for i in ids]
+            text = history_message(blocks, len(record.dropped_ids), conversation)
+            tiers.append(("history", {"role": "user", "content": text}))
+    if recalled is not None and index.layout >= 2:
+        tiers.append(("recall", recalled))
+    if (passages := references_message(record)) is not None:  # retrieved for this call's query
+        tiers.append(("references", passages))
+    tiers.append(("task", {"role": "user", "content": render_task(record, index)}))
+    return tiers
+
+
 def render_messages(record: ViewRecord, index: DebateIndex) -> list[Message]:
     """The exact messages of a call, rebuilt from its record."""
-    conversation = record.phase == "turn"
-    system = index.prompts[record.system_key]
-    if conversation:
-        system = conversation_system(system, index.problem)
-    messages: list[Message] = [{"role": "system", "content": system}]
-    if record.summary_id and record.phase in HISTORY_PHASES:
-        summary = summary_message(index.summaries[record.summary_id], conversation)
-        messages.append({"role": "user", "content": summary})
-    if (recalled := recall_message(record, index, lambda c: item_label(c, record.agent_id, index))) is not None:
-        messages.append(recalled)
-    ids = history_ids(record, index)
-    if ids or record.dropped_ids:
-        owner = record.agent_id
-        blocks = [format_item(index.contributions[i], owner, index) for i in ids]
-        messages.append({"role": "user", "content": history_message(blocks, len(record.dropped_ids), conversation)})
-    messages.append({"role": "user", "content": render_task(record, index)})
-    return messages
+    return [m for _, m in render_tiers(record, index)] + tool_messages(record)
 
 
-def tier_tokens(record: ViewRecord, messages: list[Message]) -> TierTokens:
+def tier_tokens(record: ViewRecord, tiers: list[tuple[Tier, Message]]) -> TierTokens:
+    """Tokens per tier of a view's messages (before any tool step: those are the loop's to count)."""
     m = record.model
-    t = TierTokens(system=tokens.count_message(messages[0], m), task=tokens.count_message(messages[-1], m))
-    rest = messages[1:-1]
-    if record.summary_id and record.phase in HISTORY_PHASES and rest:
-        t.summary = tokens.count_message(rest.pop(0), m)
-    if record.recall is not None and record.recall.items and rest:
-        t.recall = tokens.count_message(rest.pop(0), m)
-    if rest:
-        t.history = tokens.count_message(rest[0], m)
-    t.total = t.system + t.summary + t.recall + t.history + t.task + tokens.REPLY_PRIMING
+    t = TierTokens()
+    for tier, message in tiers:
+        setattr(t, tier, getattr(t, tier) + tokens.count_message(message, m))
+    t.total = (t.system + t.summary + t.recall + t.history + t.references + t.task
+               + tokens.REPLY_PRIMING)
     return t
 
 
@@ -240,6 +320,11 @@ class ViewBuilder:
             n = tokens.count_text(format_item(c, owner, self.index), model) + 2  # "\n\n" joints
             self._item_tokens[key] = n
         return n
+
+    def forget_archived(self) -> None:
+        """Drop the counts of items the index let go of (see `DebateIndex.archive`)."""
+        held = self.index.contributions
+        self._item_tokens = {k: n for k, n in self._item_tokens.items() if k[0] in held}
 
     def prompt_tokens(self, key: str, model: str) -> int:
         n = self._prompt_tokens.get((key, model))
@@ -270,6 +355,9 @@ class ViewBuilder:
     def _count(self, record: ViewRecord) -> tuple[list[Message], int]:
         messages = render_messages(record, self.index)
         return messages, tokens.count_messages(messages, record.model)
+
+    def _tiers(self, record: ViewRecord) -> TierTokens:
+        return tier_tokens(record, render_tiers(record, self.index))
 
     def build(self, record: ViewRecord, history: list[Contribution], budget: int, stretch: int = 0) -> list[Message]:
         """Fill `record` (prompts, history ids, quote limit, tokens, budget) so the view fits
@@ -303,7 +391,7 @@ class ViewBuilder:
                 fitted = self._last_resorts(record, budget + stretch)
                 record.budget = budget + stretch
             messages, total = fitted
-        record.tokens = tier_tokens(record, messages)
+        record.tokens = self._tiers(record)
         if record.phase == "turn" and keep and not record.dropped_ids:
             turns = [c.round for c in keep]
             if turns == list(range(turns[0], turns[-1] + 1)):
@@ -315,8 +403,7 @@ class ViewBuilder:
         """The newest items that fit beside the rest of the view (their ids in the record, the
         others in `dropped_ids`)."""
         m = record.model
-        fixed_msgs = [messages[0], *([messages[1]] if record.summary_id and record.phase in HISTORY_PHASES else []),
-                      messages[-1]]
+        fixed_msgs = [message for tier, message in render_tiers(record, self.index) if tier != "history"]
         room = budget - tokens.count_messages(fixed_msgs, m) - 40  # history header, marker, framing
         chosen: list[Contribution] = []
         for c in reversed(keep):  # newest first

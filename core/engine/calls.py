@@ -12,13 +12,16 @@
    latency with the clock (frozen in tests) and prices the call.
 A failed call emits `call_failed` and raises `ProviderError`; the protocol decides what
 a failure means for the debate.
+
+Over 400 lines: the steps above are one path on purpose (one place owns a call); the tool loop,
+grounding, windows and summaries it hands work to are modules of their own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -26,14 +29,17 @@ from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
 from ..context.recall_tier import Recaller, RecallRequest, query_texts
-from ..context.view import ViewBuilder, item_label, render_task
+from ..context.view import ViewBuilder, history_ids, item_label, render_task
 from .gate import Gate, StopRequested
+from .grounding import Grounding
+from .tool_loop import ToolLoop
 from .windows import Fit, Windows, reply_floor
 from ..context.view import ViewTooLarge
-from ..errors import ContextOverflow, ContextTooLong, ProviderError
+from ..errors import ContextOverflow, ContextTooLong, ProviderError, ToolsRefused
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
-from ..pricing import call_cost
+from ..pricing import PriceOverride, call_cost
+from ..search.recall_tool import RecallTool
 from ..providers.base import (
     CallHint,
     ChatRequest,
@@ -97,6 +103,8 @@ class CallSpec:
 class CallResult:
     completion: Completion
     meta: CallMetadata
+    reads: tuple[str, ...] = ()
+    """What the call read with tools: one extract per result (kept with the contribution)."""
 
 
 REFUSAL_RETRIES = 3
@@ -119,14 +127,19 @@ class CallEngine:
     emit: Callable[[Event], Event]
     clock: Clock
     max_concurrency: int
-    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    prices: Mapping[str, PriceOverride] = field(default_factory=dict)
     endpoint_limits: dict[str, int] = field(default_factory=dict)
     """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
     windows: Windows = field(default_factory=Windows)
+    grounding: Grounding | None = None
+    """The references and tools calls may read (None: a debate without them)."""
     recaller: Recaller | None = None
     """The debate's search index, once open: without it views recall nothing."""
 
     def __post_init__(self) -> None:
+        self.slots: dict[str, int] = {}
+        """Agent id → the llama.cpp slot it keeps (see `discover`)."""
+        self._slot_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self.in_flight = 0
         """Calls past the gate and not yet ended."""
@@ -140,10 +153,10 @@ class CallEngine:
     def secrets(self) -> list[str]:
         return self.providers.secrets
 
-    def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int) -> float:
+    def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int, cached: int = 0) -> float:
         if agent.provider == "demo" or agent.is_person:
             return 0.0
-        return call_cost(model, prompt, completion, self.prices)
+        return call_cost(model, prompt, completion, self.prices, cached)
 
     # ------------------------------------------------------------------ windows
 
@@ -160,6 +173,8 @@ class CallEngine:
         as the slowest endpoint's deadline at most."""
         firsts = {(endpoint_of(a), a.model): a for a in reversed(agents)}
         keys = list(dict.fromkeys((endpoint_of(a), a.model) for a in agents))
+        if self.grounding is not None:  # whether each endpoint calls tools (llama.cpp `/props` says)
+            await asyncio.gather(*(self.providers.get(firsts[k]).discover_tools() for k in keys))
         found = await asyncio.gather(*(self.providers.get(firsts[k]).discover_window(k[1]) for k in keys))
         for key, tokens in zip(keys, found):
             agent = firsts[key]
@@ -172,6 +187,24 @@ class CallEngine:
                 # a queued request's deadline runs while it waits).
                 self.endpoint_limits[key[0]] = slots
                 self._endpoint_sems[key[0]] = asyncio.Semaphore(slots)
+        self._keep_slots(agents)
+
+    def _keep_slots(self, agents: Sequence[ResolvedAgent]) -> None:
+        """On a llama.cpp server with a slot for each of its speakers, each speaker keeps one, so
+        its next request finds its own previous prompt in that slot's cache (a request landing on
+        another speaker's slot recomputes its whole prompt). One speaker's calls then take turns
+        on its slot, waiting here rather than at the server, where their deadlines would run."""
+        speakers: dict[str, list[str]] = {}
+        agents = [a for a in agents if not a.is_person]
+        for a in agents:
+            names = speakers.setdefault(endpoint_of(a), [])
+            if a.id not in names:
+                names.append(a.id)
+        for a in agents:
+            provider = self.providers.get(a)
+            names = speakers[endpoint_of(a)]
+            if provider.llama_cpp and provider.slots is not None and len(names) <= provider.slots:
+                self.slots[a.id] = names.index(a.id)
 
     def _where(self, agent: ResolvedAgent) -> str:
         return redact(strip_userinfo(agent.config.base_url) or agent.provider, self.secrets)
@@ -188,8 +221,12 @@ class CallEngine:
         model = record.model or agent.model
         endpoint = endpoint_of(agent)
         # The endpoint's own limit first: a call queued behind it holds none of the shared slots.
-        # A person's turn takes no model slot at all (it may wait for minutes).
-        async with self._endpoint_sems.get(endpoint, _NO_LIMIT), (_NO_LIMIT if agent.is_person else self._sem):
+        # A person's turn takes no model slot at all (it may wait for minutes). A speaker that keeps
+        # a llama.cpp slot waits for it here, before either.
+        slot = self.slots.get(agent.id)
+        slot_lock = _NO_LIMIT if slot is None else self._slot_locks.setdefault((endpoint, slot), asyncio.Lock())
+        async with slot_lock, self._endpoint_sems.get(endpoint, _NO_LIMIT), (
+                _NO_LIMIT if agent.is_person else self._sem):
             await self.gate.wait()
             self.in_flight += 1
             self.seats_open += agent.is_person
@@ -222,22 +259,62 @@ class CallEngine:
             floor = reply_floor(record.phase, fit.max_tokens)
             record.window, record.window_source, record.count_ratio = fit.window, fit.source, fit.ratio
             record.recall = recalled  # the builder lets it give way by replacing it, never by changing it
+            access = self.grounding.access(agent, provider, record.phase) if self.grounding else None
+            record.inline.pop("references", None)
+            box, recall_tool = None, None
+            if self.grounding is not None and access == "tools":
+                recall_tool = self.recall_tool(spec)
+                box = self.grounding.toolbox(agent.id, recall_tool)
+                record.inline["references"] = self.grounding.tools_note(agent.id, box)
+            elif self.grounding is not None and access == "retrieve":
+                passages = self.grounding.retrieve(record, spec.history, self.builder.index, budget)
+                if passages:
+                    record.inline["references"] = passages
             try:
-                messages = self.builder.build(record, list(spec.history), budget, fit.stretch(floor))
+                messages = None
+                if self.grounding is not None and access == "tools":
+                    try:  # the view leaves the tools' room (it does not take the answer's reserve)
+                        messages = self.builder.build(record, list(spec.history),
+                                                      budget - self.grounding.tools_room(budget))
+                    except ViewTooLarge:
+                        access = None  # no room for tools beside this view: it is answered without them
+                        record.inline.pop("references", None)
+                if messages is None:
+                    messages = self.builder.build(record, list(spec.history), budget, fit.stretch(floor))
             except ViewTooLarge as exc:
                 raise ContextOverflow(self.overflow_message(agent, record, fit, floor, exc.need,
                                                             spec.context_setting)) from None
+            if access == "tools":
+                record.budget = budget  # the view leaves the rest of it to the tool loop
+                if recall_tool is not None:  # what the fitted view holds verbatim is not recalled again
+                    recall_tool.in_view = [*history_ids(record, self.builder.index), *record.task_contribution_ids,
+                                           *(it.id for it in (record.recall.items if record.recall else []))]
             # The reply gets what the view leaves (the full reserve unless the view took some of it).
             record.max_tokens = max(1, min(fit.max_tokens + extra_room, fit.reply_room(record.tokens.total)))
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
                                   fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
-                                  seed=agent.config.seed)
-            self.emit(CallStarted(view=record))
+                                  seed=agent.config.seed, slot=self.slots.get(agent.id))
+            loop = None
+            if self.grounding is not None and access == "tools" and box is not None:
+                loop = ToolLoop(self, agent, record, provider, box,
+                                self.grounding.max_calls.get(agent.id, 10), budget, self.grounding.config.result_tokens)
+                loop.prepare()
+            # A tool loop goes on changing its record: the event gets the record as it starts (its
+            # steps follow in `call_continued`).
+            self.emit(CallStarted(view=record.model_copy(deep=True) if loop is not None else record))
             started = self.clock.monotonic()
             try:
-                completion = await self._stream(provider.name, provider.stream(request), agent.id,
-                                                record.call_id)
+                if loop is not None:
+                    completion = await loop.run(request, spent)
+                else:
+                    completion = await self._stream(provider.name, provider.stream(request), agent.id,
+                                                    record.call_id)
+            except ToolsRefused:
+                # Remembered by the provider (supports_tools = False): the next view has the passages instead.
+                record = self._again(record, agent.id, "the endpoint does not take tools; asking again with "
+                                                       "reference passages in the view", "passages")
+                continue
             except ContextTooLong as exc:
                 refusals += 1
                 window = self.windows.refused(endpoint, model, exc.window, fit.window, exc.prompt_tokens,
@@ -254,7 +331,8 @@ class CallEngine:
                 continue
             if not completion.content.strip():
                 spent.append(completion)  # paid for; summed below (after the window calibration)
-                completion = await self._again_if_empty(provider, request, agent.id, record.call_id)
+                again = loop.last_request if loop is not None and loop.last_request is not None else request
+                completion = await self._again_if_empty(provider, again, agent.id, record.call_id)
             latency = self.clock.elapsed_ms(started)
             if not completion.usage_estimated and self.windows.observe(endpoint, model, record.tokens.total,
                                                                        completion.prompt_tokens):
@@ -276,6 +354,7 @@ class CallEngine:
         for earlier in spent:  # what the cut attempt cost is part of this call's cost
             completion.prompt_tokens += earlier.prompt_tokens
             completion.completion_tokens += earlier.completion_tokens
+            completion.cached_tokens += earlier.cached_tokens
             completion.attempts += earlier.attempts
             completion.usage_estimated = completion.usage_estimated or earlier.usage_estimated
         model = completion.model or model
@@ -284,7 +363,9 @@ class CallEngine:
             latency_ms=latency, model=model, provider=agent.provider, call_id=record.call_id,
             attempts=completion.attempts, finish_reason=completion.finish_reason,
             usage_estimated=completion.usage_estimated, clipped_at=completion.clipped_at,
-            cost_usd=self.cost(agent, model, completion.prompt_tokens, completion.completion_tokens),
+            cached_tokens=completion.cached_tokens,
+            cost_usd=self.cost(agent, model, completion.prompt_tokens, completion.completion_tokens,
+                               completion.cached_tokens),
         )
         if completion.usage_estimated:
             self.emit(Warning_(message=f"{agent.id}: the server reported no usable token usage; "
@@ -297,7 +378,9 @@ class CallEngine:
         elif completion.finish_reason == "length":
             self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
-        return CallResult(completion, meta)
+        reads = tuple(dict.fromkeys(r.extract for step in record.tool_steps for r in step.results if r.ok))
+        return CallResult(completion, meta, reads)
+
     def recall(self, spec: CallSpec) -> RecallRecord | None:
         """The recall tier chosen for a call, before its view is fitted (None: none asked for, no
         index, or nothing found)."""
@@ -310,6 +393,14 @@ class CallEngine:
         in_view = [c.id for c in history] + list(record.task_contribution_ids)
         return self.recaller.choose(record, spec.recall, texts, lambda c: item_label(c, record.agent_id, index),
                                     exclude=in_view)
+
+    def recall_tool(self, spec: CallSpec) -> RecallTool | None:
+        """`recall(query)` for a call whose view a summary stands in for part of (None: nothing
+        out of its view yet, or no index): the debate's earlier messages, by name, verbatim."""
+        record = spec.record
+        if self.recaller is None or record.summary_id is None:
+            return None
+        return RecallTool.for_view(self.recaller.search, self.builder.index, record, spec.history)
 
     def check_fits(self, agent: ResolvedAgent, record: ViewRecord, *, quotes: int = 0, context_tokens: int | None = None,
                    max_tokens: int | None = None, setting: str = "context.max_context_tokens") -> None:
@@ -325,6 +416,7 @@ class CallEngine:
             live = builder.index
             scratch = DebateIndex()
             scratch.prompts, scratch.problem, scratch.names = live.prompts, live.problem, live.names
+            scratch.layout = live.layout
             probe.task_contribution_ids = []
             for i in range(quotes):
                 c = Contribution(id=f"check-{i}", agent_id=agent.id, role=agent.role, type="critique", round=1,
@@ -359,7 +451,8 @@ class CallEngine:
         """End an attempt whose answer is not kept (views show it failed) and start the next one's
         record: the same call, a new id (the state keeps both views: what each request held)."""
         self.emit(CallFailed(call_id=record.call_id, agent_id=agent_id, error=why, will_retry=False))
-        return record.model_copy(update={"call_id": f"{record.call_id.split('~')[0]}~{suffix}"})
+        return record.model_copy(deep=True, update={"call_id": f"{record.call_id.split('~')[0]}~{suffix}",
+                                                    "tool_steps": []})
 
     async def _again_if_empty(self, provider: Provider, request: ChatRequest, agent_id: str,
                               call_id: str) -> Completion:
@@ -409,6 +502,6 @@ class CallEngine:
         except ProviderError as exc:
             message = redact(str(exc), secrets)
             exc.args = (message,)
-            if not isinstance(exc, ContextTooLong):  # the caller decides what a refusal means
+            if not isinstance(exc, (ContextTooLong, ToolsRefused)):  # the caller decides what a refusal means
                 self.emit(CallFailed(call_id=call_id, agent_id=agent_id, error=message, will_retry=False))
             raise

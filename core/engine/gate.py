@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ..models.config import DebateSettings
 from ..models.state import Usage
@@ -29,6 +29,8 @@ class Gate:
         self._stop = False
         self.spending_allowed = False
         """True while the judge synthesizes: the caps stop new work, not the final answer."""
+        self.backlog: Callable[[], Awaitable[None]] | None = None
+        """Waits while those who record the debate are far behind it (`EventBus.caught_up`)."""
 
     @property
     def paused(self) -> bool:
@@ -62,6 +64,8 @@ class Gate:
         """Pass the boundary: wait while paused, raise StopRequested or BudgetExhausted."""
         if self._stop:
             raise StopRequested
+        if self.backlog is not None:
+            await self.backlog()
         await self._running.wait()
         if self._stop:
             raise StopRequested

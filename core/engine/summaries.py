@@ -107,7 +107,7 @@ class Summaries:
         agent = self.people[job.agent_id]
         summary, fallback = await self.summarizer.run(job)
         md = summary.metadata
-        md.cost_usd = self.engine.cost(agent, job.model, md.prompt_tokens, md.completion_tokens)
+        md.cost_usd = self.engine.cost(agent, job.model, md.prompt_tokens, md.completion_tokens, md.cached_tokens)
         who = "judge" if job.judge else agent.id
         if fallback:
             self.emit(Warning_(message=f"{who}: {fallback}; used a rule-based summary", agent_id=agent.id))

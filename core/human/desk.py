@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from ..engine.gate import StopRequested
 from ..providers.base import ChatRequest, Message
 from ..tokens import count_text
-from .drafts import Drafts, slot_of
+from .drafts import Drafts, mask_typed, slot_of
 
 Via = Literal["editor", "stdin", "ctl", "library"]
 """Where a person's answer came from."""
@@ -69,7 +69,9 @@ class HumanDesk:
     """The open turns of every person in one debate (one turn per person at a time: the engine
     gives each person's seat a limit of one call in flight)."""
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: Callable[[], Sequence[str]] = tuple) -> None:
+        self.secrets = secrets
+        """The keys the debate's providers use (asked when needed: they are added as providers are made)."""
         self._open: dict[str, Turn] = {}
         self._watchers: list[Watcher] = []
         self._stopped = False
@@ -112,13 +114,15 @@ class HumanDesk:
             self._tell(turn, False)
 
     def submit(self, agent_id: str, text: str, *, via: Via = "library", command_id: str | None = None) -> Turn:
-        """Answer `agent_id`'s open turn with `text`. ValueError (a line to show the person) when
-        no turn of theirs is open, the text is empty, or it is longer than a reply may be."""
+        """Answer `agent_id`'s open turn with `text`, its keys masked (every way an answer comes in
+        passes here: the editor, stdin, `moot ctl say`, a library caller). ValueError (a line to
+        show the person) when no turn of theirs is open, the text is empty, or it is longer than
+        a reply may be."""
         turn = self._open.get(agent_id)
         if turn is None or turn.answer.done():
             open_ = ", ".join(t.agent_id for t in self.waiting()) or "nobody"
             raise ValueError(f"no turn of {agent_id} is waiting for an answer (waiting now: {open_})")
-        text = text.strip()
+        text = mask_typed(text.strip(), self.secrets())
         if not text:
             raise ValueError("the answer is empty: write something first")
         n = count_text(text, turn.model)

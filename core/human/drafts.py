@@ -7,17 +7,22 @@ submission saves the whole answer before it is handed to the debate: a debate ki
 person types, or between their submission and its record in the log, asks that turn again on
 resume with the text already there. Drafts of turns whose contribution is recorded are removed
 once the log holds it (`prune`: at the end of a run and at the start of a resume).
+
+Every draft write goes through `Drafts.save`, which masks API keys first (`mask_typed`): a person
+may paste a key into an answer, and keys never reach disk, whichever path saved the text (the
+TUI's editor, an attached `moot watch`, the headless seat's lines, the whole answer on submit).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ..errors import StoreError
 from ..models.state import Contribution
+from ..safety.secrets import known_secrets, redact
 from ..storage.files import open_regular, require_real_folder, write_atomic
 
 DRAFTS_DIR = "drafts"
@@ -27,6 +32,12 @@ MAX_DRAFT_BYTES = 1024 * 1024
 PHASE_OF: dict[str, str] = {"proposal": "proposal", "critique": "critique", "refinement": "refinement",
                             "answer": "answer", "message": "turn"}
 """A contribution's type → the phase of the call that wrote it."""
+
+
+def mask_typed(text: str, secrets: Sequence[str] = ()) -> str:
+    """What a person typed with every key masked: `secrets` (the keys the debate's providers
+    use), the keys configured in the environment and `.env`, and anything shaped like a key."""
+    return redact(text, [*secrets, *known_secrets()])
 
 
 def slot_of(phase: str, round_no: int, target: str | None = None) -> str:
@@ -40,10 +51,12 @@ def slot_of_contribution(c: Contribution) -> str:
 
 class Drafts:
     """The drafts of one debate; `folder` gives its path when asked (a new debate's folder is
-    renamed once its first event is on disk)."""
+    renamed once its first event is on disk), `secrets` the keys in use (masked in every draft,
+    with those `mask_typed` always masks)."""
 
-    def __init__(self, folder: Callable[[], Path]) -> None:
+    def __init__(self, folder: Callable[[], Path], secrets: Callable[[], Sequence[str]] = tuple) -> None:
         self._folder = folder
+        self._secrets = secrets
 
     @property
     def path(self) -> Path:
@@ -73,7 +86,8 @@ class Drafts:
 
     def save(self, agent_id: str, slot: str, text: str) -> None:
         """Replace the draft of that turn (an empty text removes it). StoreError when it cannot
-        be written (the caller says so; the text is still in the editor)."""
+        be written (the caller says so; the text is still in the editor). Keys are masked first."""
+        text = mask_typed(text, self._secrets())
         folder = self.path
         try:
             try:

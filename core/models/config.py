@@ -6,10 +6,11 @@ silently ignored key.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .tools import ToolsConfig, ToolsOverrides
 from .terms import (
     HUMAN, JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
 )
@@ -70,7 +71,29 @@ class SummarizationOverrides(_Strict):
     prompt_path: str | None = None
 
 
-class ContextConfig(_Strict):
+class _Window(_Strict):
+    """A token window that keeps room for the model's answer: its two fields are declared by
+    each subclass, in its own order (the config's field order is what a dump shows)."""
+
+    if TYPE_CHECKING:
+        max_context_tokens: int
+        reserve_output_tokens: int
+
+    @model_validator(mode="after")
+    def _reserve_fits(self) -> Self:
+        if self.reserve_output_tokens >= self.max_context_tokens:
+            raise ValueError(
+                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
+                f"max_context_tokens ({self.max_context_tokens})"
+            )
+        return self
+
+    @property
+    def input_budget(self) -> int:
+        return self.max_context_tokens - self.reserve_output_tokens
+
+
+class ContextConfig(_Window):
     """The token budget of one agent's view."""
 
     max_context_tokens: ContextTokens = 8000
@@ -82,19 +105,6 @@ class ContextConfig(_Strict):
     summary covers come back verbatim when the debate returns to them (see README, Recall)."""
     recall_tokens: RecallTokens | None = None
     """Cap of the recall tier; default a tenth of the view's budget."""
-
-    @model_validator(mode="after")
-    def _reserve_fits(self) -> ContextConfig:
-        if self.reserve_output_tokens >= self.max_context_tokens:
-            raise ValueError(
-                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
-                f"max_context_tokens ({self.max_context_tokens})"
-            )
-        return self
-
-    @property
-    def input_budget(self) -> int:
-        return self.max_context_tokens - self.reserve_output_tokens
 
 
 class ContextOverrides(_Strict):
@@ -136,6 +146,8 @@ class AgentConfig(_Strict):
     """Models tried, in order, when the agent's own model keeps failing."""
     max_concurrency: int | None = Field(None, ge=1, le=64)
     """At most this many calls in flight at this agent's endpoint (a local server that wants fewer)."""
+    tools: ToolsOverrides | None = None
+    """This agent's own tools mode, call cap and MCP servers (beside `[tools]`)."""
     seed: int | None = Field(None, ge=0, le=2**31 - 1)
     """Sent with each call as `seed`: servers that honour it (OpenAI, llama.cpp, vLLM) sample
     reproducibly. `moot bench` gives each agent its own; a vote's copies add 1000 per pass."""
@@ -145,7 +157,7 @@ class AgentConfig(_Strict):
         return self.name or self.id.replace("-", " ").title()
 
 
-class ConversationConfig(_Strict):
+class ConversationConfig(_Window):
     """The turn-based conversation (seed 003): a shared transcript, each view = system prompt +
     rolling summary of everything older + the latest messages verbatim, under a token budget."""
 
@@ -173,19 +185,6 @@ class ConversationConfig(_Strict):
     tenth of `recent_tokens`."""
     score_every: int | None = Field(None, ge=1)
     """With `termination = "convergence"`: the judge scores convergence every this many turns."""
-
-    @model_validator(mode="after")
-    def _fits(self) -> ConversationConfig:
-        if self.reserve_output_tokens >= self.max_context_tokens:
-            raise ValueError(
-                f"reserve_output_tokens ({self.reserve_output_tokens}) must be below "
-                f"max_context_tokens ({self.max_context_tokens})"
-            )
-        return self
-
-    @property
-    def input_budget(self) -> int:
-        return self.max_context_tokens - self.reserve_output_tokens
 
     @property
     def recall_cap(self) -> int:
@@ -245,8 +244,10 @@ class DebateSettings(_Strict):
     max_retries: int = Field(3, ge=0, le=20)
     on_error: Literal["stop", "skip"] = "stop"
     """What a failed proposal/refinement does: stop the debate (resumable) or skip that agent."""
-    prices: dict[str, tuple[Price, Price]] = Field(default_factory=dict)
-    """Model → (input, output) USD per million tokens; overrides the built-in table."""
+    prices: dict[str, tuple[Price, Price] | tuple[Price, Price, Price]] = Field(default_factory=dict)
+    """Model → (input, output) or (input, output, cached input) USD per million tokens; overrides the
+    built-in table. Without a cached rate, input served from the provider's prompt cache costs what
+    fresh input does."""
     clarify: bool = False
     """Before round 1, agents ask clarifying questions and the user answers."""
     clarifications_max_per_agent: int = Field(5, ge=0, le=20)
@@ -262,6 +263,8 @@ class DebateSettings(_Strict):
     trace: bool = False
     """Send the debate to an OpenTelemetry collector as one trace (needs `pip install 'moot[otel]'`;
     also on with `--trace` or when `OTEL_EXPORTER_OTLP_ENDPOINT` is set)."""
+    references: list[str] = Field(default_factory=list)
+    """Files and folders the agents may read with tools (`--ref`); saved as absolute paths."""
     trace_content: bool = False
     """Put prompt and completion text (masked) in the trace; off: only names, models, tokens, cost, times."""
 
@@ -279,6 +282,8 @@ class MootConfig(_Strict):
     debate: DebateSettings = Field(default_factory=DebateSettings)
     providers: dict[str, EndpointConfig] = Field(default_factory=dict)
     """Per-endpoint settings by base URL: `[providers."http://127.0.0.1:8080/v1"] max_concurrency = 2`."""
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    """Read-only tools over `debate.references` and the user's MCP servers (`[[tools.mcp]]`)."""
     agents: list[AgentConfig] = Field(default_factory=list)
     judge: AgentConfig = Field(default_factory=lambda: AgentConfig(id=JUDGE_ID, role="generalist"))
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from .tools import ToolsSetup, ToolStep
 from .terms import (
     JUDGE_ID,
     ContributionType,
@@ -38,6 +39,9 @@ class CallMetadata(BaseModel):
     clipped_at: int | None = None
     """The reply ran far past its token limit and moot stopped reading it at this many bytes:
     the content is what came before (`max_tokens` × 32 bytes + 16 KiB of text)."""
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache (priced at the cached
+    rate); 0 when the server did not say."""
 
 
 class Usage(BaseModel):
@@ -48,6 +52,8 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     summary_tokens: int = 0
     """Of the tokens above, those spent on summarization calls."""
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache."""
     cost_usd: float = 0.0
 
     @property
@@ -66,6 +72,9 @@ class Contribution(BaseModel):
     metadata: CallMetadata = Field(default_factory=CallMetadata)
     carried_from: str | None = None
     """Set when a proposal reuses an earlier refinement (no LLM call was made)."""
+    reads: list[str] = Field(default_factory=list)
+    """What the agent read with tools while writing it: one extract per tool result (seed 002);
+    part of its perspective history, so summaries cover it."""
     ts: float = Field(default_factory=time.time)
 
 
@@ -79,6 +88,8 @@ class SummaryMetadata(BaseModel):
     """prompt_tokens + completion_tokens of the summarization calls (0 for rule-based)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache."""
     cost_usd: float = 0.0
     model: str | None = None
     fallback_reason: str | None = None
@@ -134,6 +145,10 @@ class TierTokens(BaseModel):
     """Old items the summary covers, brought back verbatim (the recall tier)."""
     history: int = 0
     task: int = 0
+    tools: int = 0
+    """Tool definitions and the tool loop's messages (calls and results)."""
+    references: int = 0
+    """The retrieval tier: reference passages, where tools cannot be called."""
     total: int = 0
     """Whole request in chat format (tiers plus per-message overhead)."""
 
@@ -203,6 +218,11 @@ class ViewRecord(BaseModel):
     """Where the window came from: the config, the server (at start) or a refusal."""
     count_ratio: float = 1.0
     """The server's token count over moot's, as known when the view was built."""
+    tools: list[str] = Field(default_factory=list)
+    """Tools offered to the call (by name); empty when none were."""
+    tool_steps: list[ToolStep] = Field(default_factory=list)
+    """The tool loop: each model turn that called tools and what came back; the exact messages
+    of the call's last request are the view's, then these."""
 
 
 class Tally(BaseModel):
@@ -315,6 +335,9 @@ class DebateState(BaseModel):
     judge_summary: Summary | None = None
     prompts: dict[str, str] = Field(default_factory=dict)
     """Every prompt text used, by key, so views can be rebuilt byte for byte."""
+    view_layout: int = 1
+    """How this debate's views lay out their messages (see `moot.core.context.view`): kept for
+    life, so a debate resumed by a later version goes on as it began and rebuilds as it was sent."""
     config: dict[str, Any] = Field(default_factory=dict)
     """The effective configuration (no secrets) so later commands can continue the debate."""
     created_at: float = Field(default_factory=time.time)
@@ -338,11 +361,41 @@ class DebateState(BaseModel):
     pending_questions: list[Clarification] = Field(default_factory=list)
     """Questions asked and not yet answered (a crash while the user answers keeps them)."""
     pending_round: int = 0
+    archived_rounds: int = 0
+    """Steps 1..this many are not held here: their contributions, summaries and views are in the
+    event log only (`storage.archive`), and `rounds` begins with step `archived_rounds + 1`.
+    0 (every step held) in snapshots written before a debate could outgrow its memory."""
+
+    _held: int | None = PrivateAttr(default=None)
+
+    @property
+    def held_contributions(self) -> int:
+        """Contributions in `rounds`: counted once, then kept by `count_held` (what `apply` adds, what
+        `archive` lets go of), so asking at every step costs nothing however many steps are held."""
+        if self._held is None:
+            self._held = sum(len(r.contributions) for r in self.rounds)
+        return self._held
+
+    def count_held(self, change: int) -> None:
+        if self._held is not None:
+            self._held += change
+    tools: ToolsSetup | None = None
+    """The references and tools its agents had (None: a debate without them)."""
 
     def round(self, number: int) -> Round:
-        while len(self.rounds) < number:
-            self.rounds.append(Round(number=len(self.rounds) + 1))
-        return self.rounds[number - 1]
+        """Step `number` as held in memory (made when new). An archived step is given detached
+        and empty: what it held is in the log, and nothing folded into it is kept."""
+        if number <= self.archived_rounds:
+            return Round(number=number)
+        while self.round_count < number:
+            self.rounds.append(Round(number=self.round_count + 1))
+        return self.rounds[number - self.archived_rounds - 1]
+
+    @property
+    def round_count(self) -> int:
+        """Steps begun so far, archived ones included (`len(rounds)` counts only those held)."""
+        return self.archived_rounds + len(self.rounds)
 
     def all_contributions(self) -> list[Contribution]:
+        """The contributions held in memory (all of them unless steps were archived)."""
         return [c for r in self.rounds for c in r.contributions]

@@ -13,6 +13,7 @@ from typing import Literal, assert_never
 from ..events import (
     BudgetReached,
     CallFailed,
+    CallContinued,
     CallStarted,
     ClarificationsAnswered,
     ClarificationsAsked,
@@ -35,6 +36,9 @@ from ..events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -217,7 +221,21 @@ def _describe(event: Event) -> Line | None:
             return Line("warning", f"■ debate interrupted{cause}")
         case DebateFailed(error=error):
             return Line("error", f"✗ debate failed: {_safe(error, 400)}")
-        case Token() | CallStarted() | PhaseCompleted():
+        case ToolCalled(agent_id=agent_id, tool=tool):
+            how = " (written as text)" if tool.from_text else ""
+            return Line("contribution", f"  ⚒ {agent_id} → {_safe(tool.name, 64)}({_safe(tool.arguments, 120)}){how}")
+        case ToolReturned(agent_id=agent_id, name=name, ok=ok, summary=summary):
+            return Line("contribution" if ok else "warning",
+                        f"  {'↳' if ok else '✗'} {agent_id} ← {_safe(name, 64)}: {_safe(summary, 160)}")
+        case ToolsReady(setup=setup):
+            files = len(setup.references)
+            where = ", ".join(_safe(r, 60) for r in setup.roots[:4]) + (" …" if len(setup.roots) > 4 else "")
+            servers = "".join(f"; MCP {_safe(s.name, 24)}: " + (f"{len(s.tools)} tools" if s.error is None else
+                                                              f"failed ({_safe(s.error, 120)})") for s in setup.servers)
+            refs = f"{files} reference file{'s' if files != 1 else ''} from {where}" if setup.roots else "no references"
+            skipped = f" ({len(setup.skipped)} skipped)" if setup.skipped else ""
+            return Line("control", f"⚒ {refs}{skipped}{servers}")
+        case Token() | CallStarted() | PhaseCompleted() | CallContinued():
             return None
         case _:
             assert_never(event)

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .describe import describe
 from ..errors import ExitCode, StoreError
-from ..events import DebateInterrupted, DebateResumed, Subscription, is_terminal, parse_event
+from ..event_bus import Subscription
+from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
 from ..models.state import DebateState
 from .printer import print_events, solution_text
-from ..session import DebateSession
+from ..session import WRITER_BACKLOG, DebateSession
 from ..safety.sanitize import one_line_safe
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder, writer_alive
@@ -66,7 +67,7 @@ async def run_headless(session: DebateSession, printer: Printer | None = None,
 
     A person's turns are shown on `seat_out` (stderr), in words when `plain`, and read from
     `seat_lines` (stdin)."""
-    printer_sub = session.bus.subscribe("printer")
+    printer_sub = session.bus.subscribe("printer", limit=WRITER_BACKLOG)  # never far behind: see Subscription
     # The debate's own end line is left to `finish_headless`, which says it once, with the resume hint.
     printing = asyncio.create_task(printer(printer_sub) if printer is not None
                                    else print_events(printer_sub, skip=(DebateInterrupted,)))

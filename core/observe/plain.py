@@ -14,8 +14,10 @@ from __future__ import annotations
 import sys
 from typing import TextIO, assert_never
 
+from ..event_bus import Subscription
 from ..events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -38,8 +40,10 @@ from ..events import (
     SummaryAdded,
     SummaryRequested,
     SynthesisCompleted,
-    Subscription,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -144,7 +148,17 @@ class PlainNarrator:
             case ConvergenceScored() | Converged() | WindowLearned() | BudgetReached():
                 line = describe(event)
                 return line.text.lstrip("≈✓⚙$ ") if line is not None else None
-            case Token() | CallStarted() | PhaseCompleted():
+            case ToolCalled(agent_id=agent_id, tool=tool):
+                return (f"{self.name(agent_id)} uses the tool {one_line_safe(tool.name, 64)} with "
+                        f"{one_line_safe(tool.arguments, 160)}.")
+            case ToolReturned(name=name, ok=ok, summary=summary):
+                how = "answered" if ok else "failed"
+                return f"The tool {one_line_safe(name, 64)} {how}: {one_line_safe(summary, 200)}"
+            case ToolsReady():
+                line = describe(event)
+                said = line.text.lstrip("⚒ ") if line is not None else ""
+                return f"{said[:1].upper()}{said[1:]}." if said else None
+            case Token() | CallStarted() | PhaseCompleted() | CallContinued():
                 return None  # no streaming, no spinner: a contribution is read once, whole
             case _:
                 assert_never(event)

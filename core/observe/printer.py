@@ -6,7 +6,7 @@ import sys
 from typing import TextIO
 
 from .describe import describe
-from ..events import Subscription
+from ..event_bus import Subscription
 from ..models.state import DebateState, Solution
 from ..safety.sanitize import terminal_safe
 

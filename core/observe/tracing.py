@@ -24,6 +24,9 @@ summary span. So the `gen_ai.usage.*` of all spans add up to the debate's totals
 Over 400 lines on purpose: it is one fold, an exhaustive `match` over the event union and the
 handlers that share its open spans (runs, rounds, phases, calls, summaries); the span records,
 their attribute names and their masked way out are apart (`spans`, `span_attributes`).
+
+Over 400 lines on purpose: the fold is one exhaustive `match` over the event union, and the
+open-span bookkeeping it needs (roots, rounds, phases, calls, summaries) is private to it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from ..context.index import DebateIndex
 from ..context.view import render_messages
 from ..events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -61,6 +65,9 @@ from ..events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -113,11 +120,16 @@ class TraceBuilder(SpanOutlet):
         self.debate_id = ""
         self.runs = 0
         self._root: SpanRecord | None = None
-        self._round: SpanRecord | None = None
+        self._rounds: dict[int, SpanRecord] = {}
+        """Open round spans: a round stays open while a phase of it does (phases overlap when calls
+        are scheduled by their inputs: a round can owe critiques while the next one has begun)."""
         self._round_no = 0
         self._step: Literal["round", "turn"] = "round"
-        self._phase: SpanRecord | None = None
+        self._phases: dict[tuple[int, str], SpanRecord] = {}
+        """Open phase spans by (round, phase)."""
         self._calls: dict[str, SpanRecord] = {}
+        self._tools: dict[str, SpanRecord] = {}
+        """Tool calls running, by tool call id (`execute_tool` spans inside their LLM call's)."""
         self._summaries: dict[str, _Summary] = {}
         self._agents: dict[str, AgentInfo] = {}
         self._servers: dict[str, tuple[str, int | None]] = {}
@@ -142,25 +154,27 @@ class TraceBuilder(SpanOutlet):
                     self._open_round(self._round_no, self._step, f"{event.seq}/{self._round_no}", t,
                                      {"moot.continued": True})
             case RoundStarted(round=number, step=step):
-                self._close_phase(self._last_ns, "no end recorded")
-                self._close_round(self._last_ns)
+                self._close_rounds(self._last_ns, before=number)
                 self._open_round(number, step, str(event.seq), t, {})
             case PhaseStarted(round=number, phase=phase):
-                self._close_phase(self._last_ns, "no end recorded")
-                if phase in ("clarify", "synthesis"):
-                    self._close_round(self._last_ns)  # not part of a round: hang from the root
-                parent = self._round if self._round is not None and self._round_no == number else self._ensure_root(t)
-                self._phase = self._span(f"phase/{event.seq}", phase, parent, t, {
-                    "moot.phase": phase, "moot.round": number, OI_KIND: "CHAIN"})
-            case PhaseCompleted():
-                self._close_phase(t)
+                self._close_phase((number, phase), self._last_ns, "no end recorded")
+                if phase in ("clarify", "synthesis"):  # not part of a round: hang from the root
+                    self._close_rounds(self._last_ns, force=True)
+                parent = self._rounds.get(number) if phase not in ("clarify", "synthesis") else None
+                self._phases[(number, phase)] = self._span(f"phase/{event.seq}", phase, parent or self._ensure_root(t),
+                                                           t, {"moot.phase": phase, "moot.round": number,
+                                                               OI_KIND: "CHAIN"})
+            case PhaseCompleted(round=number, phase=phase):
+                self._close_phase((number, phase), t)
+                self._close_rounds(t, before=self._round_no)
             case CallStarted(view=view):
                 self._call_started(view, t)
             case CallFailed(call_id=call_id, error=error, will_retry=will_retry):
                 self._call_failed(call_id, error, will_retry, t)
             case ContributionAdded(contribution=c):
                 if c.carried_from:
-                    self._note("carried", t, {"moot.agent.id": c.agent_id, "moot.carried_from": c.carried_from})
+                    self._note("carried", t, {"moot.agent.id": c.agent_id, "moot.carried_from": c.carried_from},
+                               where=(c.round, "proposal"))
                 else:
                     self._finish_call(c.metadata, c.agent_id, t, output=c.content)
             case SummaryAdded(summary=summary, judge=judge):
@@ -183,6 +197,25 @@ class TraceBuilder(SpanOutlet):
                 for agent_id, meta in per_agent.items():
                     asked = [q.question for q in questions if q.agent_id == agent_id]
                     self._finish_call(meta, agent_id, t, output=json.dumps({"questions": asked}, ensure_ascii=False))
+            case ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
+                parent = self._calls.get(call_id) or self._container(t)
+                self._tools[tool.id] = self._span(f"tool/{call_id}/{tool.id}", f"execute_tool {tool.name}", parent, t, {
+                    OPERATION: "execute_tool", "gen_ai.tool.name": tool.name, "gen_ai.tool.call.id": tool.id,
+                    "gen_ai.tool.type": "function", AGENT_ID: agent_id, OI_KIND: "TOOL",
+                    **({"gen_ai.tool.call.arguments": self._mask(tool.arguments)} if self.content else {}),
+                    **({"moot.tool.from_text": True} if tool.from_text else {})})
+            case ToolReturned(tool_call_id=tool_call_id, ok=ok, summary=summary):
+                tool_span = self._tools.pop(tool_call_id, None)
+                if tool_span is not None:
+                    tool_span.attributes["moot.tool.summary"] = summary
+                    self._close(tool_span, t, None if ok else summary or "tool error")
+            case CallContinued(call_id=call_id, step=step):
+                call_span = self._calls.get(call_id)
+                if call_span is not None:
+                    call_span.attributes["moot.tool_steps"] = step.index + 1
+            case ToolsReady(setup=setup):
+                self._note("tools ready", t, {"moot.references": len(setup.references),
+                                              "moot.mcp_servers": [x.name for x in setup.servers]})
             case Warning_(message=message, agent_id=agent_id):
                 self._note("warning", t, {"moot.message": message, **({"moot.agent.id": agent_id} if agent_id else {})})
             case SummaryRequested(agent_id=agent_id, focus=focus):
@@ -266,18 +299,24 @@ class TraceBuilder(SpanOutlet):
     def _open_round(self, number: int, step: Literal["round", "turn"], key: str, t: int,
                     attrs: dict[str, AttrValue]) -> None:
         self._round_no, self._step = number, step
-        self._round = self._span(f"round/{key}", f"{step} {number}", self._ensure_root(t), t, {
+        self._rounds[number] = self._span(f"round/{key}", f"{step} {number}", self._ensure_root(t), t, {
             f"moot.{step}": number, OI_KIND: "CHAIN", **attrs})
 
-    def _close_round(self, t: int) -> None:
-        if self._round is not None:
-            self._close(self._round, t)
-            self._round = None
+    def _close_rounds(self, t: int, *, before: int | None = None, force: bool = False) -> None:
+        """Close the rounds before `before` none of whose phases is still open (all of them, and
+        their open phases as never ended, with `force`)."""
+        for number in sorted(self._rounds):
+            if force:
+                for key in [k for k in self._phases if k[0] == number]:
+                    self._close_phase(key, t, "no end recorded")
+            elif (before is not None and number >= before) or any(k[0] == number for k in self._phases):
+                continue
+            self._close(self._rounds.pop(number), t)
 
-    def _close_phase(self, t: int, error: str | None = None) -> None:
-        if self._phase is not None:
-            self._close(self._phase, t, error)
-            self._phase = None
+    def _close_phase(self, key: tuple[int, str], t: int, error: str | None = None) -> None:
+        span = self._phases.pop(key, None)
+        if span is not None:
+            self._close(span, t, error)
 
     def _end_run(self, t: int, status: str, error: str | None, totals: Usage | None, *,
                  calls_error: str | None = None) -> None:
@@ -290,14 +329,17 @@ class TraceBuilder(SpanOutlet):
         self._close_all(t, calls_error or "no result recorded", error)
 
     def _open_spans(self) -> list[SpanRecord]:
-        spans = [*self._calls.values()]
+        spans = [*self._tools.values(), *self._calls.values()]
         for s in self._summaries.values():
             spans += [s.span, *s.calls]
-        return spans + [s for s in (self._phase, self._round, self._root) if s is not None]
+        return spans + [*self._phases.values(), *self._rounds.values(), *([self._root] if self._root else [])]
 
     def _close_all(self, t: int, error: str | None, root_error: str | None) -> None:
         """Close every open span at `t`, innermost first: open calls and summaries (work cut short)
         with `error`, the phase and round without, the run's root with `root_error`."""
+        for span in self._tools.values():
+            self._close(span, t, error)
+        self._tools.clear()
         for span in list(self._calls.values()):
             if not self._in_summary(span):
                 self._close(span, t, error)
@@ -310,16 +352,31 @@ class TraceBuilder(SpanOutlet):
                     call.error = call.error or error
                 self._out(call)
             self._close(s.span, t, error)
-        self._close_phase(t)
-        self._close_round(t)
+        for key in list(self._phases):
+            self._close_phase(key, t)
+        for number in list(self._rounds):
+            self._close(self._rounds.pop(number), t)
         if self._root is not None:
             self._close(self._root, t, root_error)
             self._root = None
 
     # ------------------------------------------------------------------ calls and summaries
 
-    def _container(self, t: int) -> SpanRecord:
-        return self._phase or self._round or self._ensure_root(t)
+    def _container(self, t: int, view: ViewRecord | None = None) -> SpanRecord:
+        """Where a call or a summary hangs: its own phase (or round) when open, else the newest
+        open phase, round or the run's root."""
+        if view is not None:
+            own = self._phases.get((view.round, view.phase)) or self._rounds.get(view.round)
+            if own is not None:
+                return own
+        return self._newest() or self._ensure_root(t)
+
+    def _newest(self) -> SpanRecord | None:
+        if self._phases:
+            return self._phases[max(self._phases, key=lambda k: (self._phases[k].start_ns, k[0]))]
+        if self._rounds:
+            return self._rounds[max(self._rounds)]
+        return self._root
 
     def _call_started(self, view: ViewRecord, t: int) -> None:
         info = self._agents.get(view.agent_id)
@@ -352,7 +409,7 @@ class TraceBuilder(SpanOutlet):
         if view.phase == "summarize":
             summary = self._summaries.get(view.agent_id)
             if summary is None:
-                parent = self._container(t)
+                parent = self._container(t, view)
                 span = self._span(f"summary/{view.call_id}", f"summary {view.agent_id}", parent, t, {
                     "moot.agent.id": view.agent_id, "moot.round": view.round, OI_KIND: "CHAIN"})
                 summary = self._summaries[view.agent_id] = _Summary(span)
@@ -362,7 +419,8 @@ class TraceBuilder(SpanOutlet):
             call = self._span(f"call/{view.call_id}", f"chat {model}", summary.span, t, attrs, kind="client")
             summary.calls.append(call)
         else:
-            call = self._span(f"call/{view.call_id}", f"chat {model}", self._container(t), t, attrs, kind="client")
+            call = self._span(f"call/{view.call_id}", f"chat {model}", self._container(t, view), t, attrs,
+                              kind="client")
         self._calls[view.call_id] = call
 
     def _call_failed(self, call_id: str, error: str, will_retry: bool, t: int) -> None:
@@ -453,8 +511,8 @@ class TraceBuilder(SpanOutlet):
 
     # ------------------------------------------------------------------ notes
 
-    def _note(self, name: str, t: int, attrs: dict[str, AttrValue]) -> None:
-        target = self._phase or self._round or self._root
+    def _note(self, name: str, t: int, attrs: dict[str, AttrValue], where: tuple[int, str] | None = None) -> None:
+        target = (self._phases.get(where) if where else None) or self._newest()
         if target is not None:  # nothing open (after a run's end): the event stays in the log alone
             target.events.append(SpanEvent(name, t, attrs))
 

@@ -17,9 +17,9 @@ import asyncio
 import itertools
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, TypedDict
+from typing import ClassVar, Literal, TypedDict
 
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
@@ -27,7 +27,7 @@ from ..context.recall_tier import RecallRequest
 from ..engine.calls import CallEngine, CallResult, CallSpec
 from ..engine.gate import BudgetExhausted, Gate, StopRequested
 from ..engine.summaries import Summaries
-from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted
+from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted, RoundStarted
 from ..models.config import AgentConfig, DebateSettings, MootConfig
 from ..models.state import Contribution, DebateState, Tally, ViewRecord
 from ..models.terms import ContributionType, Phase, ProtocolName
@@ -173,7 +173,7 @@ class DebateContext:
                          target: ResolvedAgent | None = None) -> Contribution:
         c = Contribution(id=self.ids("c"), agent_id=agent.id, role=agent.role, type=kind, round=step,
                          target_agent_id=target.id if target else None, content=result.completion.content,
-                         metadata=result.meta)
+                         metadata=result.meta, reads=list(result.reads))
         self.emit(ContributionAdded(contribution=c))
         return c
 
@@ -223,6 +223,15 @@ class DebateProtocol(ABC):
     @property
     def total_steps(self) -> int:
         return self.ctx.settings.rounds
+
+    def steps(self, step: Literal["round", "turn"] = "round") -> Iterator[int]:
+        """The steps left to run, from the one a resumed debate stopped in; each not yet begun is
+        announced (`RoundStarted`) as it starts."""
+        ctx = self.ctx
+        for r in range(max(1, ctx.state.current_round), self.total_steps + 1):
+            if ctx.state.current_round < r:
+                ctx.emit(RoundStarted(round=r, step=step))
+            yield r
 
     opening_phase: ClassVar[Phase] = "proposal"
     """The phase of each agent's first call (checked against its window before the run)."""

@@ -28,7 +28,7 @@ from ..config import ResolvedAgent
 from ..engine.windows import Fit, reply_floor
 from ..context.recall_tier import RecallRequest
 from ..context.view import ViewTooLarge, render_messages
-from ..events import RoundStarted, Warning_
+from ..events import Warning_
 from ..models.config import ConversationConfig
 from ..models.state import Contribution, Summary, ViewRecord
 from ..models.terms import SummaryTrigger
@@ -42,7 +42,7 @@ ESTIMATE_MARGIN = 64
 """Tokens of slack between the sum of the parts and the view as counted whole (joints, framing)."""
 HEADER_TOKENS = 24
 """The verbatim block's heading and framing, on top of its messages' own tokens."""
-TOKEN_HYSTERESIS = 0.75
+TOKEN_HYSTERESIS = 0.5
 """A roll forced by tokens keeps the window at most this share of its cap, so the next
 turn does not have to roll again at once."""
 
@@ -90,9 +90,7 @@ class ConversationProtocol(DebateProtocol):
         ctx = self.ctx
         total = self.total_steps
         score_every = self.conv.score_every if ctx.settings.termination == "convergence" else None
-        for t in range(max(1, ctx.state.current_round), total + 1):
-            if ctx.state.current_round < t:
-                ctx.emit(RoundStarted(round=t, step="turn"))
+        for t in self.steps("turn"):
             speaker = self.speaker(t)
             if find_contribution(ctx.state, t, speaker.id, "message") is None:
                 await ctx.gate.wait()

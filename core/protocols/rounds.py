@@ -7,10 +7,12 @@ the critiques aimed at it). After the last round — or when the judge's converg
 score passes the threshold — the judge synthesizes from the final proposals and
 refinements.
 
-Each agent's view: its system prompt · the summary of its older perspective (its own
-proposals and refinements, the critiques aimed at it) · newer perspective items
-verbatim · the task. Views inside a phase see the debate as it stood when the phase
-began (`moot.core.context.index`), so a debate is reproducible from its inputs.
+Each agent's view: its system prompt and the topic · the summary of its older
+perspective (its own proposals and refinements, the critiques aimed at it) · newer
+perspective items verbatim · the task. A call starts as soon as what it reads exists,
+not when its whole phase may begin (`moot.core.protocols.schedule`), and its view is
+built at the visibility barrier of its own round and phase (`moot.core.context.index`):
+the same inputs give the same requests whatever the order calls finish in.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from ..config import ResolvedAgent
 from ..context.index import barrier
 from ..context.view import render_messages
 from ..errors import ProviderError
-from ..events import ContributionAdded, RoundStarted, Warning_
+from ..events import ContributionAdded, Warning_
 from ..models.state import CallMetadata, Contribution, Summary
 from ..models.terms import ContributionType, Phase, SummaryTrigger
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
+from .schedule import CallGraph
 from ..storage.state import find_contribution
 
 
@@ -41,16 +44,52 @@ class RoundsProtocol(DebateProtocol):
     async def run(self) -> None:
         ctx = self.ctx
         total = self.total_steps
-        for r in range(max(1, ctx.state.current_round), total + 1):
-            if ctx.state.current_round < r:
-                ctx.emit(RoundStarted(round=r))
-            await ctx.phase(r, "summarize", partial(self._summarization_phase, r))
-            await ctx.phase(r, "proposal", partial(self._proposal_phase, r))
-            await ctx.phase(r, "critique", partial(self._critique_phase, r))
-            await ctx.phase(r, "refinement", partial(self._refinement_phase, r))
-            if ctx.settings.termination == "convergence" and r < total:
-                if await converged_after_phase(ctx, r, self.score_input(r)):
+        if ctx.settings.termination == "convergence":
+            # The judge's score after each round decides whether there is a next one: rounds
+            # cannot overlap, but inside a round calls still wait only for what they read.
+            for r in range(max(1, ctx.state.current_round), total + 1):
+                await self._graph(r, r).run()
+                if r < total and await converged_after_phase(ctx, r, self.score_input(r)):
                     return
+            return
+        # A round can still owe critiques and refinements while the next one has begun (never
+        # two rounds back: see `_graph`), so a resumed debate looks one round back for them.
+        await self._graph(max(1, ctx.state.current_round - 1), total).run()
+
+    def _graph(self, first: int, last: int) -> CallGraph:
+        """Rounds `first..last` as a graph of calls, each waiting only for what its view reads.
+
+        An agent's summary at round r reads its perspective through round r-1, which its
+        refinement of round r-1 completes (that refinement waited for every critique aimed at
+        it); its proposal follows its summary; a critique reads the critic's perspective and
+        its own proposal, and quotes the target's proposal; a refinement reads the critiques
+        aimed at its agent. So round r+1 starts only once every critique and refinement of
+        round r-1 is done. Steps already recorded (a resumed debate) are left out."""
+        ctx = self.ctx
+        graph = CallGraph(ctx)
+        for r in range(first, last + 1):
+            for a in ctx.agents:
+                if not self._summary_done(a, r):
+                    graph.add(("summary", a.id, r), r, "summarize", partial(self._summary_step, a, r),
+                              [("refinement", a.id, r - 1)])
+                if find_contribution(ctx.state, r, a.id, "proposal") is None:
+                    # A carried refinement reads nothing new; a proposal written afresh reads the summary.
+                    carry = r > 1 and ctx.settings.carry_refinements
+                    graph.add(("proposal", a.id, r), r, "proposal", partial(self._proposal_step, a, r, graph),
+                              [("refinement", a.id, r - 1)] if carry else [("summary", a.id, r)])
+            for critic in ctx.agents:
+                for target in ctx.agents:
+                    if target.id == critic.id or find_contribution(ctx.state, r, critic.id, "critique", target.id):
+                        continue
+                    graph.add(("critique", critic.id, target.id, r), r, "critique",
+                              partial(self._critique_step, critic, target, r),
+                              [("summary", critic.id, r), ("proposal", critic.id, r), ("proposal", target.id, r)])
+            for a in ctx.agents:
+                if find_contribution(ctx.state, r, a.id, "refinement") is None:
+                    graph.add(("refinement", a.id, r), r, "refinement", partial(self._refinement_step, a, r),
+                              [("summary", a.id, r), ("proposal", a.id, r),
+                               *(("critique", x.id, a.id, r) for x in ctx.agents if x.id != a.id)])
+        return graph
 
     def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
         """A refinement quotes the agent's proposal and a critique from each other agent."""
@@ -63,61 +102,47 @@ class RoundsProtocol(DebateProtocol):
 
     # ------------------------------------------------------------------ phases
 
-    async def _summarization_phase(self, r: int) -> None:
+    def _summary_done(self, agent: ResolvedAgent, r: int) -> bool:
+        """The agent's summarization step of round r is behind it (a summary, or its proposal, exists)."""
+        state = self.ctx.state
+        return ((r <= len(state.rounds) and agent.id in state.rounds[r - 1].summaries)
+                or find_contribution(state, r, agent.id, "proposal") is not None)
+
+    async def _summary_step(self, agent: ResolvedAgent, r: int) -> None:
+        trigger = self._auto_trigger(agent, r)
+        if trigger:
+            await self.ctx.gate.wait()
+            await self._summarize(agent, r, trigger, "summarize")
+
+    async def _proposal_step(self, agent: ResolvedAgent, r: int, graph: CallGraph) -> None:
         ctx = self.ctx
-        if ctx.state.round(r).contributions:
-            return  # the phase finished before the proposals began (a resumed debate)
-
-        async def one(agent: ResolvedAgent) -> None:
-            if agent.id in ctx.state.round(r).summaries:
-                return  # done before a resume
-            trigger = self._auto_trigger(agent, r)
-            if trigger:
-                await ctx.gate.wait()
-                await self._summarize(agent, r, trigger, "summarize")
-
-        await ctx.gather([one(a) for a in ctx.agents])
-
-    async def _proposal_phase(self, r: int) -> None:
-        ctx = self.ctx
-
-        async def one(agent: ResolvedAgent) -> None:
-            if find_contribution(ctx.state, r, agent.id, "proposal"):
+        if find_contribution(ctx.state, r, agent.id, "proposal"):
+            return
+        if r > 1 and ctx.settings.carry_refinements:
+            prev = find_contribution(ctx.state, r - 1, agent.id, "refinement")
+            if prev is not None:
+                ctx.emit(ContributionAdded(contribution=Contribution(
+                    id=ctx.ids("c"), agent_id=agent.id, role=agent.role, type="proposal", round=r,
+                    content=prev.content, carried_from=prev.id, metadata=CallMetadata(model=agent.model))))
                 return
-            if r > 1 and ctx.settings.carry_refinements:
-                prev = find_contribution(ctx.state, r - 1, agent.id, "refinement")
-                if prev is not None:
-                    ctx.emit(ContributionAdded(contribution=Contribution(
-                        id=ctx.ids("c"), agent_id=agent.id, role=agent.role, type="proposal", round=r,
-                        content=prev.content, carried_from=prev.id, metadata=CallMetadata(model=agent.model))))
-                    return
-            await self._contribute(agent, r, "proposal", required=True)
+        await graph.after(("summary", agent.id, r))
+        await self._contribute(agent, r, "proposal", required=True)
 
-        await ctx.gather([one(a) for a in ctx.agents])
-
-    async def _critique_phase(self, r: int) -> None:
+    async def _critique_step(self, critic: ResolvedAgent, target: ResolvedAgent, r: int) -> None:
         ctx = self.ctx
-        jobs = []
-        for critic in ctx.agents:
-            for target in ctx.agents:
-                if target.id == critic.id or find_contribution(ctx.state, r, critic.id, "critique", target.id):
-                    continue
-                if find_contribution(ctx.state, r, target.id, "proposal") is None:
-                    continue  # the target was skipped this round
-                jobs.append(self._contribute(critic, r, "critique", target=target, required=False))
-        await ctx.gather(jobs)
+        if find_contribution(ctx.state, r, critic.id, "critique", target.id):
+            return
+        if find_contribution(ctx.state, r, target.id, "proposal") is None:
+            return  # the target was skipped this round
+        await self._contribute(critic, r, "critique", target=target, required=False)
 
-    async def _refinement_phase(self, r: int) -> None:
+    async def _refinement_step(self, agent: ResolvedAgent, r: int) -> None:
         ctx = self.ctx
-
-        async def one(agent: ResolvedAgent) -> None:
-            if find_contribution(ctx.state, r, agent.id, "refinement"):
-                return
-            if find_contribution(ctx.state, r, agent.id, "proposal") is None:
-                return
-            await self._contribute(agent, r, "refinement", required=True)
-
-        await ctx.gather([one(a) for a in ctx.agents])
+        if find_contribution(ctx.state, r, agent.id, "refinement"):
+            return
+        if find_contribution(ctx.state, r, agent.id, "proposal") is None:
+            return
+        await self._contribute(agent, r, "refinement", required=True)
 
     # ------------------------------------------------------------------ one contribution
 
@@ -142,10 +167,16 @@ class RoundsProtocol(DebateProtocol):
             task_ids = [own.id, *(c.id for c in crits)]
         params: dict[str, object] = {"round": r, "total_rounds": self.total_steps} if kind == "proposal" else {}
         record = ctx.record(agent, r, phase, target=target, params=params, task_ids=task_ids)
-        summary = ctx.index.latest_summary.get(agent.id)
+        summary = ctx.index.summary_at(agent.id, barrier(r, phase))
         record.summary_id = summary.id if summary else None
-        in_task = set(task_ids)
-        history = [c for c in ctx.index.uncovered_items(agent.id, summary, barrier(r, phase)) if c.id not in in_task]
+        if kind == "refinement" and ctx.index.layout >= 2:
+            # Its own proposal and the critiques stay in the history, where its critiques' views had
+            # the rest and the next summary's request will have all of it (the task points at them).
+            history = ctx.index.uncovered_items(agent.id, summary, barrier(r, phase))
+        else:
+            in_task = set(task_ids)
+            history = [c for c in ctx.index.uncovered_items(agent.id, summary, barrier(r, phase))
+                       if c.id not in in_task]
         recall = ctx.perspective_recall(agent, ctx.index.covered_items(agent.id, summary), PERSPECTIVE_KINDS)
         try:
             result = await ctx.call(agent, record, history=history, target=target, recall=recall)
@@ -165,7 +196,7 @@ class RoundsProtocol(DebateProtocol):
         if not cfg.enabled:
             return None
         before = barrier(r, "summarize")
-        summary = ctx.index.latest_summary.get(agent.id)
+        summary = ctx.index.summary_at(agent.id, before)
         fresh_items = ctx.index.uncovered_items(agent.id, summary, before)
         if not fresh_items:
             return None
@@ -191,7 +222,7 @@ class RoundsProtocol(DebateProtocol):
         ctx = self.ctx
         before = barrier(r, phase)
         strategy = agent.summarization.strategy
-        previous = ctx.index.latest_summary.get(agent.id)
+        previous = ctx.index.summary_at(agent.id, before)
         items = ctx.index.uncovered_items(agent.id, previous, before) if strategy == "rolling" else []
         if strategy == "fresh" or (not items and trigger == "manual"):
             # a manual request always yields a summary: with nothing new to fold, redo it whole
@@ -215,7 +246,7 @@ class RoundsProtocol(DebateProtocol):
         if not ctx.index.perspective_items(agent.id, before):
             ctx.emit(Warning_(message=f"{agent.id} has no history to summarize yet", agent_id=agent.id))
             return
-        latest = ctx.index.latest_summary.get(agent.id)
+        latest = ctx.index.summary_at(agent.id, before)
         if (focus is None and latest is not None and latest.round == r
                 and not ctx.index.uncovered_items(agent.id, latest, before)):
             # The automatic summary of this round already covers everything: not made twice.

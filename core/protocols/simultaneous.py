@@ -20,7 +20,7 @@ from ..context.view import ViewTooLarge
 from ..engine.windows import reply_floor
 from ..context.rule_based import SourceItem, summarize_rule_based
 from ..errors import ProviderError
-from ..events import RoundStarted, Warning_
+from ..events import Warning_
 from ..models.state import Contribution, ViewRecord
 from ..models.terms import Phase
 from .base import DebateAborted, DebateProtocol, SynthesisInput
@@ -46,9 +46,7 @@ class SimultaneousProtocol(DebateProtocol):
     async def run(self) -> None:
         ctx = self.ctx
         total = self.total_steps
-        for r in range(max(1, ctx.state.current_round), total + 1):
-            if ctx.state.current_round < r:
-                ctx.emit(RoundStarted(round=r))
+        for r in self.steps():
             await ctx.phase(r, "answer", partial(self._answers, r))
             if ctx.settings.termination == "convergence" and r < total:
                 if await converged_after_phase(ctx, r, self.score_input(r)):
@@ -82,7 +80,7 @@ class SimultaneousProtocol(DebateProtocol):
 
     def _round_answers(self, r: int) -> list[Contribution]:
         ctx = self.ctx
-        if r < 1 or r > len(ctx.state.rounds):
+        if r < 1 or r > ctx.state.round_count:
             return []
         return sorted((c for c in ctx.state.round(r).contributions if c.type == "answer"), key=ctx.index.key)
 

@@ -11,16 +11,28 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 from ..errors import ProviderError
 
 
 class Message(TypedDict):
-    """An OpenAI chat message."""
+    """An OpenAI chat message (a tool loop adds assistant messages with `tool_calls` and `tool` results)."""
 
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: NotRequired[list[dict[str, Any]]]
+    tool_call_id: NotRequired[str]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model made, assembled from its streamed fragments."""
+
+    id: str
+    name: str
+    arguments: str
+    """As sent: usually JSON, but a cut-off or malformed stream leaves whatever came."""
 
 
 @dataclass
@@ -55,8 +67,13 @@ class ChatRequest:
     fallback_models: Sequence[str] = ()
     json_answer: JsonAnswer | None = None
     """Constrain the reply to JSON (`response_format`) when the endpoint accepts it."""
+    tools: Sequence[dict[str, Any]] = ()
+    """Function definitions offered to the model (OpenAI `tools`); empty: none."""
     seed: int | None = None
     """Sent as the request's `seed` (reproducible sampling where the server honours it)."""
+    slot: int | None = None
+    """The server slot this speaker keeps (llama.cpp's `id_slot`), so its prompt cache stays warm;
+    None: the server chooses."""
 
 
 @dataclass
@@ -72,9 +89,14 @@ class Completion:
     """The server sent no usable usage: the token counts are moot's own (tiktoken)."""
     json_constrained: bool = False
     """The reply was constrained to JSON by the endpoint (`response_format` was accepted)."""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    """The tools the model called (`finish_reason` is then usually `tool_calls`)."""
     clipped_at: int | None = None
     """moot stopped reading the reply at this many bytes (far past `max_tokens`; see
     `providers.capped`): the content is what came before the cap."""
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those the server served from its prompt cache, as it reported them
+    (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +135,10 @@ class Provider(Protocol):
     """Shown in every view (the demo provider says DEMO)."""
     slots: int | None
     """How many requests the server runs at once, when it said so (after `discover_window`)."""
+    llama_cpp: bool
+    """The server is llama.cpp's (after `discover_window`): it takes `id_slot` (`ChatRequest.slot`)."""
+    supports_tools: bool | None
+    """Function calling: None while unknown, False once the endpoint refused `tools` or said it has none."""
 
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamItem]:
         """Stream one completion; retries and fallbacks happen inside (see the module doc)."""
@@ -121,6 +147,10 @@ class Provider(Protocol):
     async def discover_window(self, model: str) -> int | None:
         """The context window the server states for `model` (tokens a request + reply may use),
         or None when it does not say. Never raises."""
+        ...
+
+    async def discover_tools(self) -> None:
+        """Learn `supports_tools` from the server when it says (once, at the start); never raises."""
         ...
 
     async def aclose(self) -> None: ...
@@ -146,5 +176,6 @@ __all__ = [
     "RetryNotice",
     "StreamItem",
     "TextDelta",
+    "ToolCall",
     "complete",
 ]

@@ -23,6 +23,7 @@ from ..tokens import count_messages, count_text, encoding_for_model, truncate_to
 from .base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
 from .demo_people import answer_person
 from .demo_phrases import phrase_banks
+from .demo_tools import next_call, reading_note
 from .demo_text import (
     MARKER,
     PART,
@@ -46,6 +47,8 @@ class DemoProvider:
     name = "demo"
     label = "DEMO (offline, scripted)"
     slots: int | None = None
+    llama_cpp: bool = False
+    supports_tools: bool | None = True
 
     def __init__(
         self,
@@ -71,7 +74,16 @@ class DemoProvider:
         model = request.model or "demo"
         if hint.phase in self.fail_phases:
             raise ProviderError(f"demo provider: injected failure in {hint.phase}")
+        call = next_call(request.messages, hint, request.tools)
+        if call is not None:  # a scripted tool call, as a real model's comes: no text, finish "tool_calls"
+            await asyncio.sleep(0)
+            yield Finished(Completion(content="", prompt_tokens=count_messages(request.messages, model),
+                                      completion_tokens=count_text(call.arguments, model) + 8, model=model,
+                                      finish_reason="tool_calls", tool_calls=[call]))
+            return
         text = self.write(request.messages, hint, model=model, max_tokens=request.max_tokens)
+        if hint.phase in ("proposal", "answer", "turn"):
+            text += reading_note(request.messages)
         finish = "stop"
         if count_text(text, model) > request.max_tokens:
             text = truncate_to_tokens(text, request.max_tokens, model)
@@ -96,6 +108,9 @@ class DemoProvider:
     async def discover_window(self, model: str) -> int | None:
         """The demo provider has no window: the configured budget is the truth."""
         return None
+
+    async def discover_tools(self) -> None:
+        """The demo provider calls tools (scripted)."""
 
     def _chunks(self, text: str, model: str) -> list[str]:
         """Word-aligned pieces of about chunk_tokens tokens that concatenate back to text."""
@@ -228,7 +243,11 @@ class DemoProvider:
             return (f"## Answer\n\n{intro}\n\n{bullets(pick('design', 4))}\n\n## Reasoning\n\n"
                     f"{bullets(pick('decisions', 3))}\n\n## Changes since your last answer\n\n{changes}\n")
         if phase == "summarize":
-            return self._summarize(last, int(hint.extra.get("max_chars", 2500)), model, max_tokens)
+            # The material: inside the task's <history> tags, or (layout 2) the summary and history
+            # messages before the task.
+            between = "\n\n".join(m["content"] for m in messages[1:-1])
+            material = last if "<history>" in last or not between else between
+            return self._summarize(material, int(hint.extra.get("max_chars", 2500)), model, max_tokens)
         if phase == "synthesis":
             return self._synthesis(hint, rng, fmt, ctx, model, max_tokens)
         if phase == "score":
@@ -259,6 +278,8 @@ class DemoProvider:
         previous = ""
         quote = ""
         for m in reversed(messages[:-1]):
+            if m.get("content", "").startswith("## Recalled"):
+                continue  # old turns the recall tier brought back (after the window): not the previous speaker
             heads = TURN_HEAD.findall(m.get("content", ""))
             if heads:
                 previous = heads[-1]

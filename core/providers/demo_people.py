@@ -13,6 +13,8 @@ from .base import Message
 _HEADING = re.compile(r"^#{2,3} .*$", re.M)
 _TAG = re.compile(r"</?[a-z_]+>")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_POINTER = "in your debate history above)"
+"""How a task of view layout 2 points at an item its history holds instead of quoting it again."""
 
 
 def person_words(messages: Sequence[Message], people: Sequence[str]) -> tuple[str, str] | None:
@@ -31,7 +33,8 @@ def person_words(messages: Sequence[Message], people: Sequence[str]) -> tuple[st
                     rest = content[head.end():]
                     nxt = _HEADING.search(rest)
                     body = _TAG.split(rest[: nxt.start()] if nxt else rest)[0]
-                    found.append((head.start(), name, body))
+                    if not body.strip().endswith(_POINTER):  # the words themselves are in the history
+                        found.append((head.start(), name, body))
         if found:
             _, name, text = max(found)
             if text.strip():

@@ -38,6 +38,12 @@ class Stated:
 
     window: int | None = None
     slots: int | None = None
+    llama_cpp: bool = False
+    """`GET /props` answered as llama.cpp's server does (its slots and their settings): the
+    endpoint takes llama.cpp's own request fields (`cache_prompt`, `id_slot`)."""
+    answered: bool = True
+    """Every probe had an answer (a refusal such as 404 counts): none was cut short by its
+    deadline, its cap or a broken connection, so "no window stated" is the server's word."""
 
 
 async def discover(client: openai.AsyncOpenAI, base_url: str, model: str, deadline_s: float) -> Stated:
@@ -48,12 +54,16 @@ async def discover(client: openai.AsyncOpenAI, base_url: str, model: str, deadli
     at_root = api.with_options(base_url=root + "/")
     deadline = asyncio.get_running_loop().time() + deadline_s
 
+    unanswered: list[str] = []
+
     async def probe(name: str, send: Callable[[], Awaitable[object]]) -> dict[str, Any] | None:
         try:
             async with asyncio.timeout_at(deadline):
                 with read_cap(PROBE_CAPS[name]):
                     data = await send()
-        except Exception:  # noqa: BLE001 - a probe that fails in any way states nothing
+        except Exception as exc:  # noqa: BLE001 - a probe that fails in any way states nothing
+            if not isinstance(exc, openai.APIStatusError):
+                unanswered.append(name)
             return None
         return data if isinstance(data, dict) else None
 
@@ -63,14 +73,15 @@ async def discover(client: openai.AsyncOpenAI, base_url: str, model: str, deadli
         probe("api/show", lambda: at_root.post("api/show", body={"model": model}, cast_to=object)),
     )
     slots = _slots(props) if props else None
+    llama = props is not None and isinstance(props.get("default_generation_settings"), dict) and slots is not None
     for data, read in ((props, _from_props), (models, _from_models), (show, _from_ollama)):
         try:
             found = read(data, model) if data is not None else None
         except (ValueError, TypeError, KeyError, AttributeError):
             found = None
         if found is not None and 256 <= found <= 10_000_000:
-            return Stated(found, slots)
-    return Stated(None, slots)
+            return Stated(found, slots, llama)
+    return Stated(None, slots, llama, answered=not unanswered)
 
 
 def _number(value: object) -> int | None:

@@ -21,6 +21,9 @@ class HumanProvider:
     name = HUMAN
     label = "a person (typed answers)"
     slots: int | None = None
+    llama_cpp: bool = False
+    supports_tools: bool | None = False
+    """A person calls no tools: with references, their view gets the retrieval tier's passages."""
 
     def __init__(self, desk: HumanDesk) -> None:
         self.desk = desk
@@ -37,6 +40,9 @@ class HumanProvider:
 
     async def discover_window(self, model: str) -> int | None:
         return None
+
+    async def discover_tools(self) -> None:
+        """Nothing to learn: see `supports_tools`."""
 
     async def aclose(self) -> None:
         """Nothing to release (a stop ends open turns through the desk)."""

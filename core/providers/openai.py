@@ -9,6 +9,10 @@ carries content that is not text is a failed attempt (retried like a cut stream)
 usage that is missing, negative or not a number is replaced by moot's own count and
 marked estimated. `timeout_s` is a deadline for each attempt, from the request to
 its last byte, however slowly the server drips.
+
+Over 400 lines: one attempt's stream (deltas, tool_calls fragments, usage, cached tokens,
+llama.cpp's fields, reply caps) and the retry loop around it read as one protocol; the probes,
+caps and remembered windows already live in `discovery`, `capped` and `window_cache`.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ except ImportError:  # pragma: no cover
 
 from ..errors import ContextTooLong, ProviderError
 from .capped import ReadCapExceeded, capped_http_client, cut_utf8, read_cap, reply_text_cap, reply_wire_cap
-from .discovery import PROBE_DEADLINE_S, discover
+from .discovery import PROBE_DEADLINE_S
+from .window_cache import discover_remembered
 from .base import (
     ChatRequest,
     Completion,
@@ -44,6 +49,7 @@ from .base import (
     StreamItem,
     TextDelta,
 )
+from .tool_deltas import ToolDeltas, tools_refusal
 from ..safety.secrets import one_line, redact
 from ..tokens import count_messages, count_text
 
@@ -120,9 +126,12 @@ class _Attempt:
     usage_valid: bool = True
     reported_model: str | None = None
     finish_reason: str | None = None
+    tools: ToolDeltas = field(default_factory=ToolDeltas)
     text_bytes: int = 0
     clipped_at: int | None = None
     """Reading stopped at this byte cap (`capped`): the text is what came before it."""
+    cached: int | None = None
+    """Prompt tokens the server served from its cache, when it said."""
 
 
 def _retry_after(response: _httpx.Response) -> float | None:
@@ -192,6 +201,13 @@ def _usage_number(value: object) -> int | None:
     return int(value)
 
 
+def _field(obj: object, name: str) -> object:
+    """`obj.name` or `obj[name]`: the SDK types known fields and leaves a server's own as dicts."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
 def response_format(answer: JsonAnswer, mode: JsonMode) -> dict[str, Any] | None:
     """The `response_format` parameter for a JSON answer in the endpoint's current mode."""
     if mode == "schema":
@@ -232,8 +248,13 @@ class OpenAIProvider:
         self.backoff_max_s = backoff_max_s
         self.slots: int | None = None
         """Requests the server runs at once, when it says (llama.cpp `/props` `total_slots`)."""
+        self.llama_cpp = False
+        """The server is llama.cpp's (its `/props` said so): requests ask it to keep the prompt in
+        its cache (`cache_prompt`) and name the speaker's slot (`id_slot`) when moot chose one."""
         self.json_mode: JsonMode = "schema"
         """How this endpoint takes JSON answers; lowered (schema → object → off) when it refuses one."""
+        self.supports_tools: bool | None = None
+        """Function calling here: False once the endpoint refused `tools` or said it has none."""
         self._sleep = sleep
         self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s,
                                           http_client=capped_http_client(timeout_s))
@@ -282,6 +303,10 @@ class OpenAIProvider:
                                                         else "parsing the answer instead")))
                         attempts -= 1
                         continue
+                    if request.tools and (refused := tools_refusal(failure.status, failure.detail, self._error_line(
+                            failure, models[: index + 1], attempts))) is not None:
+                        self.supports_tools = False  # remembered for the run, as json_mode is
+                        raise refused from None
                     if failure.status in (400, 413) and _CONTEXT_REFUSAL.search(failure.detail):
                         raise ContextTooLong(self._error_line(failure, models[: index + 1], attempts),
                                              stated_window(failure.detail), status=failure.status,
@@ -311,7 +336,9 @@ class OpenAIProvider:
                     finish_reason=result.finish_reason,
                     usage_estimated=estimated,
                     json_constrained=fmt is not None,
+                    tool_calls=result.tools.result(),
                     clipped_at=result.clipped_at,
+                    cached_tokens=min(result.cached or 0, prompt) if not estimated else 0,
                 ))
                 return
         assert last is not None
@@ -352,7 +379,9 @@ class OpenAIProvider:
                         stream=True,
                         stream_options={"include_usage": True},
                         response_format=cast("ResponseFormat", fmt) if fmt is not None else openai.omit,
+                        tools=cast("Any", list(request.tools)) if request.tools else openai.omit,
                         seed=request.seed if request.seed is not None else openai.omit,
+                        extra_body=self._extra_body(request) or None,
                     )
             streaming = True
             try:
@@ -401,6 +430,12 @@ class OpenAIProvider:
         if not result.usage_valid:
             result.usage = None
 
+    def _extra_body(self, request: ChatRequest) -> dict[str, Any]:
+        """llama.cpp's own fields: keep the prompt cached, on the speaker's slot when it has one."""
+        if not self.llama_cpp:
+            return {}
+        return {"cache_prompt": True, **({"id_slot": request.slot} if request.slot is not None else {})}
+
     @staticmethod
     def _read_chunk(chunk: Any, result: _Attempt) -> str:
         """The text of one chunk, recording its model, usage and finish reason.
@@ -417,6 +452,14 @@ class OpenAIProvider:
                 result.usage_valid = False
             else:
                 result.usage = (prompt, completion)
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = _usage_number(_field(details, "cached_tokens"))
+            if cached is not None:
+                result.cached = cached
+        timings = getattr(chunk, "timings", None)  # llama.cpp, beside (or instead of) the usage details
+        cache_n = _usage_number(_field(timings, "cache_n"))
+        if cache_n is not None and result.cached is None:
+            result.cached = cache_n
         choices = chunk.choices
         if choices is None:
             if usage is None:
@@ -430,6 +473,7 @@ class OpenAIProvider:
             content = getattr(delta, "content", None) if delta is not None else None
             if content is not None:
                 text = _text(content)
+            result.tools.add(delta)
             if choice.finish_reason:
                 result.finish_reason = str(choice.finish_reason)[:40]
         return text
@@ -440,10 +484,18 @@ class OpenAIProvider:
         `PROBE_DEADLINE_S` (or `timeout_s`, when lower). OpenAI's own API states none."""
         if not self.base_url or self.host == DEFAULT_HOST:
             return None
-        stated = await discover(self._client, self.base_url, model, min(PROBE_DEADLINE_S, self.timeout_s))
+        stated = await discover_remembered(self._client, self.base_url, model, min(PROBE_DEADLINE_S, self.timeout_s))
         if stated.slots is not None:
             self.slots = stated.slots
+        self.llama_cpp = stated.llama_cpp
         return stated.window
+
+    async def discover_tools(self) -> None:
+        """Whether the endpoint has function calling, when it says (llama.cpp `/props`); never raises."""
+        if self.supports_tools is None and self.base_url and self.host != DEFAULT_HOST:
+            from .tool_support import probe_tool_support
+
+            self.supports_tools = await probe_tool_support(self._client, self.base_url)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -55,7 +55,7 @@ class ProviderPool:
         if self._desk is None:
             from ..human.desk import HumanDesk
 
-            self._desk = HumanDesk()
+            self._desk = HumanDesk(secrets=lambda: self.secrets)
         return self._desk
 
     def get(self, agent: ResolvedAgent) -> Provider:

@@ -19,7 +19,7 @@ from ..context.index import DebateIndex
 from ..models.state import Contribution, DebateState, Round, Summary, Usage
 from .html_parts import STYLE, Html, anchor_id, collapsible, count, table, usd
 from .html_views import agent_anchor, agent_views, people
-from .markdown import STATUS_TEXT, uses_demo
+from .markdown import STATUS_TEXT, looks_like_json, uses_demo
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'"
 """No fetch of any kind, no script; only the inline style sheet."""
@@ -336,9 +336,15 @@ def _synthesis(h: Html, state: DebateState, index: DebateIndex) -> str:
     if state.convergence:
         out.append('<p class="muted">The confidence is the judge\'s in this final answer; the convergence scores '
                    "above rate how far the agents agreed.</p>")
-    if not sol.parsed:
+    if not sol.parsed and looks_like_json(sol.description):  # cut short, or not the fields asked for
+        out.append('<p class="note">The judge\'s reply could not be read as the synthesis it was asked for; it '
+                   "is shown as written.</p>")
+        out.append(h.pre(sol.description.strip()))
+    elif not sol.parsed:
         out.append('<p class="note">The judge\'s reply was not structured JSON; it is shown as written.</p>')
-    out.append(h.markdown(sol.description, 3))
+        out.append(h.markdown(sol.description, 3))
+    else:
+        out.append(h.markdown(sol.description, 3))
     for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
                          ("Unresolved", sol.unresolved)):
         if items:
@@ -349,19 +355,26 @@ def _synthesis(h: Html, state: DebateState, index: DebateIndex) -> str:
 def _costs(h: Html, state: DebateState) -> str:
     ids = [p.id for p in people(state)]
     ids += [p for p in state.agent_totals if p not in ids]
-    rows: list[tuple[object, ...]] = []
-    for who in ids:
-        u = state.agent_totals.get(who, Usage())
-        rows.append((who, count(u.calls), count(u.prompt_tokens), count(u.completion_tokens), count(u.summary_tokens),
-                     usd(u.cost_usd)))
     t = state.totals
-    rows.append(("Total", count(t.calls), count(t.prompt_tokens), count(t.completion_tokens), count(t.summary_tokens),
-                 usd(t.cost_usd)))
+    cache = t.cached_tokens > 0  # a column only where a server reported its prompt cache
+
+    def row(who: str, u: Usage) -> tuple[object, ...]:
+        cached = (f"{count(u.cached_tokens)} ({u.cached_tokens / u.prompt_tokens:.0%})" if u.prompt_tokens else "0",)
+        return (who, count(u.calls), count(u.prompt_tokens), *(cached if cache else ()), count(u.completion_tokens),
+                count(u.summary_tokens), usd(u.cost_usd))
+
+    rows = [row(who, state.agent_totals.get(who, Usage())) for who in ids]
+    rows.append(row("Total", t))
+    head = ["Agent", "Calls", "Prompt", *(["Prompt from cache"] if cache else []), "Completion",
+            "Summarization (included)", "Cost (USD)"]
     out = ['<section id="costs"><h2>Tokens and cost</h2>',
            f"<p><strong>{count(t.total_tokens)} tokens</strong> ({count(t.prompt_tokens)} prompt + "
            f"{count(t.completion_tokens)} completion) · <strong>cost {usd(t.cost_usd)}</strong></p>",
-           table(h, ["Agent", "Calls", "Prompt", "Completion", "Summarization (included)", "Cost (USD)"], rows,
-                 numeric=(1, 2, 3, 4, 5))]
+           table(h, head, rows, numeric=tuple(range(1, len(head))))]
+    if cache:
+        out.append(f'<p class="muted">Of the prompt tokens, {count(t.cached_tokens)} '
+                   f"({t.cached_tokens / t.prompt_tokens:.0%}) were served from the provider's prompt cache, as its "
+                   "usage reported them, and are priced at the model's cached-input rate.</p>")
     if uses_demo(state):
         out.append('<p class="muted">Demo provider calls are free; token counts are real tiktoken counts of the '
                    "scripted text.</p>")

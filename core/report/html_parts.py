@@ -88,7 +88,7 @@ class Html:
     def markdown(self, value: object, top: int = 4) -> str:
         """Markdown as HTML, its shallowest heading moved down to level `top` (never above it),
         so a reply's `# Title` cannot break the report's own outline."""
-        tokens = self._md.parse(self.clean(value))
+        tokens = _without_empty_headings(self._md.parse(self.clean(value)))
         levels = [int(t.tag[1]) for t in tokens if t.type == "heading_open"]
         shift = max(0, top - min(levels)) if levels else 0
         if shift:
@@ -98,6 +98,20 @@ class Html:
         _harden_links(tokens)
         rendered = self._md.renderer.render(tokens, self._md.options, {})
         return f'<div class="text">{rendered}</div>' if rendered.strip() else '<p class="muted">(empty)</p>'
+
+
+def _without_empty_headings(tokens: list[Token]) -> list[Token]:
+    """A model's `##` with no text would be an empty heading in the page's outline: dropped."""
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t.type == "heading_open" and i + 2 < len(tokens) and not tokens[i + 1].content.strip():
+            i += 3  # heading_open, its (empty) inline, heading_close
+            continue
+        out.append(t)
+        i += 1
+    return out
 
 
 def _harden_links(tokens: list[Token]) -> None:

@@ -3,16 +3,20 @@
 The report is rendered from the folded DebateState alone (no provider, no network),
 so it can be produced for any debate on disk, finished or not. Contribution texts
 are markdown themselves; their headings are demoted below the report's own outline.
+A long debate's report is made a step at a time (`report_chunks`, from the steps read
+back from its log), so its size is never held in memory.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
-from ..models.state import CallMetadata, Contribution, ConvergenceScore, DebateState, ModeratorNote, Summary, Usage
+from ..models.state import (CallMetadata, Contribution, ConvergenceScore, DebateState, ModeratorNote, Round, Summary,
+                            Usage)
 from ..safety.sanitize import terminal_safe
+from .grounding import report_section
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -42,13 +46,22 @@ def _outside_code(lines: list[str]) -> tuple[list[bool], str]:
     return flags, fence
 
 
+def _empty_heading(line: str) -> bool:
+    """`##`, `# ` or `### ###`: a heading with no text (a closing run of #s is no text)."""
+    m = _HEADING.match(line)
+    return m is not None and not re.sub(r"(?:^|\s)#+\s*$", "", line[m.end():]).strip()
+
+
 def demote_headings(text: str, top: int) -> str:
     """Shift markdown headings so the shallowest one sits at level `top` (max 6).
 
     Headings inside fenced code blocks are left alone, text that is already deep
-    enough keeps its levels, and a code fence left open is closed."""
+    enough keeps its levels, a heading with no text is dropped (a model's empty `##`
+    would be an empty entry in the report's outline), and a code fence left open is closed."""
     lines = text.splitlines()
     prose, open_fence = _outside_code(lines)
+    kept = [(line, ok) for line, ok in zip(lines, prose) if not (ok and _empty_heading(line))]
+    lines, prose = [line for line, _ in kept], [ok for _, ok in kept]
     levels = [len(m.group(2)) for line, ok in zip(lines, prose) if ok and (m := _HEADING.match(line))]
     shift = max(0, top - min(levels)) if levels else 0
     out: list[str] = []
@@ -59,6 +72,19 @@ def demote_headings(text: str, top: int) -> str:
     if open_fence:  # an unclosed code block would swallow the rest of the report
         out.append(open_fence)
     return "\n".join(out).strip()
+
+
+def looks_like_json(text: str) -> bool:
+    """A reply that is JSON (or was meant to be: a streamed object cut short), not prose."""
+    return text.lstrip().startswith(("{", "["))
+
+
+def code_block(text: str, info: str = "") -> str:
+    """`text` as a fenced code block, shown as written: the fence is longer than any run of
+    backticks inside, so nothing in it can close the block early."""
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    return f"{fence}{info}\n{text.strip()}\n{fence}"
 
 
 def cell(value: object) -> str:
@@ -82,7 +108,8 @@ def _usd(value: float) -> str:
 def _meta_line(m: CallMetadata) -> str:
     cost = f" · {_usd(m.cost_usd)}" if m.cost_usd else ""
     tries = f" · {m.attempts} attempts" if m.attempts > 1 else ""
-    return (f"_model {m.model or 'n/a'} · {m.prompt_tokens} prompt + {m.completion_tokens} completion tokens"
+    cached = f" ({m.cached_tokens} cached)" if m.cached_tokens else ""
+    return (f"_model {m.model or 'n/a'} · {m.prompt_tokens} prompt{cached} + {m.completion_tokens} completion tokens"
             f" · latency {m.latency_ms} ms{cost}{tries}_")
 
 
@@ -101,7 +128,7 @@ def _header(state: DebateState) -> list[str]:
         status += f" — {'by ' if state.status == 'interrupted' else ''}{state.error}"
     created = time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at))
     out = [f"# Debate report: {title.lstrip('# ')}", "",
-           f"**Status:** {status} · **Rounds:** {len(state.rounds)}/{state.total_rounds} · "
+           f"**Status:** {status} · **Rounds:** {state.round_count}/{state.total_rounds} · "
            f"**Debate:** `{state.id}` · **Created:** {created}", ""]
     if uses_demo(state):
         out += ["> **DEMO** — agents in this debate used the offline demo provider: every answer below is "
@@ -177,14 +204,15 @@ def _meta_line_summary(s: Summary) -> str:
     return f"(model {m.model or 'none'}, {m.prompt_tokens}+{m.completion_tokens} tokens, {m.latency_ms} ms)"
 
 
-def _rounds(state: DebateState, verbose: bool) -> list[str]:
-    out: list[str] = []
+def _rounds(state: DebateState, verbose: bool, steps: Iterable[Round]) -> Iterator[list[str]]:
+    """Each round's lines in turn."""
     notes = list(state.notes)
     scores = {s.round: s for s in state.convergence}
     if state.protocol == "conversation":
-        return _transcript(state, verbose)
-    for rnd in state.rounds:
-        out += [f"## Round {rnd.number}", ""]
+        yield from _transcript(state, verbose, steps)
+        return
+    for rnd in steps:
+        out = [f"## Round {rnd.number}", ""]
         if rnd.summaries or rnd.replaced_summaries:
             summaries = [*rnd.replaced_summaries, *rnd.summaries.values()]
             replaced = {s.id for s in rnd.replaced_summaries}
@@ -203,16 +231,17 @@ def _rounds(state: DebateState, verbose: bool) -> list[str]:
         if not rnd.contributions:
             out += ["_No contributions recorded in this round._", ""]
         out += _after_step(rnd.number, "round", scores, notes)
-    return out
+        yield out
 
 
-def _transcript(state: DebateState, verbose: bool) -> list[str]:
+def _transcript(state: DebateState, verbose: bool, steps: Iterable[Round]) -> Iterator[list[str]]:
     """A conversation: every turn in order, each rolling summary where it was made."""
     names = {a.id: a.name for a in state.agents}
     notes = list(state.notes)
     scores = {s.round: s for s in state.convergence}
-    out = ["## Transcript", ""]
-    for rnd in state.rounds:
+    yield ["## Transcript", ""]
+    for rnd in steps:
+        out: list[str] = []
         summaries = [*rnd.replaced_summaries, *rnd.summaries.values()]
         if summaries:
             out += [f"#### Rolling summary before turn {rnd.number}", "",
@@ -221,7 +250,7 @@ def _transcript(state: DebateState, verbose: bool) -> list[str]:
         for c in rnd.contributions:
             out += _contribution(c, verbose, names)
         out += _after_step(rnd.number, "turn", scores, notes)
-    return out
+        yield out
 
 
 def _after_step(number: int, word: str, scores: dict[int, ConvergenceScore], notes: list[ModeratorNote]) -> list[str]:
@@ -259,9 +288,14 @@ def _synthesis(state: DebateState, verbose: bool) -> list[str]:
                 "the agents agreed._", ""]
     if verbose:
         out += [_meta_line(sol.metadata), ""]
-    if not sol.parsed:
-        out += ["_The judge's reply was not structured JSON; it is shown as written._", ""]
-    out += [demote_headings(sol.description, 3), ""]
+    if not sol.parsed and looks_like_json(sol.description):  # cut short, or not the fields asked for
+        out += ["_The judge's reply could not be read as the synthesis it was asked for; it is shown as "
+                "written._", "", code_block(sol.description, "json"), ""]
+    elif not sol.parsed:
+        out += ["_The judge's reply was not structured JSON; it is shown as written._", "",
+                demote_headings(sol.description, 3), ""]
+    else:
+        out += [demote_headings(sol.description, 3), ""]
     for title, items in (("Trade-offs", sol.tradeoffs), ("Recommendations", sol.recommendations),
                          ("Unresolved", sol.unresolved)):
         if items:
@@ -273,27 +307,56 @@ def _totals(state: DebateState) -> list[str]:
     """Per-agent usage as the state totals it (every kind of call: clarify, summaries, scores)."""
     people = [a.id for a in state.agents] + ([state.judge.id] if state.judge else [])
     people += [p for p in state.agent_totals if p not in people]
-    rows: list[tuple[object, ...]] = []
-    for who in people:
-        u = state.agent_totals.get(who, Usage())
-        rows.append((who, u.calls, u.prompt_tokens, u.completion_tokens, u.summary_tokens, _usd(u.cost_usd)))
     t = state.totals
-    rows.append(("**Total**", t.calls, t.prompt_tokens, t.completion_tokens, t.summary_tokens, _usd(t.cost_usd)))
+    cache = t.cached_tokens > 0  # a column only where a server reported its prompt cache
+
+    def row(who: str, u: Usage) -> tuple[object, ...]:
+        cached = (f"{u.cached_tokens} ({u.cached_tokens / u.prompt_tokens:.0%})" if u.prompt_tokens else "0",)
+        return (who, u.calls, u.prompt_tokens, *(cached if cache else ()), u.completion_tokens, u.summary_tokens,
+                _usd(u.cost_usd))
+
+    rows = [row(who, state.agent_totals.get(who, Usage())) for who in people]
+    rows.append(row("**Total**", t))
+    head = ["Agent", "Calls", "Prompt", *(["Prompt from cache"] if cache else []), "Completion",
+            "Summarization (included)", "Cost (USD)"]
     out = ["## Tokens and cost", "",
            f"**{t.total_tokens} tokens** ({t.prompt_tokens} prompt + "
            f"{t.completion_tokens} completion) · **cost {_usd(t.cost_usd)}**", "",
-           *table(["Agent", "Calls", "Prompt", "Completion", "Summarization (included)", "Cost (USD)"], rows,
-                  right=(1, 2, 3, 4, 5)), ""]
+           *table(head, rows, right=tuple(range(1, len(head)))), ""]
+    if cache:
+        out += [f"_Of the prompt tokens, {t.cached_tokens} ({t.cached_tokens / t.prompt_tokens:.0%}) were served "
+                "from the provider's prompt cache, as its usage reported them, and are priced at the model's "
+                "cached-input rate._", ""]
     if uses_demo(state):
         out += ["_Demo provider calls are free; token counts are real tiktoken counts of the scripted text._", ""]
     return out
 
 
-def render_report(state: DebateState, verbose: bool = False) -> str:
-    """The whole debate as markdown: pure, so the TUI or a library user can call it too.
+_BLANK_RUNS = re.compile(r"\n{3,}")
 
-    Without control characters: it quotes models and servers, and is read in terminals."""
-    parts = [_header(state), _agents(state), _clarifications(state), _rounds(state, verbose),
-             _synthesis(state, verbose), _totals(state)]
-    text = terminal_safe("\n".join(line for part in parts for line in part))
-    return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
+
+def report_chunks(state: DebateState, verbose: bool = False, steps: Iterable[Round] | None = None) -> Iterator[str]:
+    """The report as consecutive pieces of text, one per step: `steps` are the debate's steps
+    (default: those `state` holds; a long debate's come from `DebateFolder.steps()`).
+
+    Without control characters: it quotes models and servers, and is read in terminals. Runs of
+    blank lines are collapsed and the end is trimmed across pieces, as in the whole text."""
+    parts: Iterable[list[str]] = [_header(state), _agents(state), report_section(state), _clarifications(state)]
+    held, first = "", True
+    for part in [*parts, *_rounds(state, verbose, state.rounds if steps is None else steps),
+                 _synthesis(state, verbose), _totals(state)]:
+        if not part:
+            continue
+        text = held + ("" if first else "\n") + terminal_safe("\n".join(part))
+        first = False
+        text = _BLANK_RUNS.sub("\n\n", text)
+        body = text.rstrip()
+        held = text[len(body):]  # trailing whitespace waits: the end of the report drops it
+        if body:
+            yield body
+    yield "\n"
+
+
+def render_report(state: DebateState, verbose: bool = False, steps: Iterable[Round] | None = None) -> str:
+    """The whole debate as markdown: pure, so the TUI or a library user can call it too."""
+    return "".join(report_chunks(state, verbose, steps))

@@ -106,6 +106,24 @@ def json_safe(document: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: _json_escape(m.group()), document)
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def csv_cell(value: object) -> object:
+    """An untrusted value as a CSV cell: terminal-safe (a bare CR, which the CSV writer leaves
+    unquoted, would split the row), and never a spreadsheet formula: a string starting with
+    = + - @ (or a tab or CR) is one to Excel, LibreOffice and Sheets (`=HYPERLINK(…)` sends data
+    away, `=cmd|…` runs a program), so it gets a leading single quote (OWASP's advice). A plain
+    number (-12, +3.5) is no formula and stays a number; values that are not text stay as they are."""
+    if not isinstance(value, str):
+        return value
+    value = terminal_safe(value)
+    if value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
 def safe_copy(value: _T) -> _T:
     """`value` (a pydantic model, or lists, tuples and dicts of them) with every string made
     `terminal_safe`: what a view folds and shows. The original is never changed (the event

@@ -1,5 +1,9 @@
 """One full-text index per debate: SQLite FTS5 with BM25 ranking, derived from the event log.
 
+Two tables: `docs`, the debate's own texts (below), and `passages`, the reference files the
+user gave it (`--ref`) cut into numbered line ranges, for the retrieval tier of views on
+servers without function calling (`index_references`, `passages`).
+
 The log (`events.jsonl`) is the truth; the index (`search.sqlite` beside it) is a cache of
 the texts worth finding again — contributions and messages, summaries, moderator notes —
 that can always be rebuilt from the log:
@@ -38,10 +42,14 @@ if TYPE_CHECKING:
 
 INDEX_FILE = "search.sqlite"
 SCHEMA_VERSION = "2"
-"""2: each text keeps its event's sequence number, so an index ahead of a cut log is trimmed."""
+"""2: each text keeps its event's sequence number, so an index ahead of a cut log is trimmed. The
+`passages` table (reference files) is created when missing: an index of 2 written before it existed
+keeps its texts; an older one is started again from the log."""
 MAX_QUERY_TERMS = 48
 """A query is cut to its first distinct terms: a 10 KB query is still one quick lookup."""
 MAX_TERM_CHARS = 64
+PASSAGE_LINES = 30
+"""A reference passage is at most this many lines (cut at a blank line when one is near)."""
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
@@ -72,6 +80,36 @@ class Hit:
     """BM25, higher is better."""
     excerpt: str
     """The passage around the best match, matched terms between `[` and `]`."""
+
+
+@dataclass(frozen=True)
+class Passage:
+    """Lines of a reference file that matched a query."""
+
+    path: str
+    first_line: int
+    last_line: int
+    text: str
+    score: float
+    """BM25, higher is better."""
+
+
+def line_ranges(text: str, size: int = PASSAGE_LINES) -> Iterator[tuple[int, int, str]]:
+    """(first line, last line, text) pieces of a file, at most `size` lines each, cut at a blank
+    line in the last third of a piece when there is one (so paragraphs and functions stay whole)."""
+    lines = text.splitlines()
+    start = 0
+    while start < len(lines):
+        end = min(len(lines), start + size)
+        if end < len(lines):
+            for cut in range(end - 1, start + (2 * size) // 3, -1):
+                if not lines[cut].strip():
+                    end = cut + 1
+                    break
+        piece = "\n".join(lines[start:end])
+        if piece.strip():
+            yield start + 1, end, piece
+        start = end
 
 
 def match_expression(text: str) -> str | None:
@@ -159,6 +197,9 @@ class SearchIndex:
                     "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5("
                     " body, doc_id UNINDEXED, kind UNINDEXED, agent_id UNINDEXED, step UNINDEXED,"
                     " seq UNINDEXED, tokenize='porter unicode61');"
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5("
+                    " body, path UNINDEXED, first_line UNINDEXED, last_line UNINDEXED,"
+                    " tokenize='porter unicode61');"
                 )
                 version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
                 if version is None:
@@ -299,6 +340,35 @@ class SearchIndex:
                 break
         return hits
 
+    def index_references(self, fingerprint: str, files: Iterable[tuple[str, str]]) -> int:
+        """Hold these reference files' passages (path, text), replacing any others, unless the
+        index already holds the set with this `fingerprint`; returns how many passages were added."""
+        db = self._db
+        row = db.execute("SELECT value FROM meta WHERE key='references'").fetchone()
+        if row is not None and row[0] == fingerprint:
+            return 0
+        rows = [(piece, path, first, last) for path, text in files for first, last, piece in line_ranges(text)]
+        db.execute("BEGIN")
+        try:
+            db.execute("DELETE FROM passages")
+            db.executemany("INSERT INTO passages(body, path, first_line, last_line) VALUES (?,?,?,?)", rows)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('references', ?)", (fingerprint,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    def passages(self, query: str, *, limit: int = 10) -> list[Passage]:
+        """The reference passages that best match `query` (any text), best first."""
+        expression = match_expression(query)
+        if expression is None or limit <= 0:
+            return []
+        sql = ("SELECT path, first_line, last_line, body, bm25(passages) FROM passages WHERE passages MATCH ? "
+               "ORDER BY bm25(passages), rowid LIMIT ?")
+        return [Passage(str(p), int(a), int(b), str(body), -float(rank))
+                for p, a, b, body, rank in self._db.execute(sql, (expression, limit))]
+
     def postings(self, term: str, *, kinds: Sequence[str], max_step: int, limit: int) -> list[tuple[str, int]]:
         """(doc id, step) of the first `limit` texts of these kinds, at step `max_step` or before,
         that hold one word (as FTS5 stems it), oldest first. Bounded by `limit` however common the
@@ -313,6 +383,11 @@ class SearchIndex:
         except sqlite3.OperationalError:
             return []  # a word FTS5 cannot take as a phrase (nothing left after its tokenizer)
         return [(str(d), int(st)) for d, st in rows]
+
+    def seq_of(self, doc_id: str) -> int | None:
+        """The sequence number of the event that holds one document (where it is in the log)."""
+        row = self._db.execute("SELECT seq FROM docs WHERE doc_id = ? LIMIT 1", (doc_id,)).fetchone()
+        return int(row[0]) if row else None
 
     def text(self, doc_id: str) -> str | None:
         """The whole indexed text of one document."""

@@ -97,6 +97,15 @@ class LiveIndex:
             self._fail(exc)
             return []
 
+    def seq_of(self, doc_id: str) -> int | None:
+        if self.index is None:
+            return None
+        try:
+            return self.index.seq_of(doc_id)
+        except sqlite3.Error as exc:
+            self._fail(exc)
+            return None
+
     def close(self) -> None:
         if self.index is not None:
             self.index.close()

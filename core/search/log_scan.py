@@ -60,6 +60,31 @@ def last_logged_seq(path: Path) -> int:
         return 0
 
 
+def line_with_seq(path: Path, seq: int) -> bytes | None:
+    """The log line of event `seq`, found by a binary search over byte offsets (None if absent)."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return None
+    with fh:
+        lo, hi = 0, os.fstat(fh.fileno()).st_size
+        while hi - lo > 64 * 1024:
+            mid = (lo + hi) // 2
+            found = _seq_at(fh, mid)
+            if found is None or found[0] >= seq:
+                hi = mid
+            else:
+                lo = mid
+        fh.seek(lo)
+        if lo:
+            fh.readline()
+        for line in fh:
+            m = re.search(rb'"seq":(\d+)', line)
+            if m and int(m.group(1)) >= seq:
+                return line if int(m.group(1)) == seq and line.endswith(b"\n") else None
+        return None
+
+
 def events_after(path: Path, seq: int) -> Iterator[Event | int]:
     """The log's events with a sequence number above `seq`, found by a binary search over the
     log's byte offsets (lines are in sequence order), then read to the end."""

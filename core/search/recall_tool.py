@@ -11,9 +11,9 @@ can read and correct.
 
 It depends only on the call's inputs (`moot.core.search.recall`): asked twice, it answers the
 same. `RecallTool.__call__(name, arguments)` has the shape of the tool registry's runners
-(`moot.core.tools.registry.Runner`) and `RecallAnswer` the fields of its `ToolOutput`, so
-registering it is one line where a toolbox is built:
-`box.add(ToolDef(RECALL_NAME, RECALL_DESCRIPTION, RECALL_PARAMETERS, "search"), adapt(RecallTool.for_view(…)))`.
+(`moot.core.tools.registry.Runner`) and `RecallAnswer` the fields of its `ToolOutput`: the
+call engine builds one per call with tools whose view a summary stands in for part of, and
+`Grounding.toolbox` offers it beside the reference tools (`moot.core.engine.grounding`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
+import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import StoreError
@@ -21,17 +24,25 @@ def refusal(path: Path, why: str) -> StoreError:
                       "never through a link (nothing was changed)")
 
 
+def file_mode(path: Path) -> int | None:
+    """`path`'s own mode (a link is not followed), None when it does not exist; StoreError (one
+    line) when it cannot be read."""
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+
+
 def require_real_folder(path: Path) -> None:
     """StoreError (one line, nothing changed) when the debate folder `path` is a symbolic link or
     not a folder: every file in it is opened without following links, but the folder's own name
     would be followed, and a linked folder would have moot read and write outside its state dir.
     A missing folder is left to the caller (its own, more precise error)."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    mode = file_mode(path)
+    if mode is None:
         return
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
     if stat.S_ISLNK(mode):
         raise StoreError(f"{path} is a symbolic link; moot reads and writes a debate folder only where it is, "
                          "never through a link (nothing was changed)")
@@ -69,20 +80,29 @@ def read_regular(path: Path) -> bytes:
         return fh.read()
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def temporary_name(path: Path) -> Path:
+    """A hidden name beside `path` that no other writer uses: the process, the thread and a
+    random part (`.state.json.<pid>.<thread>.<random>.tmp`). Two threads saving one file must
+    never share a temporary file, or one removes or renames the other's half-written bytes."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp")
+
+
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write a file so that a crash leaves either the old or the new content, never a mix.
+    `data` may come in pieces (a long report is never whole in memory).
 
     The temporary file is created afresh (`O_EXCL`, never through a link someone left at its
     name), and the rename replaces `path` itself, never what a link there points to."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temporary_name(path)
     try:
         try:
-            tmp.unlink()  # a stale one (or a link) from a crash: removes the name, not any target
+            tmp.unlink()  # a link planted at the name: removes the name, not its target
         except FileNotFoundError:
             pass
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for piece in [data] if isinstance(data, bytes) else data:
+                fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +27,9 @@ from pydantic import ValidationError
 
 from ..errors import StoreError
 from ..events import parse_event
-from ..models.state import DebateState
-from .files import fsync_dir, open_regular, read_regular, refusal, require_real_folder
+from ..models.state import DebateState, Round
+from .files import file_mode, fsync_dir, open_regular, read_regular, refusal, require_real_folder
+from .steps import read_steps
 from .lock import DebateLock, lock_held
 from .log import numbered_events
 from .state import StateError, apply, new_state
@@ -56,12 +58,9 @@ class DebateFolder:
         require_real_folder(self.path)
         for name in FOLDER_FILES:
             path = self.path / name
-            try:
-                mode = os.lstat(path).st_mode
-            except FileNotFoundError:
+            mode = file_mode(path)
+            if mode is None:
                 continue
-            except OSError as exc:
-                raise StoreError(f"cannot read {path}: {exc.strerror}") from None
             if stat.S_ISLNK(mode):
                 raise refusal(path, "is a symbolic link")
             if not stat.S_ISREG(mode):
@@ -85,6 +84,14 @@ class DebateFolder:
         if self.pending:
             shutil.rmtree(self.path, ignore_errors=True)
 
+    def modified_at(self) -> float:
+        """When the event log last changed (0 when it cannot be read): the date of a debate
+        that cannot be loaded."""
+        try:
+            return self.events_path.stat().st_mtime
+        except OSError:
+            return 0.0
+
     @property
     def events_path(self) -> Path:
         return self.path / EVENTS_FILE
@@ -93,19 +100,21 @@ class DebateFolder:
     def state_path(self) -> Path:
         return self.path / STATE_FILE
 
-    def load(self) -> DebateState:
+    def load(self, *, bounded: bool = True) -> DebateState:
         """The debate's state: the snapshot when readable, plus every later event.
 
+        `bounded`: steps no later call reads may be left in the log (`archive`); False holds
+        every step (memory then grows with the debate: for a report, read `steps()` instead).
         A corrupt or missing snapshot is rebuilt from the event log alone; anything
         else wrong with the files is a one-line StoreError, never a traceback."""
         try:
-            return self._load()
+            return self._load(bounded)
         except StoreError:
             raise
         except Exception as exc:  # noqa: BLE001 - events that parse but cannot be folded (a foreign log)
             raise StoreError(f"{self.path}: the debate's files are corrupt ({type(exc).__name__})") from None
 
-    def _load(self) -> DebateState:
+    def _load(self, bounded: bool) -> DebateState:
         self.check_files()
         state: DebateState | None = None
         if self.state_path.exists():
@@ -113,6 +122,8 @@ class DebateFolder:
                 state = DebateState.model_validate_json(read_regular(self.state_path))
             except (ValidationError, ValueError, OSError, RecursionError):
                 state = None
+            if state is not None and state.archived_rounds and not bounded:
+                state = None  # it left steps in the log: fold them all from there
         if not self.events_path.exists():
             if state is None:
                 raise StoreError(f"{self.path} holds no readable moot debate")
@@ -123,19 +134,24 @@ class DebateFolder:
             # The snapshot covers the log up to its offset: read only the rest. Should the rest
             # be corrupt, fold again from the top, so the error names the line in the file.
             try:
-                return self._fold(state, state.log_offset, state.last_seq)
+                return self._fold(state, state.log_offset, state.last_seq, bounded)
             except StoreError:
-                return self._fold(new_state(self.id), 0, 0)
-        return self._fold(state, 0, 0)
+                return self._fold(new_state(self.id), 0, 0, bounded)
+        return self._fold(state, 0, 0, bounded)
 
-    def _fold(self, state: DebateState, start: int, previous: int) -> DebateState:
+    def steps(self) -> Iterator[Round]:
+        """Every step of the debate, in order, read from its log one at a time (bounded memory)."""
+        self.check_files()
+        return read_steps(self.events_path)
+
+    def _fold(self, state: DebateState, start: int, previous: int, bounded: bool = True) -> DebateState:
         for lineno, event in numbered_events(self.events_path, start):
             if event.seq and event.seq <= previous:
                 raise StoreError(f"{self.events_path}: line {lineno} repeats or reorders event {event.seq} "
                                  f"after event {previous} (the log is corrupt)")
             previous = event.seq or previous
             try:
-                apply(state, event)
+                apply(state, event, bounded=bounded)
             except StateError as exc:
                 raise StoreError(f"{self.events_path}: line {lineno} cannot belong to this debate ({exc}); "
                                  "the log is corrupt") from None

@@ -21,24 +21,27 @@ def read_events(path: Path) -> Iterator[Event]:
 
 
 def numbered_events(path: Path, start: int = 0) -> Iterator[tuple[int, Event]]:
-    """(line number, event) from byte `start` on (line numbers then count from there)."""
+    """(line number, event) from byte `start` on (line numbers then count from there).
+
+    Read line by line: memory holds one event, however long the log."""
     try:
-        with os.fdopen(open_regular(path), "rb") as fh:
-            fh.seek(start)
-            data = fh.read()
+        fh = os.fdopen(open_regular(path), "rb")
     except FileNotFoundError:
         raise StoreError(f"no event log at {path}") from None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from None
-    lines = data.split(b"\n")
-    last = len(lines) - 1
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
+    with fh:
         try:
-            event = parse_event(line)
-        except (ValidationError, ValueError, RecursionError):
-            if i == last:  # no newline after it: the append was cut short
-                return
-            raise StoreError(f"{path}: line {i + 1} is not a moot event (the log is corrupt)") from None
-        yield i + 1, event
+            fh.seek(start)
+            for i, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    event = parse_event(line)
+                except (ValidationError, ValueError, RecursionError):
+                    if not line.endswith(b"\n"):  # the last line, its append cut short
+                        return
+                    raise StoreError(f"{path}: line {i} is not a moot event (the log is corrupt)") from None
+                yield i, event
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from None

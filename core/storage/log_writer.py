@@ -1,8 +1,9 @@
 """The disk subscriber: every non-token event appended to the log, the state checkpointed.
 
 Appending event k costs O(size of event k). The snapshot is rewritten only when the
-log has grown threefold since the last one (and at the end), so total bytes written stay
-linear in the debate's length. Between checkpoints, state = snapshot + later events.
+log has grown threefold since the last one, or by `SNAPSHOT_SPAN` times the snapshot's own
+size if that comes first (and at the end), so total bytes written stay linear in the
+debate's length. Between checkpoints, state = snapshot + later events.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import aiofiles
 from pydantic import ValidationError
 
 from ..errors import StoreError
-from ..events import Event, Subscription, Token, dump_event, is_terminal, parse_event
+from ..event_bus import Subscription
+from ..events import Event, Token, dump_event, is_terminal, parse_event
 from .files import open_regular, require_real_folder, write_all, write_atomic
 from .folder import DebateFolder
 
@@ -23,6 +25,11 @@ CHECKPOINT_GROWTH = 3
 """A snapshot is rewritten when the log has grown this many times over since the last one: the
 snapshots written add up to about half the final state's size on top of the final one (total
 bytes stay under 3× the log), and a crash leaves at most two thirds of the log to replay."""
+SNAPSHOT_SPAN = 4
+"""...or, once the state lets go of old steps (see `archive`), when it has grown by this many
+snapshots' worth, if that comes first. Such a snapshot is a small fraction of its log: it is then
+rewritten every few MB, so a resume folds a bounded tail, and snapshots add at most a quarter of
+the log's bytes."""
 
 
 class EventLogWriter:
@@ -31,11 +38,14 @@ class EventLogWriter:
     It keeps its own fold of what it has written, so the snapshot always matches
     the log it sits beside."""
 
-    def __init__(self, folder: DebateFolder) -> None:
+    def __init__(self, folder: DebateFolder, bounded: bool = False) -> None:
+        """`bounded`: the state on disk has let go of old steps (a resumed long debate)."""
         self.folder = folder
+        self.bounded = bounded
         self.bytes_written = 0
         self.log_bytes = os.lstat(folder.events_path).st_size if folder.events_path.exists() else 0
-        self._checkpoint_at = max(MIN_CHECKPOINT_BYTES, CHECKPOINT_GROWTH * self.log_bytes)
+        snapshot = os.lstat(folder.state_path).st_size if folder.state_path.exists() else 0
+        self._checkpoint_at = self._next_checkpoint(snapshot)
         self.snapshots = 0
         self.snapshot_error: OSError | None = None
 
@@ -57,31 +67,48 @@ class EventLogWriter:
                     write_all(fd, data)
                     os.fsync(fd)
                     self.folder.publish()
-                    await self._written(event, len(data), fd)
+                    await self._written(is_terminal(event), len(data), fd)
         except BaseException:
             os.close(fd)
             raise
-        async with aiofiles.open(fd, "a", encoding="utf-8") as fh:
-            async for event in events:
-                if isinstance(event, Token):
-                    continue
-                line = self.encode(event) + "\n"
-                await fh.write(line)
-                await fh.flush()
-                await self._written(event, len(line.encode("utf-8")), fh.fileno())
+        async with aiofiles.open(fd, "ab") as fh:
+            # What has queued up is written at once: one write and one flush for a burst of events,
+            # so the writer keeps up with an engine that makes them quickly (a zero-delay demo).
+            while batch := await sub.batch(self.BATCH):
+                lines: list[bytes] = []
+                try:
+                    for event in batch:
+                        if not isinstance(event, Token):
+                            lines.append((self.encode(event) + "\n").encode("utf-8"))
+                finally:  # an event that cannot be saved: what came before it still is
+                    if lines:
+                        data = b"".join(lines)
+                        await fh.write(data)
+                        await fh.flush()
+                        await self._written(any(is_terminal(e) for e in batch), len(data), fh.fileno())
 
-    async def _written(self, event: Event, n: int, fd: int) -> None:
-        """Count a line that is in the log; checkpoint at the end and when the log has grown."""
+    BATCH = 256
+    """Most events written in one go."""
+
+    async def _written(self, terminal: bool, n: int, fd: int) -> None:
+        """Count bytes that are in the log; checkpoint at the end and when the log has grown."""
         self.bytes_written += n
         self.log_bytes += n
-        terminal = is_terminal(event)
         if terminal or self.log_bytes >= self._checkpoint_at:
             # The log reaches the disk before a snapshot that covers it, so even a
             # power cut never leaves a snapshot ahead of its log.
             await asyncio.to_thread(os.fsync, fd)
-            await self.checkpoint()
-            if not terminal:
-                self._checkpoint_at = CHECKPOINT_GROWTH * self.log_bytes
+            snapshot = await self.checkpoint()
+            if not terminal:  # (a snapshot that failed is tried again when the log has tripled)
+                growth = self._next_checkpoint(snapshot) if snapshot else CHECKPOINT_GROWTH * self.log_bytes
+                self._checkpoint_at = growth
+
+    def _next_checkpoint(self, snapshot: int) -> int:
+        """Where the log will be when the snapshot (`snapshot` bytes now) is next rewritten."""
+        growth = (CHECKPOINT_GROWTH - 1) * self.log_bytes
+        if self.bounded:
+            growth = min(growth, SNAPSHOT_SPAN * snapshot)
+        return self.log_bytes + max(MIN_CHECKPOINT_BYTES, growth)
 
     @staticmethod
     def encode(event: Event) -> str:
@@ -98,17 +125,19 @@ class EventLogWriter:
             raise StoreError(f"event {event.seq} ({event.type}) cannot be saved: {where}{why}") from None
         return line
 
-    async def checkpoint(self) -> None:
+    async def checkpoint(self) -> int:
         """Rewrite the snapshot: the last one plus the log written since, folded from the disk
         (so it matches the log it sits beside, and no second copy of the state is kept in
         memory). A failure here loses nothing (the log is the truth and a missing or stale
-        snapshot is rebuilt from it), so it is noted, not raised."""
+        snapshot is rebuilt from it), so it is noted, not raised. Returns the snapshot's size
+        (0 when it could not be written)."""
         try:
             state = await asyncio.to_thread(self.folder.load)
         except StoreError as exc:
             self.snapshot_error = OSError(str(exc))
-            return
+            return 0
         state.log_offset = self.log_bytes
+        self.bounded = self.bounded or state.archived_rounds > 0
         # Fields at their defaults are left out (they come back on load): a smaller snapshot,
         # rewritten less expensively as a long debate grows.
         data = state.model_dump_json(exclude_defaults=True).encode("utf-8")
@@ -116,6 +145,7 @@ class EventLogWriter:
             await asyncio.to_thread(write_atomic, self.folder.state_path, data)
         except OSError as exc:
             self.snapshot_error = exc
-            return
+            return 0
         self.bytes_written += len(data)
         self.snapshots += 1
+        return len(data)

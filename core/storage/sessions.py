@@ -94,16 +94,12 @@ def read_row(folder: DebateFolder) -> SessionRow:
     try:
         state = folder.load()
     except StoreError as exc:
-        try:
-            when = folder.events_path.stat().st_mtime
-        except OSError:
-            when = 0.0
-        return SessionRow(id=folder.id, created_at=when, error=one_line_safe(str(exc), 300))
+        return SessionRow(id=folder.id, created_at=folder.modified_at(), error=one_line_safe(str(exc), 300))
     people = [*state.agents, *([state.judge] if state.judge else [])]
     first = (state.problem.strip().splitlines() or [""])[0].lstrip("#").strip()
     return SessionRow(
         id=folder.id, created_at=state.created_at, problem=one_line_safe(first, 200), protocol=state.protocol,
-        status=state.status, done=len(state.rounds), total=state.total_rounds,
+        status=state.status, done=state.round_count, total=state.total_rounds,
         unit="turns" if state.protocol == "conversation" else "rounds",
         tokens=state.totals.total_tokens, cost_usd=state.totals.cost_usd,
         providers=sorted({p.provider for p in people}),

@@ -12,6 +12,7 @@ from typing import assert_never
 from ..errors import ExitCode
 from ..events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -35,10 +36,14 @@ from ..events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
 from ..models.state import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
+from .archive import archive_due, archive_steps
 
 MAX_ROUND = 100_000
 """No debate has more steps (rounds ≤ 1000, turns ≤ 100,000); a larger number in an event is corruption."""
@@ -60,8 +65,11 @@ def new_state(debate_id: str) -> DebateState:
     return DebateState(id=debate_id, problem="")
 
 
-def apply(state: DebateState, event: Event) -> DebateState:
+def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateState:
     """Fold one event into `state` (in place) and return it. Token events change nothing.
+
+    `bounded`: when a step begins, let go of the older steps no later call reads (they stay in
+    the log; see `archive`), so a state's memory does not grow with the debate.
 
     Raises StateError for an event no debate could hold (the store turns it into a
     one-line StoreError naming the log line)."""
@@ -77,6 +85,7 @@ def apply(state: DebateState, event: Event) -> DebateState:
             state.agents = list(event.agents)
             state.judge = event.judge
             state.prompts = dict(event.prompts)
+            state.view_layout = event.view_layout
             state.config = dict(event.config)
             state.created_at = event.ts
             state.status = "running"
@@ -88,15 +97,28 @@ def apply(state: DebateState, event: Event) -> DebateState:
         case RoundStarted(round=number):
             _round(state, number).started_at = event.ts
             state.current_round = number
+            if bounded:
+                archive_steps(state, archive_due(state))
         case CallStarted(view=view):
             if view.phase != "synthesis" or view.round:
                 rnd = _round(state, max(1, view.round))
                 rnd.calls = [c for c in rnd.calls if c.call_id != view.call_id]
                 rnd.calls.append(view)
+        case CallContinued(call_id=call_id, round=number, step=step, tokens=tokens, tools=tools):
+            rnd = _round(state, max(1, number))
+            record = next((v for v in reversed(rnd.calls) if v.call_id == call_id), None)
+            if record is not None:
+                if len(record.tool_steps) <= step.index:  # in-process the engine's record already holds it
+                    record.tool_steps.append(step)
+                record.tokens, record.tools = tokens, list(tools)
+        case ToolsReady(setup=setup):
+            state.tools = setup
         case ContributionAdded(contribution=c):
             rnd = _round(state, c.round)
             if not any(x.id == c.id for x in rnd.contributions):
                 rnd.contributions.append(c)
+                if c.round > state.archived_rounds:
+                    state.count_held(1)
                 _add_usage(state, c.metadata, c.agent_id, calls=0 if c.carried_from else 1)
         case SummaryAdded(summary=s, judge=judge):
             if judge:
@@ -144,7 +166,7 @@ def apply(state: DebateState, event: Event) -> DebateState:
             state.exit_code = code
         case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | SeatAnswered() | Warning_()
               | ControlChanged()
-              | Converged() | BudgetReached() | WindowLearned()):
+              | Converged() | BudgetReached() | WindowLearned() | ToolCalled() | ToolReturned()):
             pass  # shown as they happen; nothing in the state changes
         case _:
             assert_never(event)
@@ -164,6 +186,7 @@ def _add_usage(state: DebateState, meta: CallMetadata | SummaryMetadata, agent_i
         t.calls += calls
         t.prompt_tokens += meta.prompt_tokens
         t.completion_tokens += meta.completion_tokens
+        t.cached_tokens += meta.cached_tokens
         t.cost_usd += meta.cost_usd
         if summary:
             t.summary_tokens += meta.prompt_tokens + meta.completion_tokens
@@ -172,9 +195,9 @@ def _add_usage(state: DebateState, meta: CallMetadata | SummaryMetadata, agent_i
 def find_contribution(state: DebateState, round_no: int, agent_id: str, kind: str,
                       target: str | None = None) -> Contribution | None:
     """The recorded contribution for one call slot, if any (what resume skips)."""
-    if round_no > len(state.rounds):
+    if round_no > state.round_count or round_no <= state.archived_rounds:
         return None
-    for c in state.rounds[round_no - 1].contributions:
+    for c in state.round(round_no).contributions:
         if c.agent_id == agent_id and c.type == kind and c.target_agent_id == target:
             return c
     return None

@@ -147,12 +147,8 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
     try:
         state = folder.load()
     except StoreError as exc:
-        try:
-            when = folder.events_path.stat().st_mtime
-        except OSError:
-            when = 0.0
-        return {"id": folder.id, "status": "unreadable", "problem": str(exc), "rounds": 0, "created_at": when,
-                "providers": []}
+        return {"id": folder.id, "status": "unreadable", "problem": str(exc), "rounds": 0,
+                "created_at": folder.modified_at(), "providers": []}
     people = [*state.agents, *([state.judge] if state.judge else [])]
     providers = sorted({a.provider for a in people})
     return {
@@ -160,7 +156,7 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
         "status": shown_status(folder, state.status),
         # The first line, without a markdown heading's marks (as the TUI header shows it).
         "problem": one_line_safe((state.problem.strip().splitlines() or [""])[0].lstrip("#").strip(), 80),
-        "rounds": f"{len(state.rounds)}/{state.total_rounds}",
+        "rounds": f"{state.round_count}/{state.total_rounds}",
         "steps": "turns" if state.protocol == "conversation" else "rounds",
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at)),
         "created_at": state.created_at,

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, cast
 from moot.core.errors import ExitCode, InputError
 from moot.core.models.terms import PROTOCOL_NAMES, ROLES, ProtocolName
 
-from .flags import add_provider_args, add_state_dir, bounded, completes, overrides, positive_int, write_file
+from .flags import (add_provider_args, add_state_dir, bounded, completes, known_roles, overrides, positive_int,
+                    write_file)
 
 if TYPE_CHECKING:
     from .flags import Subcommands
@@ -38,8 +39,9 @@ def register(sub: Subcommands) -> None:
     b.add_argument("--protocols", default=DEFAULT_PROTOCOLS,
                    help=f"comma-separated, from {', '.join(PROTOCOL_NAMES)} (default {DEFAULT_PROTOCOLS})")
     completes(b.add_argument("-c", "--config", help="JSON or TOML config (default ./moot.toml when present)"), "file")
-    b.add_argument("-a", "--agents", type=_roles, help="comma-separated roles, a role may repeat (default: three "
-                                                       f"generalists); {', '.join(ROLES)}")
+    # Unlike `run`, a role may repeat (Du et al.'s agents are alike): copies are named generalist-2, -3.
+    b.add_argument("-a", "--agents", type=known_roles, help="comma-separated roles, a role may repeat (default: three "
+                                                            f"generalists); {', '.join(ROLES)}")
     b.add_argument("-r", "--rounds", type=bounded("rounds"), help=f"rounds of the debates (default {BENCH_ROUNDS})")
     b.add_argument("--turns", type=bounded("turns"), help="turns of a conversation")
     b.add_argument("--samples", type=bounded("samples"), help="vote: answers per question (default: as many as the "
@@ -55,21 +57,6 @@ def register(sub: Subcommands) -> None:
     add_provider_args(b)
     add_state_dir(b)
     b.set_defaults(handler=cmd_bench)
-
-
-def _roles(text: str) -> list[str]:
-    """`-a generalist,generalist,kiss`: known roles; unlike `run`, a role may repeat (Du et al.'s
-    agents are alike); the copies are named generalist-2, generalist-3."""
-    from moot.core.agents import did_you_mean
-
-    roles = [r.strip() for r in text.split(",") if r.strip()]
-    if not roles:
-        raise argparse.ArgumentTypeError("name at least one role")
-    for role in roles:
-        if role not in ROLES:
-            raise argparse.ArgumentTypeError(f"unknown role {role!r}{did_you_mean(role, ROLES)}; "
-                                             f"expected one of {', '.join(ROLES)}")
-    return roles
 
 
 def _protocols(text: str) -> list[ProtocolName]:

@@ -39,7 +39,10 @@ def cmd_context(args: argparse.Namespace) -> int:
     elif args.agent is None:
         raise InputError("--round needs --agent (which agent's calls)")
     else:
-        state = open_debate(args).load()
+        folder = open_debate(args)
+        state = folder.load()
+        if args.round - 1 <= state.archived_rounds:  # a step a long debate keeps in its log only
+            state = folder.load(bounded=False)
         calls = calls_for(state, args.round, args.agent, args.phase)
         carried = carried_proposal(state, args.round, args.agent) if args.phase in (None, "proposal") else None
         if carried is not None:

@@ -36,18 +36,21 @@ def register(sub: Subcommands) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from moot.core.report.markdown import render_report
+    from moot.core.report.markdown import report_chunks
 
-    state = open_debate(args).load()
+    folder = open_debate(args)
+    state = folder.load()
     if args.html:
         from moot.core.report.html import render_html
         from moot.core.safety.secrets import known_secrets
 
-        deliver(render_html(state, known_secrets(), max_calls=args.max_calls), args.output, "report")
+        # Every step, read back from the log (a long debate's state holds its last ones).
+        whole = folder.load(bounded=False) if state.archived_rounds else state
+        deliver(render_html(whole, known_secrets(), max_calls=args.max_calls), args.output, "report")
         return ExitCode.OK
     if args.max_calls is not None:
         raise InputError("--max-calls goes with --html")
-    deliver(render_report(state, verbose=bool(args.verbose)), args.output, "report")
+    deliver(report_chunks(state, verbose=bool(args.verbose), steps=folder.steps()), args.output, "report")
     return ExitCode.OK
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NoReturn, cast
 
@@ -88,9 +88,10 @@ def bounded(field: str) -> Callable[[str], int]:
     return parse
 
 
-def role_list(text: str) -> list[str]:
-    """`-a architect,security`: known roles, each once. A typo is a bad argument (exit 2), with a
-    guess; the same mistake inside a config file is a configuration error (exit 4)."""
+def known_roles(text: str) -> list[str]:
+    """`-a generalist,kiss`: comma-separated known roles, in order, repeats kept. A typo is a bad
+    argument (exit 2), with a guess; the same mistake inside a config file is a configuration
+    error (exit 4)."""
     from moot.core.agents import did_you_mean
     from moot.core.models.terms import ROLES
 
@@ -101,6 +102,12 @@ def role_list(text: str) -> list[str]:
         if role not in ROLES:
             raise argparse.ArgumentTypeError(f"unknown role {role!r}{did_you_mean(role, ROLES)}; "
                                              f"expected one of {', '.join(ROLES)}")
+    return roles
+
+
+def role_list(text: str) -> list[str]:
+    """`-a architect,security`: known roles (`known_roles`), each once."""
+    roles = known_roles(text)
     twice = next((r for i, r in enumerate(roles) if r in roles[:i]), None)
     if twice is not None:
         raise argparse.ArgumentTypeError(f"role {twice!r} is named twice (each role is one agent; for two "
@@ -165,6 +172,8 @@ def overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Override
         debate["samples"] = args.samples
     if getattr(args, "trace", False):  # saved with a new debate, so that its resume traces too
         debate["trace"] = True
+    if getattr(args, "ref", None):  # saved (absolute) with the debate: a resume keeps them
+        debate["references"] = list(args.ref)
     return Overrides(rounds=getattr(args, "rounds", None) if with_rounds else None,
                      roles=getattr(args, "agents", None) or None,
                      provider=cast("ProviderName | None", args.provider), model=args.model, base_url=args.base_url,
@@ -181,21 +190,22 @@ def open_debate(args: argparse.Namespace) -> DebateFolder:
     return StateDir(args.state_dir).open(args.id)
 
 
-def write_file(path: Path, text: str) -> None:
-    """Write a file atomically; an unwritable path is a one-line error (exit 2)."""
+def write_file(path: Path, text: str | Iterable[str]) -> None:
+    """Write a file atomically (`text` whole or in pieces); an unwritable path is a one-line error (exit 2)."""
     from moot.core.storage.files import write_atomic
 
     try:
-        write_atomic(path, text.encode("utf-8"))
+        write_atomic(path, text.encode("utf-8") if isinstance(text, str) else (t.encode("utf-8") for t in text))
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def deliver(text: str, output: str | None, what: str) -> None:
-    """Write `text` to the -o file (atomically, naming it on stderr) or to stdout."""
+def deliver(text: str | Iterable[str], output: str | None, what: str) -> None:
+    """Write `text` (whole or in pieces) to the -o file (atomically, naming it on stderr) or to stdout."""
     if output:
         write_file(Path(output), text)
         print(f"{what} written to {output}", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        for piece in [text] if isinstance(text, str) else text:
+            sys.stdout.write(piece)
         sys.stdout.flush()

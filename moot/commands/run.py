@@ -14,6 +14,7 @@ from .flags import (
 )
 
 from .run_checks import MAX_AGENTS, alone, check_agent_count, say
+from .warmup import warm_up
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -57,6 +58,8 @@ def register(sub: Subcommands) -> None:
                      help=f"run up to N agents (default {MAX_AGENTS}: a round's critiques grow with their square)")
     completes(run.add_argument("--report", metavar="FILE", help="write the markdown report at the end"), "file")
     run.add_argument("--trace", action="store_true", help="send an OpenTelemetry trace (needs moot[otel]; see README)")
+    run.add_argument("--ref", action="append", metavar="PATH",
+                     help="a file or folder the agents may read with tools (repeatable; .gitignore respected)")
     add_provider_args(run)
     add_state_dir(run)
     run.set_defaults(handler=cmd_run)
@@ -73,21 +76,26 @@ def register(sub: Subcommands) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from moot.core.ask import ask_on_stdin
     from moot.core.config import load_config, resolve_agent
+    from moot.core.providers.pool import default_provider_name
+    from moot.core.tokens import encoding_name_for_model
+
+    config = load_config(args.config, overrides(args))
+    default = default_provider_name(next((a.base_url for a in config.agents if a.base_url), None))
+    people = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
+    # Known from here: what the first request needs, started now (see `warmup`).
+    warm_up([encoding_name_for_model(a.model) for a in people], sdk=any(a.provider == "openai" for a in people))
+
+    from moot.core.ask import ask_on_stdin
     from moot.core.inputs import fit_problem, problem_text, truncation_note
     from moot.core.observe.headless import wants_tui
     from moot.core.observe.otel import traced, wants_tracing
-    from moot.core.providers.pool import default_provider_name
     from moot.core.safety.secrets import known_secrets, redact
     from moot.core.session import SessionOptions, new_session
 
     problem = redact(problem_text(args.problem, args.problem_file), known_secrets())  # a pasted key is never saved
-    config = load_config(args.config, overrides(args))
     source = args.config or "moot.toml"
     notices = [check_agent_count(config, args.max_agents), None if args.agents else alone(config, source)]
-    default = default_provider_name(next((a.base_url for a in config.agents if a.base_url), None))
-    people = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
     tightest = min(people, key=lambda a: a.context.input_budget)  # counted with its model's encoding
     fitted = fit_problem(problem, tightest.context.input_budget, tightest.model, args.allow_truncate)
     if fitted != problem:  # said on stderr here, and by `moot show` later
@@ -110,9 +118,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.output:
             write_solution(Path(args.output), state)
         if args.report:
-            from moot.core.report.markdown import render_report
+            from moot.core.report.markdown import report_chunks
 
-            write_file(Path(args.report), render_report(state))
+            write_file(Path(args.report), report_chunks(state, steps=session.folder.steps()))
             print(f"report written to {args.report}", file=sys.stderr)
     return code
 

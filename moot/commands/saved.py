@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import sys
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, cast
 
 from moot.core.errors import ExitCode
@@ -11,6 +13,8 @@ from moot.core.errors import ExitCode
 from .flags import add_debate_id, add_state_dir, open_debate
 
 if TYPE_CHECKING:
+    from moot.core.models.state import DebateState, Round, Summary
+
     from .flags import Subcommands
 
 
@@ -58,6 +62,19 @@ def cmd_list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def state_json(state: DebateState, steps: Iterable[Round]) -> Iterator[str]:
+    """`state` as indented JSON with every step in `rounds`, the steps given one at a time (read
+    from the log: a long debate's state is never whole in memory); the text pydantic would write."""
+    head = state.model_copy(update={"rounds": [], "archived_rounds": 0}).model_dump_json(indent=2, warnings=False)
+    at = head.index('\n  "rounds": []') + len('\n  "rounds": ')
+    yield head[:at] + "["
+    sep = "\n"
+    for rnd in steps:
+        yield sep + "    " + rnd.model_dump_json(indent=2, warnings=False).replace("\n", "\n    ")
+        sep = ",\n"
+    yield ("\n  ]" if sep != "\n" else "]") + head[at + 2:]
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from moot.core.inputs import truncation_note
     from moot.core.observe.printer import solution_text
@@ -68,8 +85,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     state = folder.load()
     status = shown_status(folder, state.status)  # as `moot list` says it: a killed debate is not running
     if args.json:
-        shown = state.model_copy(update={"status": status}) if status != state.status else state
-        print(json_safe(shown.model_dump_json(indent=2, warnings=False)))
+        for piece in state_json(state.model_copy(update={"status": status}), folder.steps()):
+            sys.stdout.write(json_safe(piece))
+        sys.stdout.write("\n")
         return ExitCode.OK
 
     def say(line: str) -> None:
@@ -77,7 +95,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         sys.stdout.write(terminal_safe(line) + "\n")
 
     steps = "turns" if state.protocol == "conversation" else "rounds"
-    say(f"debate {state.id} · {state.protocol} · {status} · {len(state.rounds)}/{state.total_rounds} {steps}")
+    say(f"debate {state.id} · {state.protocol} · {status} · {state.round_count}/{state.total_rounds} {steps}")
     if status == "unfinished":
         flag = f" --state-dir {args.state_dir}" if args.state_dir else ""
         say(f"  (its process ended before the debate did; continue with `moot resume {state.id}{flag}`)")
@@ -88,13 +106,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     say("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{one_line_safe(a.model, 80)})" for a in state.agents))
     if any(a.provider == "demo" for a in [*state.agents, *([state.judge] if state.judge else [])]):
         say("provider: DEMO (offline, scripted answers, not a real model)")
+    from moot.core.report.grounding import summary_lines
+
+    for line in summary_lines(state):  # references, MCP servers and their tools
+        say(line)
     if state.protocol == "conversation":
-        rolls = [s for rnd in state.rounds for s in [*rnd.replaced_summaries, *rnd.summaries.values()]]
-        say(f"turns: {sum(len(r.contributions) for r in state.rounds)} messages; rolling summaries: {len(rolls)}")
-        for s in rolls[-5:]:
+        messages, rolls = 0, 0
+        last: collections.deque[Summary] = collections.deque(maxlen=5)
+        for rnd in folder.steps():  # read from the log a turn at a time: a long debate is never whole in memory
+            messages += len(rnd.contributions)
+            for s in [*rnd.replaced_summaries, *rnd.summaries.values()]:
+                rolls += 1
+                last.append(s)
+        say(f"turns: {messages} messages; rolling summaries: {rolls}")
+        for s in last:
             say(f"  turn {s.round}: {s.agent_id} {s.trigger}, turns 1–{s.covered_count}, "
                 f"{s.metadata.before_tokens}→{s.metadata.after_tokens} tok, {s.written_by}")
-    for rnd in state.rounds if state.protocol != "conversation" else []:
+    for rnd in folder.steps() if state.protocol != "conversation" else []:
         kinds: dict[str, int] = {}
         for c in rnd.contributions:
             kinds[c.type] = kinds.get(c.type, 0) + 1
@@ -108,7 +136,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             if c.metadata.clipped_at is not None:
                 say(f"  clipped: {c.agent_id} {c.type} ran far past its token limit; moot stopped reading it "
                     f"at {c.metadata.clipped_at:,} bytes")
-    say(f"tokens: {state.totals.prompt_tokens} prompt, {state.totals.completion_tokens} completion")
+    t = state.totals
+    cached = (f" ({t.cached_tokens} from the provider's prompt cache, {t.cached_tokens / t.prompt_tokens:.0%})"
+              if t.cached_tokens and t.prompt_tokens else "")
+    say(f"tokens: {t.prompt_tokens} prompt{cached}, {t.completion_tokens} completion")
     if state.error:
         label = "interrupted by" if state.status == "interrupted" else "error"
         say(f"{label}: {one_line_safe(state.error, 600)}")

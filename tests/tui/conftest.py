@@ -107,7 +107,8 @@ def upto(events: list[Event], pred, *, inclusive: bool = True) -> list[Event]:  
 async def settle(pilot, runtime=None, rounds: int = 3) -> None:  # type: ignore[no-untyped-def]
     """Wait until pushed events are consumed, token batches flushed and every widget idle."""
     for _ in range(400):
-        if runtime is None or not getattr(runtime, "backlog", 0):
+        bridge = getattr(pilot.app.screen, "bridge", None)  # events read, not yet handed to the screen
+        if (runtime is None or not getattr(runtime, "backlog", 0)) and not getattr(bridge, "pending", 0):
             break
         await pilot.pause(0.02)
     for _ in range(rounds):

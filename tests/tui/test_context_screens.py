@@ -62,7 +62,9 @@ async def test_overview_breaks_each_view_down_and_says_when_the_next_summary_com
         assert f"system {view.tokens.system} {round(100 * view.tokens.system / room)}%" in text
         assert f"answer {view.max_tokens // 1000}k" in text
         chars, tokens = look.triggers
-        assert f"next summary: {chars.at - chars.now:,} chars to go ({chars.now:,} of {chars.at:,})" in text
+        # (at this point of the recorded debate, kiss's history may already have passed the threshold)
+        assert (f"next summary: {chars.at - chars.now:,} chars to go ({chars.now:,} of {chars.at:,})" in text
+                if chars.at > chars.now else f"next summary: due ({chars.now:,} of {chars.at:,} chars)" in text)
         assert "tokens to go (" in text
         assert "off for this agent" not in text
         assert "no call yet" in outlook_text(screen, "judge")

@@ -85,6 +85,9 @@ async def test_pause_resume_and_bad_commands(tmp_path: Path) -> None:
         await command(pilot, "/pause")
         assert session.orchestrator.paused
         assert "PAUSED" in str(screen.query_one("#hdr-status", Label).render())
+        # Calls scheduled by their inputs run many at once: let those in flight end first, so the
+        # "paused: no call in flight" line does not replace the answers to the commands below.
+        await wait_for(pilot, lambda: "no call in flight" in feedback(app), timeout=30)
         for line, expected in [
             ("/frobnicate", "unknown command /frobnicate"),
             ("/summarize nobody", "no agent 'nobody'"),

@@ -67,6 +67,11 @@ async def test_search_opens_the_hits_and_enter_jumps_to_the_message(conversation
         area = inspector.query_one(TextArea)
         phrase = find_phrase(first.excerpt)
         assert area.selected_text.lower() == phrase.lower() and inspector.matches
+        await pilot.pause()
+        line = area.wrapped_document.location_to_offset(area.selection.start).y
+        top, height = area.scroll_offset.y, area.scrollable_content_region.height
+        assert line >= height, "the match is below the first screen, so finding it must scroll"
+        assert top <= line < top + height, (top, line, height)  # the view opens on the match
         assert "of" in str(inspector.query_one("#ctx-find-status", Label).render())
         await pilot.press("escape", "escape", "escape")
         assert isinstance(app.screen, DebateScreen)

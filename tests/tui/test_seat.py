@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.widgets import Label
 
 from moot.core.config import Overrides, load_config
 from moot.core.events import CallStarted, Event
 from moot.core.human.desk import Turn
+from moot.core.safety.sanitize import UNSAFE
 from moot.core.session import DebateSession, SessionOptions, new_session, resume_session
 from moot.core.storage.folder import writer_alive
 from moot.core.storage.log import read_events
@@ -33,7 +35,8 @@ MORE = "Measure the p99 before adding a cache."
 
 
 def keys(text: str) -> list[str]:
-    special = {" ": "space", "/": "slash", ";": "semicolon", ".": "full_stop", ",": "comma", "?": "question_mark"}
+    special = {" ": "space", "/": "slash", ";": "semicolon", ".": "full_stop", ",": "comma", "?": "question_mark",
+               "-": "minus"}
     return [special.get(ch, ch) for ch in text]
 
 
@@ -64,7 +67,7 @@ async def test_typing_a_turn_and_sending_it(tmp_path: Path) -> None:
         assert editor.text_area.has_focus and screen.zoomed is screen.panes["ada"]
         assert str(screen.query_one("#hdr-status", Label).render()) == "✎ WAITING FOR YOU"
         assert "✎ waiting for you" in screen.panes["ada"].border_subtitle
-        assert "Write your proposal for this problem" in editor.task_text
+        assert "Write your proposal for the debate topic" in editor.task_text  # the topic: in the header
         await pilot.press(*keys(PROPOSAL), "enter", *keys(MORE))
         await settle(pilot)
         # Every key was text: no command line, no pause, no stop.
@@ -80,7 +83,7 @@ async def test_typing_a_turn_and_sending_it(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: "ada" in screen.editors and screen.editors["ada"].slot == "r1-critique-architect")
         editor = screen.editors["ada"]
         await settle(pilot)
-        assert "Critique the following proposal by **Architect**" in editor.task_text
+        assert "The proposal, by **Architect**" in editor.task_text
         await pilot.press("ctrl+s")  # nothing typed: refused inline, the turn stays open
         await settle(pilot)
         assert "not sent: the answer is empty" in hint(editor) and not editor.sending
@@ -90,6 +93,25 @@ async def test_typing_a_turn_and_sending_it(tmp_path: Path) -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert editor.text_area.has_focus
+
+
+async def test_a_key_typed_into_the_editor_is_masked_in_the_draft_on_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "lb-7Hq2Wm9xPz4Rk8VtC3nJ"  # configured, not shaped like `sk-…`
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    session = seat_session(tmp_path / "state")
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: "ada" in screen.editors)
+        await settle(pilot)
+        await pilot.press(*keys(f"Staging logs in with {key} today"))
+        draft = session.folder.path / "drafts" / "ada@r1-proposal.md"
+        await wait_for(pilot, lambda: draft.is_file() and "today" in draft.read_text())
+        assert draft.read_text() == "Staging logs in with sk-*** today"
+        assert screen.editors["ada"].text == f"Staging logs in with {key} today"  # the editor keeps what was typed
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: session.state.status != "running")
 
 
 async def test_quit_while_waiting_then_resume_with_the_draft_and_send(tmp_path: Path) -> None:
@@ -217,6 +239,38 @@ def _waiting(events: list[Event], phase: str, draft: str) -> ScriptedRuntime:
     slot = f"r{last.view.round}-{phase}" + (f"-{last.view.target_agent_id}" if last.view.target_agent_id else "")
     runtime.drafts[("ada", slot)] = draft
     return runtime
+
+
+async def test_a_draft_read_from_disk_is_made_terminal_safe_in_the_editor(recorded_seat) -> None:  # type: ignore[no-untyped-def]
+    """The drafts folder is a file others may write: its text reaches the editor without escape
+    sequences, control or reordering characters (the words stay, and become the answer)."""
+    hostile = "Keep one table\x1b]0;pwned\x07 and\x1b[2J measure\u202e first\r\n- an outbox\x07\x9b31m"
+    runtime = _waiting(recorded_seat, "critique", hostile)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: "ada" in screen.editors)
+        await settle(pilot, runtime)
+        editor = screen.editors["ada"]
+        assert editor.text == "Keep one table and measure first\n- an outbox"
+        assert UNSAFE.search(editor.text) is None
+
+
+async def test_text_pasted_into_the_editor_is_made_terminal_safe(recorded_seat) -> None:  # type: ignore[no-untyped-def]
+    """A paste is text from anywhere (a web page, a log): its escape sequences and control
+    characters never reach the editor, so never the screen or the draft; the words stay."""
+    runtime = _waiting(recorded_seat, "critique", "Agreed:")
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: "ada" in screen.editors)
+        await settle(pilot, runtime)
+        editor = screen.editors["ada"]
+        editor.focus_text()
+        app.post_message(events.Paste(" keep\x1b]52;c;aGk=\x07 the table\x1b[1A\r\n- measure\u202e first\x9b2J"))
+        await wait_for(pilot, lambda: "measure" in editor.text)
+        assert editor.text == "Agreed: keep the table\n- measure first"
+        assert UNSAFE.search(editor.text) is None
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])

@@ -29,8 +29,8 @@ def compare(ctx: CommandContext, first: str | None = None, second: str | None = 
             step = int(round_text)
         except ValueError:
             raise CommandError(f"{word} must be a number, not {round_text!r}") from None
-        if not 1 <= step <= max(1, len(state.rounds)):
-            raise CommandError(f"no {word} {step}: this debate has {word}s 1–{len(state.rounds)}"
+        if not 1 <= step <= max(1, state.round_count):
+            raise CommandError(f"no {word} {step}: this debate has {word}s 1–{state.round_count}"
                                if state.rounds else f"no {word} has started yet")
     ctx.feedback("")
     ctx.open_compare(a, b, step)

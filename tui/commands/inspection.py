@@ -25,6 +25,6 @@ def context(ctx: CommandContext, agent: str | None = None, round_text: str | Non
         if found is None:
             raise no_agent(ctx, agent, ", judge")
         agent_id = found.id
-    round_no = parse_round(round_text, len(state.rounds)) if round_text is not None else None
+    round_no = parse_round(round_text, state.round_count) if round_text is not None else None
     ctx.feedback("")
     ctx.open_inspector(agent_id, round_no)

@@ -7,7 +7,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from ...core.events import Event, Subscription
+from ...core.event_bus import Subscription
+from ...core.events import Event
 from ...core.models.state import Clarification
 from ...core.storage.folder import DebateFolder
 from ...core.storage.log import read_events

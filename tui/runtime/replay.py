@@ -4,8 +4,10 @@ token streaming synthesized from each contribution; pause/resume control the pla
 from __future__ import annotations
 
 import asyncio
+import collections
+import itertools
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 
 from ...core.clock import Clock
 from ...core.events import CallStarted, ContributionAdded, Event, Token
@@ -34,33 +36,50 @@ def synthesize_tokens(c: ContributionAdded, start_ts: float, call_id: str, max_c
 
 
 def replay_timeline(events: Iterable[Event]) -> list[Event]:
-    """Recorded events plus synthesized token events, in recorded order.
+    """Recorded events plus synthesized token events, in recorded order (see `stream_timeline`)."""
+    return list(stream_timeline(events))
+
+
+def stream_timeline(events: Iterable[Event], horizon: int = 4096) -> Iterator[Event]:
+    """Recorded events plus synthesized token events, in recorded order, as they are read.
 
     Each contribution's tokens go between its call's start and the contribution,
     each in the gap whose neighbours' timestamps enclose it, so calls that ran in
-    parallel stream in parallel."""
-    events = list(events)
+    parallel stream in parallel. Events wait only while a call before them is open (at most
+    `horizon` events), so a recording of any length plays in bounded memory."""
+    waiting: collections.deque[Event] = collections.deque()
+    base = 0
+    """The position in the recording of `waiting[0]`."""
     call_index: dict[str, int] = {}
     gaps: dict[int, list[Token]] = {}
+
+    def release(upto: int) -> Iterator[Event]:
+        nonlocal base
+        while base < upto:
+            if base in gaps:
+                yield from sorted(gaps.pop(base), key=lambda t: t.ts)
+            yield waiting.popleft()
+            base += 1
+
+    i = -1
     for i, e in enumerate(events):
+        waiting.append(e)
         if isinstance(e, CallStarted):
             call_index[e.view.call_id] = i
         elif isinstance(e, ContributionAdded):
             call_id = e.contribution.metadata.call_id
-            j = call_index.get(call_id or "")
-            if j is None:
-                continue
-            k = j + 1
-            for tok in synthesize_tokens(e, events[j].ts, call_id or ""):
-                while k < i and events[k].ts <= tok.ts:
-                    k += 1
-                gaps.setdefault(k, []).append(tok)
-    out: list[Event] = []
-    for k, e in enumerate(events):
-        if k in gaps:
-            out.extend(sorted(gaps[k], key=lambda t: t.ts))
-        out.append(e)
-    return out
+            j = call_index.pop(call_id or "", None)
+            if j is not None and j >= base:
+                k = j + 1
+                for tok in synthesize_tokens(e, waiting[j - base].ts, call_id or ""):
+                    while k < i and waiting[k - base].ts <= tok.ts:
+                        k += 1
+                    gaps.setdefault(k, []).append(tok)
+        oldest = max(min(call_index.values(), default=i + 1), i + 1 - horizon)
+        for cid in [c for c, j in call_index.items() if j < oldest]:
+            del call_index[cid]  # open too long: played without streamed text
+        yield from release(oldest)
+    yield from release(i + 1)
 
 
 class ReplayRuntime(Runtime):
@@ -74,7 +93,7 @@ class ReplayRuntime(Runtime):
         super().__init__(clock)
         self.folder = folder
         self.speed = speed
-        self._timeline: list[Event] = []
+        self._timeline: Iterator[Event] = iter(())
         self._virtual = 0.0
         self._playing = asyncio.Event()
         self._playing.set()
@@ -84,10 +103,13 @@ class ReplayRuntime(Runtime):
         return self.folder
 
     async def start(self) -> Snapshot:
-        events = await asyncio.to_thread(lambda: list(read_events(self.folder.events_path)))
-        self._timeline = replay_timeline(events)
-        if self._timeline:
-            self._virtual = self._timeline[0].ts
+        # Read as it plays (a long recording is never whole in memory); the first event is read now,
+        # so that a log that cannot be read fails here.
+        timeline = stream_timeline(read_events(self.folder.events_path))
+        first = await asyncio.to_thread(next, timeline, None)
+        self._timeline = itertools.chain([first], timeline) if first is not None else iter(())
+        if first is not None:
+            self._virtual = first.ts
         return Snapshot(new_state(self.folder.id), [])
 
     async def events(self) -> AsyncIterator[Event]:

@@ -4,6 +4,7 @@ process runs the debate, sends it commands (attach)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import AsyncIterator
 
@@ -100,17 +101,27 @@ class WatchRuntime(Runtime):
         Drafts(lambda: self.folder.path).save(agent_id, slot, text)
 
     async def start(self) -> Snapshot:
+        # The log so far, a block at a time: a long debate is folded (its old steps let go) and only
+        # the last events are kept for the panes, never the whole log.
         state = new_state(self.folder.id)
-        events = await self._read_new()
-        for event in events:
-            apply(state, event)
-        return Snapshot(state, events[-BACKLOG:])
+        backlog: collections.deque[Event] = collections.deque(maxlen=BACKLOG)
+        while events := await self._read_new(self.START_BLOCK):
+            for event in events:
+                apply(state, event)
+            backlog.extend(events)
+        return Snapshot(state, list(backlog))
 
-    async def _read_new(self) -> list[Event]:
+    START_BLOCK = 4 << 20
+    """Bytes of log read at a time when the watch starts."""
+
+    async def _read_new(self, block: int = -1) -> list[Event]:
+        """The complete lines after the last read (at least `block` bytes' worth, when given)."""
         try:
             async with aiofiles.open(open_regular(self.folder.events_path), "rb") as fh:
                 await fh.seek(self._offset)
-                data = await fh.read()
+                data = await fh.read(block)
+                while block > 0 and b"\n" not in data and len(data) % block == 0 and data:
+                    data += await fh.read(block)  # a line longer than a block
         except FileNotFoundError:
             return []
         end = data.rfind(b"\n")

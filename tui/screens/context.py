@@ -28,12 +28,13 @@ from ...core.safety.sanitize import one_line_safe, terminal_safe
 from ..format import k
 
 CallRef = tuple[int, int]
-"""(index of the round or turn, index of the call in it)."""
+"""(the round or turn, index of the call in it)."""
 
 
 def agent_calls(state: DebateState, agent_id: str) -> list[CallRef]:
-    """Every recorded call of the agent, oldest first."""
-    return [(ri, ci) for ri, r in enumerate(state.rounds) for ci, c in enumerate(r.calls) if c.agent_id == agent_id]
+    """Every recorded call of the agent that the state holds (a long debate's oldest steps are
+    in its log only: `moot context`), oldest first."""
+    return [(r.number, ci) for r in state.rounds for ci, c in enumerate(r.calls) if c.agent_id == agent_id]
 
 
 def find_all(text: str, query: str) -> list[int]:
@@ -59,10 +60,14 @@ def call_text(view: dict[str, Any]) -> str:
     """One call as plain text: a header per message with its tier and tokens, then its content."""
     parts: list[str] = []
     for (tier, n), message in zip(message_tiers(view), view["messages"]):
-        parts.append(f"━━ [{message['role']}] {tier} · {n} tokens ━━")
+        about = f" · result of {message['tool_call_id']}" if message.get("tool_call_id") else ""
+        parts.append(f"━━ [{message['role']}] {tier} · {n} tokens{about} ━━")
         if tier == "recall":  # why each item is there: the words searched, each item's score and words
             parts += [terminal_safe(line) for line in recall_lines(view.get("recall"))] + [""]
         parts.append(terminal_safe(message["content"]).rstrip())
+        for call in message.get("tool_calls") or []:  # the tool loop: what the model called
+            fn = call.get("function", {})
+            parts.append(terminal_safe(f"→ {call.get('id')}: {fn.get('name')}({fn.get('arguments')})"))
         parts.append("")
     return "\n".join(parts)
 
@@ -111,7 +116,7 @@ class ContextScreen(Screen[None]):
         self.calls = agent_calls(state, agent_id)
         self.at = self._start(round_no)
         if call_id is not None:  # opened on one call (`/search` jumps to the view that holds a message)
-            refs = [i for i, (ri, ci) in enumerate(self.calls) if state.rounds[ri].calls[ci].call_id == call_id]
+            refs = [i for i, (ri, ci) in enumerate(self.calls) if state.round(ri).calls[ci].call_id == call_id]
             self.at = refs[0] if refs else self.at
         self.opening_find = find
         self.query_text = ""
@@ -124,8 +129,8 @@ class ContextScreen(Screen[None]):
             return -1
         if round_no is None:
             return len(self.calls) - 1
-        before = [i for i, (ri, _) in enumerate(self.calls) if ri <= round_no - 1]
-        in_round = [i for i in before if self.calls[i][0] == round_no - 1]
+        before = [i for i, (ri, _) in enumerate(self.calls) if ri <= round_no]
+        in_round = [i for i in before if self.calls[i][0] == round_no]
         return in_round[0] if in_round else (before[-1] if before else 0)
 
     # ------------------------------------------------------------------ layout
@@ -148,14 +153,17 @@ class ContextScreen(Screen[None]):
             self.query_text = self.opening_find
             self.query_one("#ctx-find").display = True
             self.query_one("#ctx-find-input", Input).value = self.opening_find
-            self._search()
+            # After the first layout: before it the text is not wrapped to the view's width,
+            # so the match has no place to scroll to and the view stayed at the top.
+            self.call_after_refresh(self._search)
 
     @property
     def record(self) -> ViewRecord | None:
         if self.at < 0:
             return None
         ri, ci = self.calls[self.at]
-        return self.state.rounds[ri].calls[ci]
+        calls = self.state.round(ri).calls
+        return calls[ci] if ci < len(calls) else None
 
     def _show(self) -> None:
         record = self.record

@@ -18,14 +18,14 @@ from textual.widgets import Footer, Label, ListItem, ListView
 
 from ...core.context.index import DebateIndex
 from ...core.context.outlook import Outlook, Trigger, outlook
-from ...core.models.state import AgentInfo, DebateState
+from ...core.models.state import AgentInfo, DebateState, Usage
 from ...core.safety.sanitize import one_line_safe
 from ..format import dom_id, k
 from ..widgets.token_gauge import tier_bar
 
 TIERS = ("system", "summary", "history", "task")
 UNITS = {"characters": "chars", "messages": "msgs"}
-STYLE_CLASSES = ("system", "summary", "recall", "history", "task", "free", "output", "muted", "warn")
+STYLE_CLASSES = ("system", "summary", "recall", "history", "task", "tools", "free", "output", "muted", "warn")
 
 
 class _Styled(Widget):
@@ -37,6 +37,7 @@ class _Styled(Widget):
     _Styled > .ctx-tier--recall { color: $gauge-summary; }
     _Styled > .ctx-tier--history { color: $gauge-history; }
     _Styled > .ctx-tier--task { color: $gauge-task; }
+    _Styled > .ctx-tier--tools { color: $accent; }
     _Styled > .ctx-tier--free { color: $gauge-free; }
     _Styled > .ctx-tier--output { color: $gauge-output; }
     _Styled > .ctx-tier--muted { color: $text-muted; }
@@ -83,9 +84,11 @@ class AgentOutlook(_Styled):
         self.info = info
         self.judge = judge
         self.outlook: Outlook | None = None
+        self.usage: Usage | None = None
 
-    def show(self, look: Outlook) -> None:
+    def show(self, look: Outlook, usage: Usage | None = None) -> None:
         self.outlook = look
+        self.usage = usage
         self.refresh(layout=True)
 
     def render(self) -> Text:
@@ -110,12 +113,17 @@ class AgentOutlook(_Styled):
             model = "" if view.window == room else f"the model's {k(view.window)}, "
             head.append(f" ({model}{view.window_source})", self.tier_style("muted"))
         t = view.tokens
-        values = [t.system, t.summary, t.history, max(0, t.total - t.system - t.summary - t.recall - t.history)]
+        read = t.tools + t.references  # what the call read (tool results, or reference passages)
+        values = [t.system, t.summary, t.history,
+                  max(0, t.total - t.system - t.summary - t.recall - t.history - read)]
         tiers: tuple[str, ...] = TIERS
         if t.recall:  # the recall tier, after the summary it stands beside
             tiers, values = TIERS[:2] + ("recall",) + TIERS[2:], values[:2] + [t.recall] + values[2:]
+        if read:
+            tiers, values = tiers + ("tools",), values + [read]
         free = max(0, view.budget - used)
-        parts = [(v, self.tier_style(name), "▓" if name == "recall" else "█") for name, v in zip(tiers, values)]
+        parts = [(v, self.tier_style(name), "▓" if name in ("recall", "tools") else "█")
+                 for name, v in zip(tiers, values)]
         parts.append((free, self.tier_style("free"), "░"))
         bar = Text("▕")
         bar.append_text(tier_bar(parts, room, width - 2, self.tier_style("output"), "▒"))
@@ -129,7 +137,18 @@ class AgentOutlook(_Styled):
                 line.append(f"{k(value):>5} {pct(value, room):>4}   ")
             if row:
                 rows.append(line)
-        return Text("\n").join([head, bar, *rows, self._next_summary(look)])
+        cache = self._cache_line()
+        return Text("\n").join([head, bar, *rows, *([cache] if cache else []), self._next_summary(look)])
+
+    def _cache_line(self) -> Text | None:
+        """What the provider's prompt cache served of this agent's input so far (only when a
+        server has reported any: many never do)."""
+        u = self.usage
+        if u is None or not u.cached_tokens or not u.prompt_tokens:
+            return None
+        return Text(f"  prompt cache: {pct(u.cached_tokens, u.prompt_tokens)} of its input so far "
+                    f"({k(u.cached_tokens)} of {k(u.prompt_tokens)} tokens, priced at the cached rate)",
+                    self.tier_style("muted"))
 
     def _next_summary(self, look: Outlook | None) -> Text:
         muted = self.tier_style("muted")
@@ -194,7 +213,7 @@ class ContextOverviewScreen(Screen[None]):
 
     def _refresh(self) -> None:
         for widget in self.query(AgentOutlook):
-            widget.show(outlook(self.state, self.index, widget.info.id))
+            widget.show(outlook(self.state, self.index, widget.info.id), self.state.agent_totals.get(widget.info.id))
 
     def action_inspect(self) -> None:
         from .context import ContextScreen

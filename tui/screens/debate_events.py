@@ -15,6 +15,7 @@ from textual import on
 from ...core.context.index import DebateIndex
 from ...core.events import (
     BudgetReached,
+    CallContinued,
     CallFailed,
     CallStarted,
     ClarificationsAnswered,
@@ -38,6 +39,9 @@ from ...core.events import (
     SummaryRequested,
     SynthesisCompleted,
     Token,
+    ToolCalled,
+    ToolReturned,
+    ToolsReady,
     Warning_,
     WindowLearned,
 )
@@ -45,7 +49,7 @@ from ...core.models.state import DebateState
 from ...core.models.terms import JUDGE_ID
 from ...core.storage.state import apply
 from ..activity import calls_in_flight
-from ..bridge import Bridge, DebateLoaded, EngineEvent, RuntimeFailed, TokensArrived
+from ..bridge import Bridge, DebateLoaded, EngineBatch, RuntimeFailed, TokenChunk
 from ..followups import Followups
 from ..runtime.base import Runtime
 from ..widgets.agent_pane import AgentPane
@@ -117,17 +121,29 @@ class DebateEvents(DebateLayout):
             pane.call_later(pane.load, contributions, summary, views[-1] if views else None,
                             state.final_solution if pane.judge else None)
 
-    @on(EngineEvent)
-    async def _engine_event(self, message: EngineEvent) -> None:
-        event = message.event
-        apply(self.state, event)
-        self.index.on_event(event)
-        self.query_one(EventLog).add_event(event)
-        if (line := self.followups.on_event(event)) is not None:
-            self.feedback(line)
-        await self._route(event)
-        self._show_usage()
-        self._refresh_header()
+    @on(EngineBatch)
+    async def _engine_batch(self, message: EngineBatch) -> None:
+        """Everything that arrived since the last frame, in order; the header and the usage
+        once at the end. The bridge sends the next batch after the frame that draws this one."""
+        log = self.query_one(EventLog)
+        try:
+            for item in message.items:
+                if isinstance(item, TokenChunk):
+                    self._stream(item)
+                    continue
+                archived = self.state.archived_rounds
+                apply(self.state, item)
+                self.index.on_event(item)
+                if self.state.archived_rounds != archived:  # a long debate's old steps: in its log only
+                    self.index.archive(self.state.archived_rounds)
+                log.add_event(item)
+                if (line := self.followups.on_event(item)) is not None:
+                    self.feedback(line)
+                await self._route(item)
+            self._show_usage()
+            self._refresh_header()
+        finally:
+            self.call_after_refresh(self.bridge.drawn)
 
     async def _route(self, event: Event) -> None:
         """What each event changes on screen (the header and the log are refreshed by the caller).
@@ -216,9 +232,20 @@ class DebateEvents(DebateLayout):
                 self.refresh_bindings()
             case ControlChanged():
                 self.refresh_bindings()
+            case ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
+                if (pane := self.pane(agent_id)) is not None:
+                    pane.call_later(pane.tool_called, call_id, tool)
+            case ToolReturned(call_id=call_id, agent_id=agent_id, tool_call_id=tool_call_id, ok=ok, summary=summary):
+                if (pane := self.pane(agent_id)) is not None:
+                    pane.call_later(pane.tool_returned, call_id, tool_call_id, ok, summary)
+            case CallContinued(agent_id=agent_id, tokens=tokens, call_id=call_id, round=number):
+                if (pane := self.pane(agent_id)) is not None:  # the gauge counts the tool loop's tier
+                    budget = next((v.budget for r in self.state.rounds[number - 1:number] for v in r.calls
+                                   if v.call_id == call_id), 0)
+                    pane.call_later(pane.gauge.update_view, tokens, budget)
             case (DebateResumed() | RoundStarted() | PhaseCompleted() | Token() | Warning_() | NoteInjected()
                   | SeatAnswered()
-                  | Converged() | BudgetReached() | WindowLearned()):
+                  | Converged() | BudgetReached() | WindowLearned() | ToolsReady()):
                 pass  # the header and the event log show these
             case _:
                 assert_never(event)
@@ -237,18 +264,16 @@ class DebateEvents(DebateLayout):
                 self._usage_shown[agent_id] = usage
                 pane.call_later(pane.usage, *usage)
 
-    @on(TokensArrived)
-    def _tokens_arrived(self, message: TokensArrived) -> None:
-        roster = self.query_one(AgentRoster)
-        conv = self.conversation
-        for chunk in message.chunks:
-            if (pane := self.pane(chunk.agent_id)) is not None:
-                pane.call_later(pane.stream, chunk)
-            if conv is not None:
-                conv.call_later(conv.stream, chunk)
-            if (row := roster.row(chunk.agent_id)) is not None and chunk.call_id not in row.activity.streaming:
-                row.activity.token(chunk.call_id)
-                row.refresh_status()
+    def _stream(self, chunk: TokenChunk) -> None:
+        """A call's streamed text: its pane, the conversation, the roster row's status."""
+        if (pane := self.pane(chunk.agent_id)) is not None:
+            pane.call_later(pane.stream, chunk)
+        if (conv := self.conversation) is not None:
+            conv.call_later(conv.stream, chunk)
+        row = self.query_one(AgentRoster).row(chunk.agent_id)
+        if row is not None and chunk.call_id not in row.activity.streaming:
+            row.activity.token(chunk.call_id)
+            row.refresh_status()
 
     @on(RuntimeFailed)
     def _runtime_failed(self, message: RuntimeFailed) -> None:

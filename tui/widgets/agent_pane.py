@@ -1,7 +1,12 @@
-"""One agent's pane: who it is, what it is doing, its view's token gauge and its contributions."""
+"""One agent's pane: who it is, what it is doing, its view's token gauge and its contributions.
+
+Over 400 lines: the pane routes one agent's events to its parts (header, gauge, transcript,
+seat editor) in one place, so a reader finds every change an event makes to a pane here.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -12,10 +17,12 @@ from textual.markup import escape
 from textual.reactive import reactive
 from textual.widgets import Label
 
+from ...core.models.tools import ToolCallRecord
 from ...core.models.state import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
 from ..format import contribution_title, dom_id, k, solution_markdown, solution_title, usd
+from .label_text import update_label
 from .token_gauge import TokenGauge
 from .transcript import Entry, Transcript
 
@@ -30,6 +37,19 @@ EMPTY_KEY = "~empty"
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~])")
+
+
+def tool_arguments_line(arguments: str, limit: int = 48) -> str:
+    """A tool call's arguments on one short line: the values, without the JSON around them."""
+    try:
+        value = json.loads(arguments or "{}")
+    except (ValueError, RecursionError):
+        value = None
+    if isinstance(value, dict):
+        text = ", ".join(str(v) if isinstance(v, (str, int, float)) else json.dumps(v) for v in value.values())
+    else:
+        text = arguments
+    return one_line_safe(text, limit)
 
 
 def _md_escape(text: str) -> str:
@@ -77,6 +97,8 @@ class AgentPane(Vertical, can_focus=True):
         """The transcript entry of the newest summary (one at a time)."""
         self.usage_text = ""
         """This agent's tokens and cost so far, shown after the status on the bottom border."""
+        self._tool_titles: dict[str, str] = {}
+        """Tool call id → its line's title while it runs."""
 
     # ------------------------------------------------------------------ layout
 
@@ -173,6 +195,8 @@ class AgentPane(Vertical, can_focus=True):
             self.status = "streaming"
 
     def contribution_added(self, c: Contribution) -> None:
+        if not c.carried_from:
+            self.gauge.show_cached(c.metadata.cached_tokens, c.metadata.prompt_tokens)
         key = c.metadata.call_id or f"c:{c.id}"
         title = self._title(c)
         if key in self._active:
@@ -183,6 +207,29 @@ class AgentPane(Vertical, can_focus=True):
             self._add_block(Entry(key, title, text=c.content, state="done"))
         self._finished.append(key)
         self._settle()
+
+    def tool_called(self, call_id: str, tool: ToolCallRecord) -> None:
+        """A tool the model called, as one collapsible line above the call's answer (a click shows
+        its arguments in full and what came back)."""
+        args = tool_arguments_line(tool.arguments)
+        title = f"⚒ {tool.name}({args})" + (" · from text" if tool.from_text else "")
+        self._tool_titles[tool.id] = title
+        key = f"tool:{call_id}:{tool.id}"
+        text = f"```json\n{tool.arguments}\n```"
+        transcript = self.transcript
+        transcript.remove_entry(EMPTY_KEY)
+        transcript.add(Entry(key, title + " · …", text=text, kind="history", brief=""), before=call_id)
+        self._history.append(key)
+        self._archive(keep=len(self._finished))
+
+    def tool_returned(self, call_id: str, tool_call_id: str, ok: bool, summary: str) -> None:
+        title = self._tool_titles.pop(tool_call_id, "⚒ tool")
+        key = f"tool:{call_id}:{tool_call_id}"
+        entry = self.transcript.get(key)
+        if entry is not None:
+            mark = "→" if ok else "✗"
+            self.transcript.set_text(key, f"{entry.text}\n\n{mark} {summary}", title=f"{title} {mark} {summary}",
+                                     state="done" if ok else "failed")
 
     def call_failed(self, call_id: str, error: str, will_retry: bool) -> None:
         if will_retry:
@@ -262,7 +309,7 @@ class AgentPane(Vertical, can_focus=True):
 
     def summary_requested(self, focus: str | None = None) -> None:
         badge = self.query_one(".pane-badge", Label)
-        badge.update(Text("⇣ summary requested" + (f": {focus}" if focus else "")))
+        update_label(badge, Text("⇣ summary requested" + (f": {focus}" if focus else "")))
         badge.set_classes("pane-badge -requested")
 
     def summary_added(self, s: Summary, *, show_block: bool = True) -> None:
@@ -273,7 +320,7 @@ class AgentPane(Vertical, can_focus=True):
         trigger = {"manual": "manual", "judge": "final round"}.get(s.trigger, "auto")
         fallback = " · fallback" if md.fallback_reason else ""
         badge = self.query_one(".pane-badge", Label)
-        badge.update(f"⇣ R{s.round} {k(md.before_tokens)}→{k(md.after_tokens)} {s.method} ({trigger}){fallback}")
+        update_label(badge, f"⇣ R{s.round} {k(md.before_tokens)}→{k(md.after_tokens)} {s.method} ({trigger}){fallback}")
         badge.set_classes("pane-badge -summarized" + (" -manual" if s.trigger == "manual" else "")
                           + (" -fallback" if md.fallback_reason else ""))
         badge.tooltip = Text(one_line_safe(  # Text: the fallback reason quotes a server, never markup

@@ -20,6 +20,7 @@ from ...core.models.state import AgentInfo, TierTokens
 from ...core.safety.sanitize import one_line_safe
 from ..activity import STATUS_ICONS, Activity, Status
 from ..format import dom_id
+from .label_text import update_label
 from .token_gauge import TokenGauge
 
 
@@ -89,8 +90,8 @@ class AgentRow(Vertical):
         if self.info.provider == "human" and status in ("thinking", "streaming"):
             text = f"✎ your turn {text}".rstrip()
         if text != self._status_text:
+            update_label(self.query_one(".row-status", Label), text, self._status_text)
             self._status_text = text
-            self.query_one(".row-status", Label).update(text)
         tip = one_line_safe(f"{self.info.name} ({self.info.role}) · {status}" + (
             f": {self.activity.error}" if status == "error" and self.activity.error else ""))
         if tip != self._tooltip_text:

@@ -9,10 +9,12 @@ from textual.binding import Binding
 from textual.widgets import Input
 
 from ..commands.completion import CommandSuggester, Vocabulary
+from .scroll_range import ScrollRangeOnly
 
 
-class CommandInput(Input):
-    """An Input with a command suggester; tab accepts the suggestion."""
+class CommandInput(Input, ScrollRangeOnly):
+    """An Input with a command suggester; tab accepts the suggestion. A key typed changes the
+    scroll range, not the layout of the screen (`ScrollRangeOnly`)."""
 
     BINDINGS = [
         Binding("tab", "complete", "Complete", show=False),

@@ -9,6 +9,7 @@ from textual.widgets import Label
 
 from ...core.models.state import DebateState
 from ..format import PHASE_LABELS, clock_time, first_line, k, usd
+from .label_text import update_label
 
 
 class DebateHeader(Horizontal):
@@ -37,10 +38,11 @@ class DebateHeader(Horizontal):
         self.query_one("#hdr-cost").display = False
 
     def _set(self, name: str, text: str) -> None:
-        # Only on change: updating a label asks for a layout of the whole screen.
-        if self._texts.get(name) != text:
+        # Only on change, and with a layout of the whole screen only when the width changes.
+        before = self._texts.get(name)
+        if before != text:
             self._texts[name] = text
-            self.query_one(f"#hdr-{name}", Label).update(Text(text))
+            update_label(self.query_one(f"#hdr-{name}", Label), Text(text), before)
 
     def show_state(self, state: DebateState, phase: str, mode: str) -> None:
         self._set("title", first_line(state.problem) or "(no debate yet)")
@@ -87,6 +89,6 @@ class DebateHeader(Horizontal):
             return
         self._status = (text, kind)
         label = self.query_one("#hdr-status", Label)
-        label.update(text)
+        update_label(label, text)
         label.display = bool(text)
         label.set_classes(f"-{kind}" if kind else "")

@@ -11,6 +11,7 @@ from ...core.observe.describe import LineKind, describe
 from ...core.events import DebateStarted, Event
 from ...core.safety.sanitize import terminal_safe
 from ..format import clock_time
+from .scroll_range import ScrollRangeOnly
 
 STYLES: dict[LineKind | str, tuple[str, str]] = {
     "phase": ("", "bold"),
@@ -24,8 +25,9 @@ STYLES: dict[LineKind | str, tuple[str, str]] = {
 """kind → (theme colour, text style); colours follow the theme in use when the line is written."""
 
 
-class EventLog(RichLog):
-    """A bounded log (the oldest lines go first), one line per notable event."""
+class EventLog(RichLog, ScrollRangeOnly):
+    """A bounded log (the oldest lines go first), one line per notable event; a new line
+    changes the scroll range, not the layout of the screen (`ScrollRangeOnly`)."""
 
     MAX_LINES = 1000
 

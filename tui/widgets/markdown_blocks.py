@@ -101,3 +101,87 @@ def cuts(text: str, before: str = "") -> list[str]:
         before += rest[:cut]
         rest = rest[cut:]
     return [*parts, rest]
+
+
+_ITEM = re.compile(r"[ ]{0,3}(?:[-+*]|\d{1,9}[.)])[ \t]+")
+_RULE = re.compile(r"[ ]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*")
+
+
+def estimate_lines(text: str, width: int) -> int:
+    """About how many lines Rich renders `text` to at `width`, without parsing or rendering it:
+    paragraphs and list items wrapped word by word, a line per heading, rule or table row, code
+    with its padding, a blank line between blocks. For the scroll range of text nobody has
+    looked at yet (`Transcript` renders what a pane shows); it is replaced by the true count
+    once the text is rendered, so it only has to be close."""
+    rows = blocks = indent = 0
+    fence: str | None = None
+    last = ""  # the kind of block the previous line belongs to
+    blank = False
+    para: list[str] = []
+
+    def end_para() -> None:
+        nonlocal rows, para
+        if para:
+            rows += wrapped_lines(" ".join(para).split(), max(1, width - indent))
+            para = []
+
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if fence is not None:
+            rows += 1
+            if stripped.startswith(fence):
+                fence = None
+            continue
+        if not stripped:
+            end_para()
+            blank = True
+            continue
+        item = _ITEM.match(line)
+        if stripped.startswith(_FENCES):
+            end_para()
+            fence, last = stripped[:3], "code"
+            blocks += 1
+            rows += 1  # the padding above and below the code, less the fence lines
+        elif item:
+            end_para()
+            if last != "list":
+                blocks += 1
+            last, indent = "list", 3
+            para.append(line[item.end():])
+        elif stripped.startswith("#") or _RULE.fullmatch(line):
+            end_para()
+            blocks += 1
+            last = "other"
+            rows += wrapped_lines(stripped.lstrip("#").split(), width)
+        elif stripped.startswith("|"):
+            end_para()
+            if last != "table":
+                blocks += 1
+                rows += 2  # its top and bottom borders
+            last = "table"
+            rows += 1
+        elif last in ("para", "list") and not blank:
+            para.append(stripped)  # the paragraph (or the list item) goes on
+        else:
+            end_para()
+            blocks += 1
+            last, indent = "para", 0
+            para.append(stripped.lstrip(">").strip())
+        blank = False
+    end_para()
+    return rows + max(0, blocks - 1)
+
+
+def wrapped_lines(words: list[str], width: int) -> int:
+    """Lines that greedy word wrapping makes of `words` at `width` (at least one)."""
+    lines, col = 1, 0
+    for word in words:
+        n = len(word)
+        if col and col + 1 + n <= width:
+            col += 1 + n
+            continue
+        if col:
+            lines += 1
+        lines += (n - 1) // width if n > width else 0
+        col = n % width if n > width else n
+    return lines

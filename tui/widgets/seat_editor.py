@@ -11,7 +11,7 @@ the screen sends the answer and saves the draft through the runtime.
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -24,6 +24,22 @@ from ...core.tokens import count_text
 
 DRAFT_DELAY_S = 0.5
 """The draft is saved this long after the last key (and at once on send)."""
+
+
+class UntrustedTextArea(TextArea):
+    """A `TextArea` whose pastes are made terminal-safe before they enter the document.
+
+    Typed keys are printable characters already; a paste is text from anywhere (a web page, a
+    log) and may hold escape sequences, control or reordering characters, which would reach
+    the screen, the draft on disk and the answer."""
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        event.prevent_default()  # TextArea's own handler would insert the raw text
+        if self.read_only:
+            return
+        result = self.replace(terminal_safe(event.text), *self.selection)
+        self.move_cursor(result.end_location)
+        self.focus()
 
 
 class SeatEditor(Vertical):
@@ -79,13 +95,15 @@ class SeatEditor(Vertical):
         self.task_text = task
         self.max_tokens = max_tokens
         self.model = model
-        self.draft = draft
+        # A draft is read from a file in the debate's folder, which others may write: untrusted
+        # text, made terminal-safe before the TextArea shows it (and it becomes the answer).
+        self.draft = draft = terminal_safe(draft)
         self.person = name or agent_id
         self.sending = False
         self._timer: Timer | None = None
         self._note = "draft saved" if draft else ""
-        self.text_area = TextArea(draft, soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
-                                  classes="seat-text")
+        self.text_area = UntrustedTextArea(draft, soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
+                                           classes="seat-text")
 
     def compose(self) -> ComposeResult:
         yield Label(Text(one_line_safe(self.title)), classes="seat-title")

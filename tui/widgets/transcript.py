@@ -5,82 +5,44 @@ machine (bench/tui_stream.py), six panes of Textual Markdown fed by MarkdownStre
 or 20 Hz `append` reached 1–4 frames/s at 6 agents × 200 tokens/s with keys taking
 0.3–0.8 s, because every frame lays out every markdown block widget on screen and
 block widgets are mounted continuously. Here each entry's markdown is rendered by
-Rich into cached lines (the line API, as RichLog does): a delta re-renders only the
-entry's unfinished last paragraph; the paragraphs before it are frozen blocks rendered
-once (`markdown_blocks`: the blocks render to the lines of the whole text), and the
-finished reply keeps them.
+Rich into cached lines (the line API, as RichLog does), and only the lines a pane
+shows: text that arrives changes the entry and asks for a repaint, nothing more.
+When the frame is drawn (`render_lines`) the transcript renders the parts of its
+entries that fall in the view (from the bottom while it follows the newest text);
+the parts above keep an estimated height (`markdown_blocks.estimate_lines`) until
+the user scrolls to them, when they are rendered and the estimate is replaced. The
+frozen paragraphs of a reply are rendered at most once (`markdown_blocks`: the blocks
+render to the lines of the whole text) and the finished reply keeps them.
 
-Text is made terminal-safe where it is rendered (streamed deltas arrive raw, and an
-escape sequence can straddle two of them), markdown links are shown with their
-address (no OSC 8 hyperlink hides where they go), and Rich/Textual markup in the text
-is never interpreted (markdown goes to Rich's Markdown, everything else is `Text`).
+Growing text sets the scroll range without a layout of the whole screen: the widget's
+region never depends on its text (CSS sets its height).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import accumulate
 from typing import Any
-from dataclasses import dataclass, field
 
-from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
-from textual.geometry import Size
-from textual.scroll_view import ScrollView
+from textual.geometry import Region, Size
 from textual.strip import Strip
+from textual.widget import Widget
 
 from ...core.safety.sanitize import terminal_safe
-from ..format import first_line
-from .markdown_blocks import cuts, gap_after, has_references, markdown
+from .markdown_blocks import has_references
+from .transcript_entry import HEAD, Entry
+from .transcript_lines import TranscriptLines
+
+__all__ = ["Entry", "Transcript"]
+
+Piece = tuple[Entry, int, bool]
+"""An entry, one of its parts, and whether a non-empty part of the entry follows it (then
+Rich's blank line between blocks comes after this one)."""
 
 
-@dataclass
-class Entry:
-    """One item of the transcript."""
-
-    key: str
-    title: str
-    text: str = ""
-    kind: str = "block"
-    """"block": markdown under a title; "history": one line, full plain text when expanded;
-    "note": a dim line of text."""
-    state: str = "live"
-    """live, done, failed or solution (only colours the title)."""
-    expanded: bool = False
-    segments: list[str] = field(default_factory=list)
-    """Frozen leading blocks of `text` ("block" entries), each rendered once."""
-    frozen: int = 0
-    """How many characters of `text` the segments hold."""
-    version: int = 0
-    _strips: dict[tuple[int, str, int], list[Strip]] = field(default_factory=dict, repr=False)
-    _segment_strips: dict[tuple[int, str, int], tuple[list[Strip], bool]] = field(default_factory=dict,
-                                                                                    repr=False)
-
-    @property
-    def tail(self) -> str:
-        return self.text[self.frozen:]
-
-    def freeze(self) -> None:
-        """Move the finished paragraphs of the tail into segments."""
-        if self.kind != "block":
-            return
-        parts = cuts(self.tail, self.text[:self.frozen])
-        for part in parts[:-1]:
-            self.segments.append(part)
-            self.frozen += len(part)
-
-    def thaw(self) -> None:
-        self.segments.clear()
-        self._segment_strips.clear()
-        self.frozen = 0
-
-    def changed(self) -> None:
-        self.version += 1
-        self._strips.clear()
-
-
-class Transcript(ScrollView, can_focus=False):
+class Transcript(TranscriptLines, can_focus=False):
     """Entries rendered into cached strips; anchored to the newest text until scrolled up."""
 
     DEFAULT_CSS = """
@@ -92,19 +54,20 @@ class Transcript(ScrollView, can_focus=False):
     Transcript > .transcript--history { color: $text-muted; }
     Transcript > .transcript--note { color: $text-muted; text-style: italic; }
     """
-    COMPONENT_CLASSES = {
-        "transcript--title", "transcript--title-done", "transcript--title-failed",
-        "transcript--title-solution", "transcript--history", "transcript--note",
-    }
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entries: list[Entry] = []
         self._index: dict[str, Entry] = {}
+        self._pieces: list[Piece] = []
+        self._heights: list[int] = []
+        """Lines of each piece, the blank line after it included."""
+        self._exact: list[bool] = []
+        """Whether each piece's height is its rendered one (not an estimate)."""
         self._starts: list[int] = []
-        self._lines: list[tuple[Entry, list[Strip]]] = []
         self._layout_key: tuple[int, str] | None = None
         self._dirty = True
+        self._synced: tuple[object, ...] | None = None
         self._base_style = Style()
         self._blank: Strip | None = None
 
@@ -113,9 +76,13 @@ class Transcript(ScrollView, can_focus=False):
     def get(self, key: str) -> Entry | None:
         return self._index.get(key)
 
-    def add(self, entry: Entry, *, first: bool = False) -> Entry:
+    def add(self, entry: Entry, *, first: bool = False, before: str | None = None) -> Entry:
+        """Add at the end, first, or just before the entry keyed `before` (when it is there)."""
+        anchor = self._index.get(before) if before is not None else None
         if first:
             self.entries.insert(0, entry)
+        elif anchor is not None:
+            self.entries.insert(self.entries.index(anchor), entry)
         else:
             self.entries.append(entry)
         self._index[entry.key] = entry
@@ -172,8 +139,8 @@ class Transcript(ScrollView, can_focus=False):
         entry = self._index.get(key)
         if entry is None:
             return
-        self._ensure_layout()
-        for (e, _), start in zip(self._lines, self._starts):
+        self._sync()
+        for (e, _, _), start in zip(self._pieces, self._starts):
             if e is entry:
                 self.anchor(False)
                 self.scroll_to(y=start, animate=False, immediate=True)
@@ -182,139 +149,181 @@ class Transcript(ScrollView, can_focus=False):
     def follow_end(self) -> None:
         self.anchor()
 
-    # ------------------------------------------------------------------ rendering
+    # ------------------------------------------------------------------ which lines exist
 
     def _content_changed(self) -> None:
         self._dirty = True
-        self._update_virtual_size()
+        self.refresh()
 
     def _width(self) -> int:
         return max(1, self.scrollable_content_region.width)
 
-    def _update_virtual_size(self) -> None:
-        if not self.is_mounted:
-            return
-        self._ensure_layout()
-        total = self._starts[-1] + len(self._lines[-1][1]) if self._lines else 0
-        self.virtual_size = Size(self._width(), total)
+    def on_resize(self, event: events.Resize) -> None:
         self.refresh()
 
-    def on_resize(self, event: events.Resize) -> None:
-        self._dirty = True
-        self._update_virtual_size()
+    def watch_show_vertical_scrollbar(self) -> None:
+        # The scrollbar took (or gave back) a column and the text wraps anew; no Resize says so.
+        # Without this, a pane whose last text brought the scrollbar kept the scroll range of
+        # the wider text and hid its newest line.
+        self.refresh()
 
     def on_mount(self) -> None:
         self.anchor()  # stay on the newest line until the user scrolls up (Textual releases it)
-        self._update_virtual_size()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # Scrolled back down to the end (the wheel, page keys): follow the newest text again.
+        # Textual's widgets do this in their watcher; ScrollView's leaves it out.
+        if self._anchored and self._anchor_released:
+            self._check_anchor()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._layout_key = None
-        for entry in self.entries:
-            entry._strips.clear()
-            entry._segment_strips.clear()
-        self._dirty = True
 
-    def _ensure_layout(self) -> None:
-        key = (self._width(), self.app.theme)
-        if not self._dirty and key == self._layout_key:
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._sync(drawing=True)
+        return super().render_lines(crop)
+
+    def _sync(self, drawing: bool = False) -> None:
+        """Render the parts in the view, estimate the others, and set the scroll range and
+        the anchored position from them. Called as the frame draws this widget (and by what
+        needs positions: a click, scrolling to an entry), so text that arrived between two
+        frames is rendered once, and text that scrolled past unseen is never rendered."""
+        if not self.is_mounted:
             return
-        self._layout_key = key
-        self._base_style = self.rich_style
-        self._blank = None
-        self._dirty = False
-        self._lines = []
-        self._starts = []
-        line = 0
-        for entry in self.entries:
-            strips = self._entry_strips(entry, key[0])
-            self._starts.append(line)
-            self._lines.append((entry, strips))
-            line += len(strips)
+        for _ in range(3):  # again if the scroll range brought or took the scrollbar (a column)
+            width = self._width()
+            if not self._sync_at(width, drawing) or self._width() == width:
+                return
 
-    def _entry_strips(self, entry: Entry, width: int) -> list[Strip]:
-        theme = self.app.theme
-        cache_key = (width, theme, entry.version)
-        cached = entry._strips.get(cache_key)
-        if cached is not None:
-            return cached
-        base = self.rich_style
-        out: list[Strip] = []
-        if entry.kind == "note":
-            out += self._text_strips(Text(terminal_safe(entry.text or entry.title)), width,
-                                     self.get_component_rich_style("transcript--note"))
-        elif entry.kind == "history":
-            head = Text(("▾ " if entry.expanded else "▸ ") + terminal_safe(entry.title), style="bold")
-            muted = self.get_component_rich_style("transcript--history")
-            if entry.expanded:
-                out += self._text_strips(head, width, muted)
-                out += self._markdown_strips(entry.text, width)
+    def _sync_at(self, width: int, drawing: bool) -> bool:
+        key = (width, self.app.theme)
+        if key != self._layout_key:
+            self._layout_key = key
+            self._base_style = self.rich_style
+            self._blank = Strip.blank(width, self._base_style)
+            for entry in self.entries:
+                entry.forget_rendering()
+            self._dirty = True
+        view = self.scrollable_content_region.height
+        anchored = self.is_anchored and not getattr(self, "_anchor_released", False)
+        if not self._dirty and (key, view, anchored, round(self.scroll_y)) == self._synced:
+            return False
+        if self._dirty:
+            self._rebuild(width)
+            self._dirty = False
+        self._render_view(width, view, anchored)
+        total = self._starts[-1] + self._heights[-1] if self._pieces else 0
+        size = Size(width, total)
+        if size != self.virtual_size:
+            if self.container_size:
+                # Only this widget's scroll range changes, never its region: setting the
+                # `virtual_size` reactive would lay out the whole screen, for every chunk of
+                # every pane. A scrollbar that appears or goes still lays out (its reactive asks).
+                self.set_reactive(Widget.virtual_size, size)
+                self._scroll_update(size)
             else:
-                line = Text.assemble(head, "  ", first_line(terminal_safe(entry.text), 200))
-                line.truncate(width, overflow="ellipsis")
-                out += self._text_strips(line, width, muted, wrap=False)
-        else:
-            title_class = {"done": "transcript--title-done", "failed": "transcript--title-failed",
-                           "solution": "transcript--title-solution"}.get(entry.state, "transcript--title")
-            title = Text(terminal_safe(entry.title))
-            title.truncate(width, overflow="ellipsis")
-            out += self._text_strips(title, width, self.get_component_rich_style(title_class), wrap=False)
-            # Blocks rendered apart, joined as Rich joins the blocks of one text: a blank line
-            # after each (none after a rule).
-            gap = False
-            blank = Strip.blank(width, base)
-            for i, segment in enumerate(entry.segments):
-                seg_key = (width, theme, i)
-                block = entry._segment_strips.get(seg_key)
-                if block is None:
-                    block = entry._segment_strips[seg_key] = self._markdown_block(segment, width)
-                gap = self._join(out, block, gap, blank)
-            self._join(out, self._markdown_block(entry.tail, width), gap, blank)
-        entry._strips = {cache_key: out}
-        return out
+                self.virtual_size = size  # not laid out yet: the first layout sizes it
+        if anchored and self.scroll_y != self.max_scroll_y:
+            end = self.max_scroll_y
+            self.set_reactive(Widget.scroll_y, end)
+            self.set_reactive(Widget.scroll_target_y, end)
+            if self.show_vertical_scrollbar:
+                self.vertical_scrollbar.position = end
+        # Textual keeps the drawn lines by row; what it kept was drawn from other lines (other
+        # text, another width, another scroll position).
+        self._styles_cache.clear()
+        if not drawing:
+            self.refresh()
+        self._synced = (key, view, anchored, round(self.scroll_y))
+        return True
 
-    @staticmethod
-    def _join(out: list[Strip], block: tuple[list[Strip], bool], gap: bool, blank: Strip) -> bool:
-        strips, gap_after_block = block
-        if not strips:
-            return gap
-        if gap:
-            out.append(blank)
-        out += strips
-        return gap_after_block
+    def _rebuild(self, width: int) -> None:
+        """The pieces of every entry, with their heights: rendered ones exact, others estimated."""
+        pieces: list[Piece] = []
+        heights: list[int] = []
+        exact: list[bool] = []
+        for entry in self.entries:
+            parts = entry.parts()
+            follows = [False] * len(parts)
+            if entry.kind == "block":
+                while len(entry.nonempty) < len(entry.segments):
+                    entry.nonempty.append(bool(terminal_safe(entry.segments[len(entry.nonempty)]).strip()))
+                later = bool(entry.tail.strip()) and bool(terminal_safe(entry.tail).strip())
+                for i in range(len(entry.segments) - 1, -1, -1):
+                    follows[i + 1] = later
+                    later = later or entry.nonempty[i]
+            for part, followed in zip(parts, follows):
+                pieces.append((entry, part, followed))
+                done = entry.rendered.get(part)
+                if done is not None:
+                    strips, gap = done
+                    heights.append(len(strips) + (1 if gap and strips and followed else 0))
+                    exact.append(True)
+                else:
+                    estimate = self._estimate_part(entry, part, width)
+                    heights.append(estimate + (1 if estimate and followed and part != HEAD else 0))
+                    exact.append(False)
+        self._pieces, self._heights, self._exact = pieces, heights, exact
+        self._starts = [0, *accumulate(heights)][:-1] if heights else []
 
-    def _markdown_strips(self, text: str, width: int) -> list[Strip]:
-        return self._markdown_block(text, width)[0]
+    def _realize(self, i: int, width: int) -> bool:
+        """Render piece `i`; whether its height changed from the estimate."""
+        entry, part, followed = self._pieces[i]
+        strips, gap = self._render_part(entry, part, width)
+        self._exact[i] = True
+        height = len(strips) + (1 if gap and strips and followed else 0)
+        if height == self._heights[i]:
+            return False
+        self._heights[i] = height
+        return True
 
-    def _markdown_block(self, text: str, width: int) -> tuple[list[Strip], bool]:
-        """The lines of `text` rendered as markdown, and whether a blank line follows them
-        when another block comes after."""
-        text = terminal_safe(text)
-        if not text.strip():
-            return [], False
-        dark = getattr(self.app.current_theme, "dark", True)
-        console = self.app.console
-        options = console.options.update(width=width, height=None, highlight=False)
-        style = self.rich_style
-        md = markdown(text, "ansi_dark" if dark else "ansi_light")
-        lines = console.render_lines(md, options, style=style, pad=False)
-        return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines], gap_after(md)
+    def _render_view(self, width: int, view: int, anchored: bool) -> None:
+        """Render the pieces that the view shows: the last `view` lines when anchored, else
+        from the scroll position (pieces above it keep their estimates, so what is shown
+        does not move when they are rendered later)."""
+        heights, exact = self._heights, self._exact
+        if not self._pieces or view <= 0:
+            return
+        if anchored:
+            covered, changed = 0, False
+            for i in range(len(self._pieces) - 1, -1, -1):
+                if covered >= view:
+                    break
+                if not exact[i]:
+                    changed = self._realize(i, width) or changed
+                covered += heights[i]
+            if changed:
+                self._starts = [0, *accumulate(heights)][:-1]
+            return
+        for _ in range(4):  # rendering changes heights, the end of the range with them
+            total = self._starts[-1] + heights[-1]
+            y = max(0, min(round(self.scroll_y), total - view))
+            i = max(0, bisect_right(self._starts, y) - 1)
+            at, changed = self._starts[i], False
+            while i < len(self._pieces) and at < y + view:
+                if not exact[i]:
+                    changed = self._realize(i, width) or changed
+                at += heights[i]
+                i += 1
+            if not changed:
+                return
+            self._starts = [0, *accumulate(heights)][:-1]
 
-    def _text_strips(self, text: Text, width: int, style: Style, wrap: bool = True) -> list[Strip]:
-        console = self.app.console
-        options = console.options.update(width=width, height=None, no_wrap=not wrap, overflow="ellipsis")
-        base = self.rich_style + style
-        lines = console.render_lines(text, options, style=base, pad=False)
-        return [Strip(Segment.simplify(line)).adjust_cell_length(width, base) for line in lines]
+    # ------------------------------------------------------------------ drawing
 
     def render_line(self, y: int) -> Strip:
-        self._ensure_layout()
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self._layout_key[0] if self._layout_key else self._width()
         i = bisect_right(self._starts, index) - 1
-        if 0 <= i < len(self._lines):
-            strips = self._lines[i][1]
+        if 0 <= i < len(self._pieces) and index - self._starts[i] < self._heights[i]:
+            entry, part, _ = self._pieces[i]
+            if not self._exact[i]:  # outside the view rendered at the last sync: next frame fixes it
+                self._dirty = True
+                self.refresh()
+            strips, _ = self._render_part(entry, part, width)
             offset = index - self._starts[i]
             if offset < len(strips):
                 strip = strips[offset]
@@ -327,11 +336,11 @@ class Transcript(ScrollView, can_focus=False):
         return self._blank
 
     def entry_at(self, y: int) -> Entry | None:
-        self._ensure_layout()
+        self._sync()
         index = self.scroll_offset.y + y
         i = bisect_right(self._starts, index) - 1
-        if 0 <= i < len(self._lines) and index - self._starts[i] < len(self._lines[i][1]):
-            return self._lines[i][0]
+        if 0 <= i < len(self._pieces) and index - self._starts[i] < self._heights[i]:
+            return self._pieces[i][0]
         return None
 
     # ------------------------------------------------------------------ input
@@ -340,4 +349,3 @@ class Transcript(ScrollView, can_focus=False):
         entry = self.entry_at(event.y)
         if entry is not None and entry.kind == "history":
             self.toggle(entry)
-

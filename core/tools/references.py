@@ -1,0 +1,313 @@
+"""The reference set: the files a debate's agents may read, chosen once when the debate starts.
+
+`--ref PATH` names files and folders. A folder is walked respecting every `.gitignore` in it
+(`pathspec`, git's own matching rules); binary files, files over the size cap and
+secret-looking files (`.env*`, `*.pem`, `*.key`, `id_rsa`, …) are left out, as are
+symbolic links that point outside their root, link loops, FIFOs, sockets and devices. What
+is left is the set: each file under a *virtual path* (relative to its root; with several
+roots, under the root's name), with its size and content hash, recorded in the debate so
+a resume can say which files changed.
+
+The tools read only files in the set (nothing else exists for them), and `open_checked`
+opens each again without following links and refuses anything that is no longer a
+regular file inside its root: a file swapped for a link after the scan is not read.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import hashlib
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from ..errors import InputError
+
+MAX_FILE_BYTES = 1 << 20
+"""Files larger than this are listed as skipped, never read (`tools.max_file_bytes`)."""
+MAX_FILES = 5000
+"""A reference set holds at most this many files (the rest are counted as skipped)."""
+SNIFF_BYTES = 8192
+ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache"})
+SECRET_NAMES = pathspec.GitIgnoreSpec.from_lines([
+    ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx",
+    "*.gpg", "*.asc", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".npmrc", ".pypirc",
+    ".git-credentials", "credentials", "credentials.*", "*.secret", "secrets.*", ".htpasswd",
+])
+"""Names that often hold keys: never listed, never readable."""
+
+
+def is_secret_name(name: str) -> bool:
+    """True for a file name that looks like it holds credentials (`id_*` without an extension too)."""
+    if SECRET_NAMES.match_file(name):
+        return True
+    return name.startswith("id_") and ("." not in name or name.endswith(".pub"))
+
+
+@dataclass(frozen=True)
+class RefFile:
+    """One readable file of the set."""
+
+    path: str
+    """Its virtual path: what the tools call it (`docs/plan.md`)."""
+    real: Path
+    root: Path
+    size: int
+    sha256: str
+
+
+@dataclass
+class ReferenceSet:
+    """The files agents may read, by virtual path, and what was left out and why."""
+
+    roots: list[Path] = field(default_factory=list)
+    files: dict[str, RefFile] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Virtual path → why it is not readable (secret, binary, too large, link outside, …)."""
+    max_file_bytes: int = MAX_FILE_BYTES
+    _text: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files.values())
+
+    def folders(self) -> set[str]:
+        """Every virtual folder that holds a file of the set ("" is the top)."""
+        out = {""}
+        for p in self.files:
+            parts = PurePosixPath(p).parts[:-1]
+            for i in range(1, len(parts) + 1):
+                out.add("/".join(parts[:i]))
+        return out
+
+    def under(self, folder: str, pattern: str | None = None) -> list[RefFile]:
+        """Files below a virtual folder, sorted; `pattern` (a glob) filters their paths."""
+        prefix = f"{folder}/" if folder else ""
+        found = [f for p, f in sorted(self.files.items()) if p.startswith(prefix)]
+        if pattern:
+            found = [f for f in found if fnmatch.fnmatch(f.path, pattern)
+                     or fnmatch.fnmatch(PurePosixPath(f.path).name, pattern)]
+        return found
+
+    def text(self, ref: RefFile) -> str:
+        """The file's text (undecodable bytes replaced), read through `open_checked`."""
+        cached = self._text.get(ref.path)
+        if cached is None:
+            data = open_checked(ref, self.max_file_bytes)
+            cached = data.decode("utf-8", errors="replace")
+            if sum(len(t) for t in self._text.values()) < 64 << 20:  # keep reads cheap, memory bounded
+                self._text[ref.path] = cached
+        return cached
+
+    def record(self) -> list[dict[str, object]]:
+        """What the debate records: each file's virtual path, size and content hash."""
+        return [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.files.values()]
+
+
+class RefUnreadable(Exception):
+    """A file of the set that can no longer be read as it was (the tool answers with the reason)."""
+
+
+def open_checked(ref: RefFile, max_bytes: int) -> bytes:
+    """The bytes of `ref`, opened without following a link and without blocking, and only while it
+    is still a regular file, not too large, whose real location is inside its root."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        real = ref.real.parent.resolve(strict=True) / ref.real.name
+    except (OSError, RuntimeError):
+        raise RefUnreadable("its folder is gone or is a link loop") from None
+    if not real.is_relative_to(ref.root):
+        raise RefUnreadable("it now lies outside the references (a link was swapped in)")
+    try:
+        fd = os.open(real, flags)
+    except OSError as exc:
+        raise RefUnreadable("it is now a symbolic link" if exc.errno == errno.ELOOP else
+                            f"it cannot be opened ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise RefUnreadable("it is not a regular file (a FIFO, socket or device)")
+        if info.st_size > max_bytes:
+            raise RefUnreadable(f"it is now larger than the {max_bytes:,}-byte cap")
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise RefUnreadable(f"it is now larger than the {max_bytes:,}-byte cap")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _hash_regular(path: Path, max_bytes: int) -> tuple[int, str, bytes] | str:
+    """(size, sha256, first bytes) of a regular file, or why it is left out."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        return f"cannot be opened ({exc.strerror or exc})"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size > max_bytes:
+            return f"larger than {max_bytes:,} bytes"
+        digest = hashlib.sha256()
+        head = b""
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            if not head:
+                head = chunk[:SNIFF_BYTES]
+            digest.update(chunk)
+        return info.st_size, digest.hexdigest(), head
+    finally:
+        os.close(fd)
+
+
+def _binary(head: bytes) -> bool:
+    return b"\x00" in head
+
+
+class _Ignores:
+    """The `.gitignore` files met on the way down, each matching paths relative to its folder."""
+
+    def __init__(self) -> None:
+        self.specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+
+    def load(self, folder: Path, rel: str) -> None:
+        gi = folder / ".gitignore"
+        try:
+            if gi.is_file() and not gi.is_symlink() and gi.stat().st_size < 1 << 20:
+                lines = gi.read_text("utf-8", errors="replace").splitlines()
+                self.specs.append((rel, pathspec.GitIgnoreSpec.from_lines(lines)))
+        except OSError:
+            pass
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        for base, spec in self.specs:
+            if base and not rel.startswith(base + "/"):
+                continue
+            sub = rel[len(base) + 1:] if base else rel
+            if spec.match_file(sub + "/" if is_dir else sub):
+                return True
+        return False
+
+
+def _walk(root: Path) -> Iterator[tuple[str, Path, str | None]]:
+    """(path relative to `root`, real path, None or why it is skipped) for every file below."""
+    ignores = _Ignores()
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        here = Path(folder)
+        rel_dir = here.relative_to(root).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir
+        ignores.load(here, rel_dir)
+        keep: list[str] = []
+        for d in sorted(dirs):
+            rel = f"{rel_dir}/{d}" if rel_dir else d
+            if d in ALWAYS_SKIPPED_DIRS or ignores.ignored(rel, True):
+                continue
+            if (here / d).is_symlink():
+                yield rel, here / d, "a symbolic link to a folder (not followed)"
+                continue
+            keep.append(d)
+        dirs[:] = keep
+        for name in sorted(names):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if ignores.ignored(rel, False):
+                continue
+            yield rel, here / name, None
+
+
+def _classify(rel: str, path: Path, root: Path, max_bytes: int) -> RefFile | str:
+    """A file of the set, or why it is not one."""
+    if is_secret_name(PurePosixPath(rel).name):
+        return "secret-looking name"
+    real = path
+    if path.is_symlink():
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return "a broken symbolic link or a link loop"
+        if not real.is_relative_to(root):
+            return "a symbolic link pointing outside the references"
+        if is_secret_name(real.name):
+            return "a link to a secret-looking file"
+    found = _hash_regular(real, max_bytes)
+    if isinstance(found, str):
+        return found
+    size, digest, head = found
+    if _binary(head):
+        return "binary"
+    return RefFile(path=rel, real=real, root=root, size=size, sha256=digest)
+
+
+def _root_names(roots: Sequence[Path]) -> list[str]:
+    names: list[str] = []
+    for r in roots:
+        base = r.name or "root"
+        name, n = base, 2
+        while name in names:
+            name, n = f"{base}-{n}", n + 1
+        names.append(name)
+    return names
+
+
+def scan(paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES,
+         max_files: int = MAX_FILES) -> ReferenceSet:
+    """The reference set of `paths` (files and folders). A path that does not exist, or is
+    neither a file nor a folder, is an `InputError` (one line, exit 2)."""
+    roots: list[Path] = []
+    for p in paths:
+        path = Path(p).expanduser()
+        try:
+            real = path.resolve(strict=True)
+        except FileNotFoundError:
+            raise InputError(f"--ref {p}: no such file or folder") from None
+        except (OSError, RuntimeError) as exc:
+            raise InputError(f"--ref {p}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+        if not (real.is_dir() or real.is_file()):
+            raise InputError(f"--ref {p}: not a regular file or folder")
+        roots.append(real)
+    refs = ReferenceSet(roots=list(dict.fromkeys(roots)), max_file_bytes=max_file_bytes)
+    single_folder = len(refs.roots) == 1 and refs.roots[0].is_dir()
+    for root, name in zip(refs.roots, _root_names(refs.roots), strict=True):
+        if root.is_file():
+            entries: Iterator[tuple[str, Path, str | None]] = iter([(root.name, root, None)])
+            base, prefix = root.parent, ""
+            if is_secret_name(root.name):
+                raise InputError(f"--ref {root}: a secret-looking file is never given to agents")
+        else:
+            entries, base, prefix = _walk(root), root, "" if single_folder else f"{name}/"
+        for rel, path, why in entries:
+            virtual = prefix + rel if not root.is_file() else name
+            if why is None:
+                if len(refs.files) >= max_files:
+                    refs.skipped[virtual] = f"over the {max_files}-file limit of a reference set"
+                    continue
+                found = _classify(rel, path, base, max_file_bytes)
+                if isinstance(found, RefFile):
+                    refs.files[virtual] = RefFile(virtual, found.real, base, found.size, found.sha256)
+                    continue
+                why = found
+            refs.skipped[virtual] = why
+    return refs
+
+
+def changed_files(recorded: Sequence[dict[str, object]], now: ReferenceSet) -> list[str]:
+    """Virtual paths whose content changed since `recorded`, or that appeared or went away."""
+    before = {str(r.get("path")): str(r.get("sha256")) for r in recorded}
+    after = {p: f.sha256 for p, f in now.files.items()}
+    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
