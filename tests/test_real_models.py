@@ -111,6 +111,11 @@ async def test_json_answers_are_constrained_when_the_endpoint_takes_it(tmp_path:
     fmt = synthesis[0]["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "solution"
     assert set(fmt["json_schema"]["schema"]["required"]) >= {"solution", "confidence"}
+    # Every text field bounded so that an answer filling all of them still closes within the reply's room.
+    props = fmt["json_schema"]["schema"]["properties"]
+    worst = sum(p["maxLength"] if p["type"] == "string" else p["maxItems"] * (p["items"]["maxLength"] + 4)
+                for p in props.values() if p["type"] in ("string", "array"))
+    assert 0 < worst <= 3 * synthesis[0]["max_tokens"]
     assert all("response_format" not in b for b in bodies if b not in synthesis)  # prose stays prose
     assert state.final_solution is not None and state.final_solution.parsed
     assert state.final_solution.metadata.finish_reason == "stop"
@@ -198,3 +203,18 @@ def test_defaults_stay_flat_and_run_a_phase_in_one_wave() -> None:
     assert cfg.debate.carry_refinements is True
     assert cfg.debate.max_concurrency >= 6  # the 6 critiques of the 3 default agents at once
 
+
+
+@pytest.mark.parametrize("max_tokens", [128, 256, 265, 1000, 4000])
+def test_a_json_answers_bounds_fit_the_room_its_reply_has(max_tokens: int) -> None:
+    """At the synthesis's 256-token floor a small model repeating one sentence inside `solution`
+    ran to its limit and left the object unclosed (real-model run, council at 1,024 a slot)."""
+    from moot.core.protocols.judging import SCORE_SCHEMA, SOLUTION_SCHEMA
+
+    for answer in (SOLUTION_SCHEMA, SCORE_SCHEMA):
+        props = answer.within(max_tokens).schema["properties"]
+        worst = sum(p["maxLength"] if p["type"] == "string" else p["maxItems"] * (p["items"]["maxLength"] + 4)
+                    for p in props.values() if p["type"] in ("string", "array"))
+        assert worst <= 3 * max_tokens
+        assert all(p["maxLength"] >= 20 for p in props.values() if p["type"] == "string")
+    assert SOLUTION_SCHEMA.within(4000).schema["properties"]["tradeoffs"]["maxItems"] == 8  # room: the usual bounds

@@ -119,6 +119,15 @@ def endpoint_of(agent: ResolvedAgent) -> str:
     return f"{agent.provider}:{agent.config.base_url or ''}" if agent.provider == "openai" else agent.provider
 
 
+_REPLY_NAMES = {"answer": "answer", "summarize": "summary", "turn": "turn", "score": "convergence score",
+                "synthesis": "synthesis"}
+
+
+def reply_name(phase: str) -> str:
+    """What a call of this phase answers with, for a warning ("the proposal answer", "the summary")."""
+    return _REPLY_NAMES.get(phase, f"{phase} answer")
+
+
 @dataclass
 class CallEngine:
     providers: ProviderPool
@@ -293,7 +302,8 @@ class CallEngine:
             record.max_tokens = max(1, min(fit.max_tokens + extra_room, fit.reply_room(record.tokens.total)))
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
                                   max_tokens=record.max_tokens, hint=spec.hint,
-                                  fallback_models=agent.config.fallback_models, json_answer=spec.json_answer,
+                                  fallback_models=agent.config.fallback_models,
+                                  json_answer=spec.json_answer.within(record.max_tokens) if spec.json_answer else None,
                                   seed=agent.config.seed, slot=self.slots.get(agent.id))
             loop = None
             if self.grounding is not None and access == "tools" and box is not None:
@@ -346,7 +356,7 @@ class CallEngine:
                 # A JSON answer cut at its limit cannot be parsed: ask once more with more room.
                 extra_room = fit.reply_room(record.tokens.total) - record.max_tokens - 64
                 spent.append(completion)
-                record = self._again(record, agent.id, f"the {record.phase} answer was cut at "
+                record = self._again(record, agent.id, f"the {reply_name(record.phase)} was cut at "
                                                        f"{record.max_tokens} tokens; asking again with room for "
                                                        f"{record.max_tokens + extra_room}", "more")
                 continue
@@ -371,12 +381,12 @@ class CallEngine:
             self.emit(Warning_(message=f"{agent.id}: the server reported no usable token usage; "
                                        "counted with tiktoken instead", agent_id=agent.id))
         if completion.clipped_at is not None:
-            self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer ran far past its limit of "
+            self.emit(Warning_(message=f"{agent.id}: the {reply_name(record.phase)} ran far past its limit of "
                                        f"{record.max_tokens} tokens; moot stopped reading it at "
                                        f"{completion.clipped_at:,} bytes and kept what came before",
                                agent_id=agent.id))
         elif completion.finish_reason == "length":
-            self.emit(Warning_(message=f"{agent.id}: the {record.phase} answer was cut at its limit of "
+            self.emit(Warning_(message=f"{agent.id}: the {reply_name(record.phase)} was cut at its limit of "
                                        f"{record.max_tokens} tokens", agent_id=agent.id))
         reads = tuple(dict.fromkeys(r.extract for step in record.tool_steps for r in step.results if r.ok))
         return CallResult(completion, meta, reads)

@@ -56,6 +56,37 @@ class JsonAnswer:
     name: str
     schema: dict[str, Any]
 
+    def within(self, max_tokens: int) -> JsonAnswer:
+        """The schema with its text fields bounded so that an answer filling every bound still
+        closes within `max_tokens` (at 3 characters a token, under English's ~4). A server that
+        turns the schema into a grammar (llama.cpp) then ends a field at its bound: a small model
+        that repeats itself inside `solution` otherwise runs to its limit and never closes the
+        object. Strings share 60 % of the room, lists of strings 40 %; a bound already tighter
+        is kept."""
+        props = self.schema.get("properties")
+        if not isinstance(props, dict):
+            return self
+        strings = [k for k, v in props.items() if v.get("type") == "string"]
+        lists = [k for k, v in props.items() if v.get("type") == "array" and v.get("items", {}).get("type") == "string"]
+        if not strings and not lists:
+            return self
+        room = max(3 * max_tokens - 20 * len(props) - 40, 40 * (len(strings) + len(lists)))  # keys and syntax first
+        string_share = room * (0.6 if lists else 1.0) / max(len(strings), 1)
+        list_share = room * (0.4 if strings else 1.0) / max(len(lists), 1)
+        bounded: dict[str, Any] = dict(props)
+        for key in strings:
+            field_ = dict(props[key])
+            field_["maxLength"] = max(20, min(int(field_.get("maxLength", string_share)), int(string_share)))
+            bounded[key] = field_
+        for key in lists:
+            field_, items = dict(props[key]), dict(props[key]["items"])
+            count = max(1, min(int(field_.get("maxItems", 8)), int(list_share // 80)))
+            per_item = int(list_share / count) - 4  # quotes and a comma
+            items["maxLength"] = max(20, min(int(items.get("maxLength", per_item)), per_item))
+            field_["maxItems"], field_["items"] = count, items
+            bounded[key] = field_
+        return JsonAnswer(self.name, {**self.schema, "properties": bounded})
+
 
 @dataclass(frozen=True)
 class ChatRequest:
