@@ -3,7 +3,8 @@
 `--ref PATH` names files and folders. A folder is walked respecting every `.gitignore` in it
 (`pathspec`, git's own matching rules); binary files, files over the size cap and
 secret-looking files (`.env*`, `*.pem`, `*.key`, `id_rsa`, …) are left out, as are
-symbolic links that point outside their root, link loops, FIFOs, sockets and devices. What
+symbolic links that point outside their root or to a file the walk leaves out (in `.git`,
+ignored, secret), link loops, FIFOs, sockets and devices. What
 is left is the set: each file under a *virtual path* (relative to its root; with several
 roots, under the root's name), with its size and content hash, recorded in the debate so
 a resume can say which files changed.
@@ -291,19 +292,40 @@ def scan(paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES,
                 raise InputError(f"--ref {root}: a secret-looking file is never given to agents")
         else:
             entries, base, prefix = _walk(root), root, "" if single_folder else f"{name}/"
+        links: list[tuple[str, Path]] = []
+        regular: set[Path] = set()
         for rel, path, why in entries:
             virtual = prefix + rel if not root.is_file() else name
+            if why is None and path.is_symlink():
+                links.append((virtual, path))  # judged once the walk knows which files it keeps
+                continue
             if why is None:
-                if len(refs.files) >= max_files:
-                    refs.skipped[virtual] = f"over the {max_files}-file limit of a reference set"
+                why = _admit(refs, virtual, rel, path, base, max_files)
+                if why is None:
+                    regular.add(refs.files[virtual].real)
                     continue
-                found = _classify(rel, path, base, max_file_bytes)
-                if isinstance(found, RefFile):
-                    refs.files[virtual] = RefFile(virtual, found.real, base, found.size, found.sha256)
-                    continue
-                why = found
             refs.skipped[virtual] = why
+        for virtual, path in links:
+            why = _admit(refs, virtual, virtual[len(prefix):], path, base, max_files)
+            if why is None and refs.files[virtual].real not in regular:
+                # A link inside the root to a file the walk leaves out (in .git, ignored, …) would
+                # read what the rules keep from agents: only a link to a file of the set is one.
+                del refs.files[virtual]
+                why = "a symbolic link to a file the references leave out"
+            if why is not None:
+                refs.skipped[virtual] = why
     return refs
+
+
+def _admit(refs: ReferenceSet, virtual: str, rel: str, path: Path, base: Path, max_files: int) -> str | None:
+    """Add one walked file to the set; None, or why it is left out."""
+    if len(refs.files) >= max_files:
+        return f"over the {max_files}-file limit of a reference set"
+    found = _classify(rel, path, base, refs.max_file_bytes)
+    if isinstance(found, str):
+        return found
+    refs.files[virtual] = RefFile(virtual, found.real, base, found.size, found.sha256)
+    return None
 
 
 def changed_files(recorded: Sequence[dict[str, object]], now: ReferenceSet) -> list[str]:

@@ -1,0 +1,42 @@
+"""A hostile file tree and hostile tool calls, second pass: links into what the walk leaves
+out, a key hidden behind control characters, a key in the retrieval tier's index."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LoopbackServer
+from tests.grounding_helpers import call, first_turn_calls, is_proposal, make_refs, run, tool_messages
+
+TOKEN = "ghp_linkedTokenThatMustStayHome0123"
+
+
+def _results(server: LoopbackServer) -> list[str]:
+    follow = next(r for r in server.requests if is_proposal(r) and tool_messages(r))
+    return [m["content"] for m in tool_messages(follow)]
+
+
+def test_a_link_inside_the_root_to_an_ignored_or_git_file_is_not_readable(tmp_path: Path) -> None:
+    refs = make_refs(tmp_path)
+    (refs / ".git").mkdir()
+    (refs / ".git" / "config").write_text(f'[remote "origin"]\n\turl = https://{TOKEN}@example.com/notes.git\n')
+    (refs / "build" / "deploy-token.txt").write_text(f"deploy token {TOKEN}\n")
+    os.symlink(".git/config", refs / "docs" / "remote.md")          # into an always-skipped folder
+    os.symlink("../build/deploy-token.txt", refs / "docs" / "deploy.md")  # into a gitignored folder
+    os.symlink("../.env", refs / "docs" / "env.md")                # to a secret-looking file
+    os.symlink("plan.md", refs / "docs" / "plan-link.md")          # inside, to a file of the set: fine
+    script = first_turn_calls(call("read_file", path="docs/remote.md"), call("read_file", path="docs/deploy.md"),
+                              call("read_file", path="docs/env.md"), call("search", query="deploy token"),
+                              call("read_file", path="docs/plan-link.md"))
+    with LoopbackServer(tool_calls=script) as server:
+        result = run(server.base_url, refs, "-a", "architect")
+        texts = _results(server)
+        sent = "\n".join(str(r) for r in server.requests)
+    assert result.returncode == 0, result.stderr
+    assert TOKEN not in sent and "hunter2" not in sent
+    assert all(t.startswith("error: ") for t in texts[:3]), texts[:3]
+    assert texts[3].startswith("0 matches")
+    assert "Notes service plan" in texts[4]
