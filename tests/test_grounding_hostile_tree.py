@@ -40,3 +40,24 @@ def test_a_link_inside_the_root_to_an_ignored_or_git_file_is_not_readable(tmp_pa
     assert all(t.startswith("error: ") for t in texts[:3]), texts[:3]
     assert texts[3].startswith("0 matches")
     assert "Notes service plan" in texts[4]
+
+
+KEY = "sk-treetest-5e4d3c2b1a09f8e7d6c5"
+
+
+def test_the_retrieval_index_on_disk_never_holds_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    refs = make_refs(tmp_path)
+    (refs / "docs" / "setup.md").write_text(f"# Storage setup\n\nThe journal service starts with OPENAI_API_KEY={KEY} "
+                                            "exported, then compacts the notes tables.\n")
+    Path("moot.toml").write_text("[tools]\nmode = \"retrieve\"\n")
+    with LoopbackServer() as server:
+        result = run(server.base_url, refs, "-a", "architect", "-c", "moot.toml")
+        sent = "\n".join(str(r) for r in server.requests)
+    assert result.returncode == 0, result.stderr
+    assert KEY not in sent
+    assert "OPENAI_API_KEY=" in sent  # the passage was chosen, the key masked
+    folder = next(Path("debates").glob("*/events.jsonl")).parent
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path.name
