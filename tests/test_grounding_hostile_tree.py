@@ -45,6 +45,20 @@ def test_a_link_inside_the_root_to_an_ignored_or_git_file_is_not_readable(tmp_pa
 KEY = "sk-treetest-5e4d3c2b1a09f8e7d6c5"
 
 
+def test_a_key_split_by_control_characters_is_masked_once_they_are_gone(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    refs = make_refs(tmp_path)
+    (refs / "docs" / "typescript.md").write_text(f"# Session\n\nexport KEY={KEY[:14]}\x07\x7f{KEY[14:]}\n")
+    with LoopbackServer(tool_calls=first_turn_calls(call("read_file", path="docs/typescript.md"))) as server:
+        result = run(server.base_url, refs, "-a", "architect")
+        texts = _results(server)
+    assert result.returncode == 0, result.stderr
+    assert "export KEY=" in texts[0] and KEY not in texts[0] and KEY[14:] not in texts[0]
+    folder = next(Path("debates").glob("*/events.jsonl")).parent
+    assert KEY[14:] not in (folder / "events.jsonl").read_text()
+
+
 def test_the_retrieval_index_on_disk_never_holds_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     refs = make_refs(tmp_path)
