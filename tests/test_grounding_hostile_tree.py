@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from moot.core.tools.builtin import Limits, read_file
+from moot.core.tools.references import scan
+from moot.core.tools.registry import ToolError
 from tests.conftest import LoopbackServer
 from tests.grounding_helpers import call, first_turn_calls, is_proposal, make_refs, run, tool_messages
 
@@ -75,3 +78,25 @@ def test_the_retrieval_index_on_disk_never_holds_the_key(tmp_path: Path, monkeyp
     for path in folder.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path.name
+
+
+def test_a_folder_swapped_for_a_link_between_the_check_and_the_open_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    refs_dir = make_refs(tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "plan.md").write_text("the launch codes live outside the references\n")
+    refs = scan([refs_dir])
+    docs, resolve = refs_dir / "docs", Path.resolve
+
+    def resolve_then_swap(self: Path, strict: bool = False) -> Path:
+        found = resolve(self, strict=strict)
+        if self == docs and not (refs_dir / "docs-real").exists():  # another process, right after the check
+            docs.rename(refs_dir / "docs-real")
+            docs.symlink_to(outside)
+        return found
+
+    monkeypatch.setattr(Path, "resolve", resolve_then_swap)
+    with pytest.raises(ToolError) as refused:
+        read_file(refs, Limits(), {"path": "docs/plan.md"})
+    assert "launch codes" not in str(refused.value) and "is now a symbolic link" in str(refused.value)

@@ -10,8 +10,9 @@ roots, under the root's name), with its size and content hash, recorded in the d
 a resume can say which files changed.
 
 The tools read only files in the set (nothing else exists for them), and `open_checked`
-opens each again without following links and refuses anything that is no longer a
-regular file inside its root: a file swapped for a link after the scan is not read.
+opens each again from its root one folder at a time, following no link, and refuses anything
+that is no longer a regular file inside its root: a file or folder swapped for a link after
+the scan is not read.
 """
 
 from __future__ import annotations
@@ -125,10 +126,11 @@ def open_checked(ref: RefFile, max_bytes: int) -> bytes:
     if not real.is_relative_to(ref.root):
         raise RefUnreadable("it now lies outside the references (a link was swapped in)")
     try:
-        fd = os.open(real, flags)
+        fd = _open_beneath(ref.root, real, flags)
     except OSError as exc:
-        raise RefUnreadable("it is now a symbolic link" if exc.errno == errno.ELOOP else
-                            f"it cannot be opened ({exc.strerror or exc})") from None
+        swapped = exc.errno in (errno.ELOOP, errno.ENOTDIR)
+        raise RefUnreadable("it or a folder on its way is now a symbolic link" if swapped
+                            else f"it cannot be opened ({exc.strerror or exc})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -147,6 +149,24 @@ def open_checked(ref: RefFile, max_bytes: int) -> bytes:
         if len(data) > max_bytes:
             raise RefUnreadable(f"it is now larger than the {max_bytes:,}-byte cap")
         return data
+    finally:
+        os.close(fd)
+
+
+def _open_beneath(root: Path, real: Path, flags: int) -> int:
+    """`real` opened one folder at a time from `root`, following no link on the way: a folder
+    swapped for a link between the check above and this open is refused, not followed out."""
+    if os.open not in os.supports_dir_fd:  # no openat (Windows): the check above is what there is
+        return os.open(real, flags)
+    folder_flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    *folders, name = real.relative_to(root).parts
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for part in folders:
+            inner = os.open(part, folder_flags, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return os.open(name, flags, dir_fd=fd)
     finally:
         os.close(fd)
 
