@@ -100,3 +100,21 @@ def test_a_folder_swapped_for_a_link_between_the_check_and_the_open_is_not_follo
     with pytest.raises(ToolError) as refused:
         read_file(refs, Limits(), {"path": "docs/plan.md"})
     assert "launch codes" not in str(refused.value) and "is now a symbolic link" in str(refused.value)
+
+
+def test_secret_looking_names_are_left_out_whatever_their_case(tmp_path: Path) -> None:
+    refs = make_refs(tmp_path)
+    (refs / "certs").mkdir()
+    (refs / "certs" / "SERVER.PEM").write_text("-----BEGIN PRIVATE KEY-----\nMIIEvgIBADANBgkqhkiG9w0BAQEFAASC\n")
+    (refs / ".ENV.PRODUCTION").write_text("DATABASE_PASSWORD=correct-horse-battery-staple\n")
+    (refs / "ID_RSA").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUA\n")
+    script = first_turn_calls(call("read_file", path="certs/SERVER.PEM"), call("read_file", path=".ENV.PRODUCTION"),
+                              call("read_file", path="ID_RSA"), call("list_files", path="."))
+    with LoopbackServer(tool_calls=script) as server:
+        result = run(server.base_url, refs, "-a", "architect")
+        texts = _results(server)
+        sent = "\n".join(str(r) for r in server.requests)
+    assert result.returncode == 0, result.stderr
+    assert "PRIVATE KEY" not in sent and "correct-horse" not in sent
+    assert all(t.startswith("error: no file or folder") for t in texts[:3]), texts[:3]
+    assert "SERVER.PEM" not in texts[3] and "ID_RSA" not in texts[3] and "docs/plan.md" in texts[3]

@@ -45,7 +45,9 @@ SECRET_NAMES = pathspec.GitIgnoreSpec.from_lines([
 
 
 def is_secret_name(name: str) -> bool:
-    """True for a file name that looks like it holds credentials (`id_*` without an extension too)."""
+    """True for a file name that looks like it holds credentials (`id_*` without an extension too),
+    in any case: `SERVER.PEM` and `.ENV` hold keys as `server.pem` and `.env` do."""
+    name = name.lower()
     if SECRET_NAMES.match_file(name):
         return True
     return name.startswith("id_") and ("." not in name or name.endswith(".pub"))
