@@ -49,7 +49,8 @@ from .events import (
 from .models.config import MootConfig
 from .models.state import AgentInfo, DebateState, ModeratorNote
 from .models.terms import MAX_FOCUS, Phase
-from .human.desk import Answer, Turn, Via
+from .human.desk import Answer, HumanDesk, Turn, Via
+from .human.provider import HumanProvider
 from .protocols import PROTOCOLS
 from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
@@ -118,8 +119,9 @@ class Orchestrator:
         self.agents = [resolve_agent(a, config, default_provider) for a in seats]
         self.judge = resolve_agent(config.judge, config, default_provider)
         self.bus.listen(self._fold)
-        self.desk = providers.desk
+        self.desk = HumanDesk(secrets=lambda: providers.secrets)
         """The people's open turns (`--human`): their answers come in through `say`."""
+        providers.people = lambda: HumanProvider(self.desk)
         self.desk.on_answer = self._answered
         self.gate = Gate(config.debate, lambda: self.state.totals)
         self.engine = CallEngine(providers=providers, builder=self.builder, gate=self.gate, emit=self.emit,

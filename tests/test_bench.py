@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.bench.answers import extract, is_correct, majority
+from moot.core.protocols.answers import extract, is_correct, majority
 from moot.core.bench.datasets import arithmetic, eval_arithmetic, load_dataset
 from moot.core.bench.output import render_csv
 from moot.core.bench.results import answers_by_round, read_row

@@ -15,7 +15,7 @@ import pytest
 from moot.core.context.index import DebateIndex
 from moot.core.models.state import ViewRecord
 from moot.core.search.index import INDEX_FILE, SearchIndex
-from moot.core.search.recall_tool import RECALL_NAME, RECALL_PARAMETERS, RecallTool
+from moot.core.engine.recall_tool import RECALL_NAME, RECALL_PARAMETERS, RecallTool
 from tests.conftest import LoopbackServer
 from tests.prose import FactScript, planted
 from tests.test_recall import KEY, PLANTS, run, write_config

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..inputs import read_text_file
 from ..models.config import AnswerFormat
-from .answers import normalize_number
+from ..protocols.answers import normalize_number
 
 OPERATORS = ("+", "*", "+", "-", "*")
 """Operators between consecutive terms, cycled: six terms give Du et al.'s a+b*c+d-e*f."""

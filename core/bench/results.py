@@ -17,7 +17,7 @@ from ..models.config import AnswerFormat
 from ..models.state import Contribution, DebateState, Round
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder
-from .answers import expected_key, extract, is_correct, majority
+from ..protocols.answers import expected_key, extract, is_correct, majority
 
 ANSWER_TYPES = ("answer", "refinement", "proposal", "message")
 """Contribution types that carry an agent's answer (a critique or a ranking does not)."""

@@ -39,7 +39,7 @@ from ..errors import ContextOverflow, ContextTooLong, ProviderError, ToolsRefuse
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
 from ..pricing import PriceOverride, call_cost
-from ..search.recall_tool import RecallTool
+from .recall_tool import RecallTool
 from ..providers.base import (
     CallHint,
     ChatRequest,

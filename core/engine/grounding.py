@@ -4,7 +4,7 @@ Per call, one of: `tools` (function calling: the built-in tools over the referen
 MCP servers' tools, run in the tool loop), `retrieve` (no function calling at that endpoint,
 or `tools.mode = "retrieve"`: the reference passages most relevant to the call, a tier of
 its view) or nothing. A call with tools whose view a summary stands in for part of also gets
-`recall(query)` (`moot.core.search.recall_tool`): the debate's own earlier messages, searched
+`recall(query)` (`moot.core.engine.recall_tool`): the debate's own earlier messages, searched
 in the same index that holds the reference passages. The endpoint decides in `auto` mode: one that refused `tools`, or whose
 server said its model has none (llama.cpp `/props`), gets the retrieval tier from then on.
 """
@@ -27,7 +27,7 @@ from ..providers.base import Provider
 from ..safety.sanitize import terminal_safe
 from ..safety.secrets import redact
 from ..search.index import SearchIndex
-from ..search.recall_tool import RECALL_DESCRIPTION, RECALL_NAME, RECALL_PARAMETERS, RecallTool
+from .recall_tool import RECALL_DESCRIPTION, RECALL_NAME, RECALL_PARAMETERS, RecallTool
 from ..tools.builtin import Limits, reference_tools, root_label
 from ..tools.references import ReferenceSet, RefUnreadable
 from ..tools.registry import ToolDef, Toolbox, ToolOutput

@@ -1,6 +1,6 @@
 """The seats people take: the turns waiting for a person's words, and the words when they come.
 
-A person's agent (`provider = "human"`) runs on `providers.human.HumanProvider`, whose reply is
+A person's agent (`provider = "human"`) runs on `human.provider.HumanProvider`, whose reply is
 `HumanDesk.ask`: the turn opens here with the messages the person is asked (the same view an
 agent would get) and waits, without a deadline, until `submit` hands it their text — from the
 TUI's editor, the headless seat reading stdin, `moot ctl ID say` (through the orchestrator's

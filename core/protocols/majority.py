@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from ..bench.answers import extract, majority, normalize_text
+from .answers import extract, majority, normalize_text
 from ..events import SynthesisCompleted
 from ..models.state import CallMetadata, Contribution, Solution, Tally
 from .base import DebateContext

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 
 from ..config import ResolvedAgent
 from ..errors import ConfigError
 from .base import Provider
 from .keys import has_api_key, require_api_key
-
-if TYPE_CHECKING:
-    from ..human.desk import HumanDesk
-
 
 def default_provider_name(base_url: str | None = None) -> str:
     """`openai` when a key is configured (env or .env) or a base URL is given, else `demo`."""
@@ -47,16 +43,9 @@ class ProviderPool:
         self._providers: dict[tuple[str, str | None], Provider] = {}
         self.secrets: list[str] = []
         """API keys in use, for redaction of anything written."""
-        self._desk: HumanDesk | None = None
-
-    @property
-    def desk(self) -> HumanDesk:
-        """Where the people's turns wait for their words (one per debate, made when first asked)."""
-        if self._desk is None:
-            from ..human.desk import HumanDesk
-
-            self._desk = HumanDesk(secrets=lambda: self.secrets)
-        return self._desk
+        self.people: Callable[[], Provider] | None = None
+        """Makes the provider of a person's seat (`provider = "human"`): set by the debate that
+        owns the desk where their turns wait (`Orchestrator`), so providers know nothing of seats."""
 
     def get(self, agent: ResolvedAgent) -> Provider:
         key = (agent.provider, agent.config.base_url if agent.provider == "openai" else None)
@@ -67,9 +56,9 @@ class ProviderPool:
 
     def _make(self, name: str, base_url: str | None) -> Provider:
         if name == "human":
-            from .human import HumanProvider
-
-            return HumanProvider(self.desk)
+            if self.people is None:
+                raise ConfigError("a person's seat (provider = \"human\") is only taken in a debate")
+            return self.people()
         if name == "demo":
             from .demo import DemoProvider
 

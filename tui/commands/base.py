@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from ...core.context.index import DebateIndex
     from ...core.models.state import DebateState
+    from ...core.search.debates import DebateHit
     from ..followups import Followups
 
 
@@ -58,6 +59,9 @@ class CommandContext(Protocol):
 
     def open_compare(self, a: str, b: str, step: int | None = None) -> None:
         """Agents `a` and `b` side by side (`/compare`)."""
+
+    def open_search_results(self, text: str, hits: list[DebateHit]) -> None:
+        """The hits of `/search TEXT` (enter: the message in the messages view)."""
 
     def controls_changed(self) -> None:
         """Pause/resume changed: redraw the header's status and the footer's keys."""

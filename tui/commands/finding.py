@@ -15,7 +15,6 @@ def search(ctx: CommandContext, text: str | None = None) -> None:
     messages view). Texts the screen has not shown yet (a replay still playing) are left out."""
     from ...core.search.debates import search_debates
     from ...core.search.index import match_expression
-    from ..screens.search_results import SearchResultsScreen
 
     if not text or match_expression(text) is None:
         raise UsageError("give words to find")
@@ -34,4 +33,4 @@ def search(ctx: CommandContext, text: str | None = None) -> None:
     if not hits:
         raise CommandError(f"no match for {text[:60]!r}")
     ctx.feedback("")
-    ctx.app.push_screen(SearchResultsScreen(ctx.state, index, text, hits))
+    ctx.open_search_results(text, hits)

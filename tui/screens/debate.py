@@ -16,6 +16,7 @@ from textual import on
 from textual.actions import SkipAction
 from textual.binding import Binding
 
+from ...core.search.debates import DebateHit
 from ..commands.base import CommandError
 from ..commands.palette import MootCommandProvider, palette_entries
 from ..commands.registry import COMMANDS, parse, run_command
@@ -126,6 +127,11 @@ class DebateScreen(DebateSeats):
     def open_inspector(self, agent_id: str, round_no: int | None = None) -> None:
         """The exact messages of the agent's calls: its latest call, or its first in `round_no`."""
         self.app.push_screen(ContextScreen(self.state, self.index, agent_id, round_no))
+
+    def open_search_results(self, text: str, hits: list[DebateHit]) -> None:
+        from .search_results import SearchResultsScreen
+
+        self.app.push_screen(SearchResultsScreen(self.state, self.index, text, hits))
 
     def open_compare(self, a: str, b: str, step: int | None = None) -> None:
         from .compare import CompareScreen

@@ -26,7 +26,7 @@ from .. import tokens
 from ..context.index import DebateIndex
 from ..context.recall_tier import MIN_PASSAGE_CHARS, item_block, passage
 from ..models.state import Contribution, ViewRecord
-from .recall import SCAN, Postings, RecallScope, query_words, rank
+from ..search.recall import SCAN, Postings, RecallScope, query_words, rank
 
 RECALL_NAME = "recall"
 RECALL_DESCRIPTION = ("Search this debate's earlier messages that are no longer in your context (the summary "

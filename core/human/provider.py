@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from ..human.desk import HumanDesk
+from ..providers.base import ChatRequest, Completion, Finished, StreamItem
 from ..models.terms import HUMAN
 from ..tokens import count_text
-from .base import ChatRequest, Completion, Finished, StreamItem
+from .desk import HumanDesk
 
 
 class HumanProvider:
