@@ -276,7 +276,8 @@ class CallEngine:
                 box = self.grounding.toolbox(agent.id, recall_tool)
                 record.inline["references"] = self.grounding.tools_note(agent.id, box)
             elif self.grounding is not None and access == "retrieve":
-                passages = self.grounding.retrieve(record, spec.history, self.builder.index, budget)
+                passages = self.grounding.retrieve(record, spec.history, self.builder.index, budget,
+                                                  self.secrets)
                 if passages:
                     record.inline["references"] = passages
             try:

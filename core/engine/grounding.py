@@ -24,6 +24,8 @@ from ..models.state import Contribution, ViewRecord
 from ..events import Event
 from ..models.tools import McpServerConfig, ReferenceInfo, ToolServerInfo, ToolsConfig, ToolsMode, ToolsSetup
 from ..providers.base import Provider
+from ..safety.sanitize import terminal_safe
+from ..safety.secrets import redact
 from ..search.index import SearchIndex
 from .recall_tool import RECALL_DESCRIPTION, RECALL_NAME, RECALL_PARAMETERS, RecallTool
 from ..tools.builtin import Limits, reference_tools, root_label
@@ -42,16 +44,18 @@ TOOLS_SHARE = 0.4
 
 def refs_fingerprint(refs: ReferenceSet) -> str:
     """One hash of the whole set (paths and contents): the passages are rebuilt when it changes."""
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(b"masked\n")  # an index from before passages were masked is rebuilt
     for path, f in sorted(refs.files.items()):
         digest.update(f"{path}\0{f.sha256}\n".encode("utf-8", "replace"))
     return digest.hexdigest()
 
 
-def _texts(refs: ReferenceSet) -> Iterator[tuple[str, str]]:
+def _texts(refs: ReferenceSet, secrets: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """Each file's text as the index may hold it: cleaned, then masked (a file may hold the key,
+    and the index is a file on disk)."""
     for path, f in sorted(refs.files.items()):
         try:
-            yield path, refs.text(f)
+            yield path, redact(terminal_safe(refs.text(f)), secrets)
         except RefUnreadable:
             continue
 
@@ -96,12 +100,11 @@ class Grounding:
             g.mcp[agent.id] = [*config.tools.mcp, *(own.mcp if own is not None else [])]
         return g
 
-    @property
-    def index(self) -> SearchIndex | None:
-        """The search index with this reference set's passages in it (rebuilt when the set changed)."""
+    def passages_index(self, secrets: Sequence[str]) -> SearchIndex | None:
+        """The search index with this reference set's passages in it, masked (rebuilt when the set changed)."""
         if self._index is None and self.open_index is not None and self.refs is not None:
             self._index = self.open_index()
-            self._index.index_references(refs_fingerprint(self.refs), _texts(self.refs))
+            self._index.index_references(refs_fingerprint(self.refs), _texts(self.refs, secrets))
         return self._index
 
     async def start(self, emit: Callable[[Event], Event]) -> None:
@@ -184,11 +187,12 @@ class Grounding:
     def tools_room(self, budget: int) -> int:
         return min(self.config.tools_tokens, int(budget * TOOLS_SHARE))
 
-    def retrieve(self, record: ViewRecord, history: Sequence[Contribution], index: DebateIndex, budget: int) -> str:
+    def retrieve(self, record: ViewRecord, history: Sequence[Contribution], index: DebateIndex, budget: int,
+                 secrets: Sequence[str] = ()) -> str:
         """The retrieval tier's text for one call: the passages that best match its problem, quoted
         material and latest history, most relevant first, labelled with file and lines, under
-        `references_tokens` (and a share of the budget). Empty when nothing matches."""
-        found = self.index
+        `references_tokens` (and a share of the budget), masked. Empty when nothing matches."""
+        found = self.passages_index(secrets)
         if found is None:
             return ""
         room = min(self.config.references_tokens, int(budget * RETRIEVE_SHARE))
@@ -201,7 +205,8 @@ class Grounding:
         blocks: list[str] = []
         used = tokens.count_text(head, record.model) + 8
         for p in hits:
-            block = f"### {p.path} · lines {p.first_line}–{p.last_line}\n\n```\n{p.text.rstrip()}\n```"
+            text = redact(terminal_safe(p.text), secrets).rstrip()  # an index built under another key
+            block = f"### {terminal_safe(p.path)} · lines {p.first_line}–{p.last_line}\n\n```\n{text}\n```"
             n = tokens.count_text(block, record.model) + 2
             if used + n > room:
                 continue

@@ -164,7 +164,7 @@ class ToolLoop:
             tool = self.box.get(call.name)
             result = ToolResultRecord(call_id=ident, name=name, ok=out.ok, content=text,
                                       extract=extract(name, rec.arguments, text, out.ok, tool.kind if tool else None),
-                                      summary=terminal_safe(redact(out.summary, secrets))[:200],
+                                      summary=redact(terminal_safe(out.summary), secrets)[:200],
                                       tokens=tokens.count_text(text, record.model))
             step.results.append(result)
             self.emit(ToolReturned(call_id=record.call_id, agent_id=self.agent.id, tool_call_id=ident, name=name,
@@ -172,8 +172,8 @@ class ToolLoop:
         return step
 
     def _clean(self, text: str) -> str:
-        """Masked (a file may hold the configured key), without control characters, capped."""
-        text = terminal_safe(redact(text, self.engine.secrets))
+        """Without control characters, then masked (a file may hold the configured key), capped."""
+        text = redact(terminal_safe(text), self.engine.secrets)  # cleaned first: a control byte inside hid a key
         cut = tokens.truncate_to_tokens(text, self.result_tokens, self.record.model)
         return cut if cut == text else cut.rstrip() + "\n[… cut at the tool-result cap]"
 

@@ -3,14 +3,16 @@
 `--ref PATH` names files and folders. A folder is walked respecting every `.gitignore` in it
 (`pathspec`, git's own matching rules); binary files, files over the size cap and
 secret-looking files (`.env*`, `*.pem`, `*.key`, `id_rsa`, …) are left out, as are
-symbolic links that point outside their root, link loops, FIFOs, sockets and devices. What
+symbolic links that point outside their root or to a file the walk leaves out (in `.git`,
+ignored, secret), link loops, FIFOs, sockets and devices. What
 is left is the set: each file under a *virtual path* (relative to its root; with several
 roots, under the root's name), with its size and content hash, recorded in the debate so
 a resume can say which files changed.
 
 The tools read only files in the set (nothing else exists for them), and `open_checked`
-opens each again without following links and refuses anything that is no longer a
-regular file inside its root: a file swapped for a link after the scan is not read.
+opens each again from its root one folder at a time, following no link, and refuses anything
+that is no longer a regular file inside its root: a file or folder swapped for a link after
+the scan is not read.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ SECRET_NAMES = pathspec.GitIgnoreSpec.from_lines([
 
 
 def is_secret_name(name: str) -> bool:
-    """True for a file name that looks like it holds credentials (`id_*` without an extension too)."""
+    """True for a file name that looks like it holds credentials (`id_*` without an extension too),
+    in any case: `SERVER.PEM` and `.ENV` hold keys as `server.pem` and `.env` do."""
+    name = name.lower()
     if SECRET_NAMES.match_file(name):
         return True
     return name.startswith("id_") and ("." not in name or name.endswith(".pub"))
@@ -124,10 +128,11 @@ def open_checked(ref: RefFile, max_bytes: int) -> bytes:
     if not real.is_relative_to(ref.root):
         raise RefUnreadable("it now lies outside the references (a link was swapped in)")
     try:
-        fd = os.open(real, flags)
+        fd = _open_beneath(ref.root, real, flags)
     except OSError as exc:
-        raise RefUnreadable("it is now a symbolic link" if exc.errno == errno.ELOOP else
-                            f"it cannot be opened ({exc.strerror or exc})") from None
+        swapped = exc.errno in (errno.ELOOP, errno.ENOTDIR)
+        raise RefUnreadable("it or a folder on its way is now a symbolic link" if swapped
+                            else f"it cannot be opened ({exc.strerror or exc})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -146,6 +151,24 @@ def open_checked(ref: RefFile, max_bytes: int) -> bytes:
         if len(data) > max_bytes:
             raise RefUnreadable(f"it is now larger than the {max_bytes:,}-byte cap")
         return data
+    finally:
+        os.close(fd)
+
+
+def _open_beneath(root: Path, real: Path, flags: int) -> int:
+    """`real` opened one folder at a time from `root`, following no link on the way: a folder
+    swapped for a link between the check above and this open is refused, not followed out."""
+    if os.open not in os.supports_dir_fd:  # no openat (Windows): the check above is what there is
+        return os.open(real, flags)
+    folder_flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    *folders, name = real.relative_to(root).parts
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for part in folders:
+            inner = os.open(part, folder_flags, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return os.open(name, flags, dir_fd=fd)
     finally:
         os.close(fd)
 
@@ -291,19 +314,40 @@ def scan(paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES,
                 raise InputError(f"--ref {root}: a secret-looking file is never given to agents")
         else:
             entries, base, prefix = _walk(root), root, "" if single_folder else f"{name}/"
+        links: list[tuple[str, Path]] = []
+        regular: set[Path] = set()
         for rel, path, why in entries:
             virtual = prefix + rel if not root.is_file() else name
+            if why is None and path.is_symlink():
+                links.append((virtual, path))  # judged once the walk knows which files it keeps
+                continue
             if why is None:
-                if len(refs.files) >= max_files:
-                    refs.skipped[virtual] = f"over the {max_files}-file limit of a reference set"
+                why = _admit(refs, virtual, rel, path, base, max_files)
+                if why is None:
+                    regular.add(refs.files[virtual].real)
                     continue
-                found = _classify(rel, path, base, max_file_bytes)
-                if isinstance(found, RefFile):
-                    refs.files[virtual] = RefFile(virtual, found.real, base, found.size, found.sha256)
-                    continue
-                why = found
             refs.skipped[virtual] = why
+        for virtual, path in links:
+            why = _admit(refs, virtual, virtual[len(prefix):], path, base, max_files)
+            if why is None and refs.files[virtual].real not in regular:
+                # A link inside the root to a file the walk leaves out (in .git, ignored, …) would
+                # read what the rules keep from agents: only a link to a file of the set is one.
+                del refs.files[virtual]
+                why = "a symbolic link to a file the references leave out"
+            if why is not None:
+                refs.skipped[virtual] = why
     return refs
+
+
+def _admit(refs: ReferenceSet, virtual: str, rel: str, path: Path, base: Path, max_files: int) -> str | None:
+    """Add one walked file to the set; None, or why it is left out."""
+    if len(refs.files) >= max_files:
+        return f"over the {max_files}-file limit of a reference set"
+    found = _classify(rel, path, base, refs.max_file_bytes)
+    if isinstance(found, str):
+        return found
+    refs.files[virtual] = RefFile(virtual, found.real, base, found.size, found.sha256)
+    return None
 
 
 def changed_files(recorded: Sequence[dict[str, object]], now: ReferenceSet) -> list[str]:
