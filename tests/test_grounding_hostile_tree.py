@@ -118,3 +118,28 @@ def test_secret_looking_names_are_left_out_whatever_their_case(tmp_path: Path) -
     assert "PRIVATE KEY" not in sent and "correct-horse" not in sent
     assert all(t.startswith("error: no file or folder") for t in texts[:3]), texts[:3]
     assert "SERVER.PEM" not in texts[3] and "ID_RSA" not in texts[3] and "docs/plan.md" in texts[3]
+
+
+def test_files_of_credential_folders_and_names_are_left_out(tmp_path: Path) -> None:
+    """`.aws/config` held `aws_secret_access_key` and was read; so were `.pgpass`, a Terraform
+    state and a key's backup: their names are secret-looking, their folders hold credentials."""
+    refs = make_refs(tmp_path)
+    for rel, text in ((".aws/config", "[default]\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCY\n"),
+                      (".kube/config", "users:\n- name: admin\n  user:\n    token: kube-token-horse-battery\n"),
+                      ("ops/.pgpass", "db.internal:5432:app:admin:pgpass-horse-battery\n"),
+                      ("infra/prod.tfstate", '{"outputs": {"db_password": {"value": "tfstate-horse-battery"}}}\n'),
+                      ("keys/deploy.key.bak", "-----BEGIN PRIVATE KEY-----\nMIIEvgIBADANBgkqhkiG9w0BAQEF\n")):
+        (refs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (refs / rel).write_text(text)
+    (refs / "aws-link").symlink_to(refs / ".aws" / "config")
+    script = first_turn_calls(call("read_file", path=".aws/config"), call("read_file", path="ops/.pgpass"),
+                              call("read_file", path="aws-link"), call("search", query="horse-battery"),
+                              call("list_files", path="."))
+    with LoopbackServer(tool_calls=script) as server:
+        result = run(server.base_url, refs, "-a", "architect")
+        texts = _results(server)
+        sent = "\n".join(str(r) for r in server.requests)
+    assert result.returncode == 0, result.stderr
+    assert "wJalrXUtnFEMI" not in sent and "-horse-battery" not in sent
+    assert all(t.startswith("error: no file or folder") for t in texts[:3]), texts[:3]
+    assert ".aws" not in texts[4] and "tfstate" not in texts[4] and "docs/plan.md" in texts[4]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from moot import cli
-from moot.core.safety.secrets import MASK, known_secrets, redact
+from moot.core.safety.secrets import MASK, known_secrets, one_line, redact
 from moot.core.storage.state_dir import StateDir
 from tests.conftest import Faults, LoopbackServer, moot, read_jsonl
 from tests.test_bad_input import cli as in_process
@@ -106,3 +106,15 @@ def test_known_secrets_reads_env_and_dotenv(tmp_path: Path, monkeypatch: pytest.
 ])
 def test_redact(text: str, secrets_: tuple[str, ...], expected: str) -> None:
     assert redact(text, secrets_) == expected
+
+
+def test_an_error_line_masks_a_key_split_by_control_characters_and_never_a_cut_half() -> None:
+    """A server may echo the key with a control byte inside it: the line is cleaned before it is
+    masked (masked first, the key's tail reached the terminal once the byte was stripped), and
+    cut only after it is masked (cut first, a key's head was no longer a key to mask)."""
+    key = "sk-proj-" + "4f8a2c9d1e7b3a6f" * 3
+    echoed = f"401: Incorrect API key provided: {key[:20]}\x07\x7f{key[20:]} (check your settings)"
+    line = one_line(echoed, 200, [key])
+    assert MASK in line and key[20:] not in line and key[:20] not in line
+    cut = one_line(f"bad key {key} given", 30, [key])
+    assert key[:15] not in cut and cut.startswith("bad key ")

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
-from .sanitize import one_line_safe
+from .sanitize import one_line_safe, terminal_safe
 
 MASK = "sk-***"
 
@@ -143,8 +143,10 @@ class StreamRedactor:
 
 
 def one_line(text: str, limit: int | None = None, secrets: Sequence[str] = ()) -> str:
-    """Masked first, then made terminal-safe and cut: the shape of every error line."""
-    return one_line_safe(redact(text, secrets), limit)
+    """Made terminal-safe, then masked, then put on one line and cut: the shape of every error line.
+    Cleaning comes first because a key split by a control character is whole only once it is gone;
+    cutting comes last because a key cut in two is no longer found to be masked."""
+    return one_line_safe(redact(terminal_safe(text), secrets), limit)
 
 
 def strip_userinfo(url: str | None) -> str | None:

@@ -347,17 +347,25 @@ class SearchIndex:
         row = db.execute("SELECT value FROM meta WHERE key='references'").fetchone()
         if row is not None and row[0] == fingerprint:
             return 0
-        rows = [(piece, path, first, last) for path, text in files for first, last, piece in line_ranges(text)]
+        added = 0
+
+        def rows() -> Iterator[tuple[str, str, int, int]]:  # one passage at a time: memory stays flat
+            nonlocal added
+            for path, text in files:
+                for first, last, piece in line_ranges(text):
+                    added += 1
+                    yield piece, path, first, last
+
         db.execute("BEGIN")
         try:
             db.execute("DELETE FROM passages")
-            db.executemany("INSERT INTO passages(body, path, first_line, last_line) VALUES (?,?,?,?)", rows)
+            db.executemany("INSERT INTO passages(body, path, first_line, last_line) VALUES (?,?,?,?)", rows())
             db.execute("INSERT OR REPLACE INTO meta VALUES ('references', ?)", (fingerprint,))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        return len(rows)
+        return added
 
     def passages(self, query: str, *, limit: int = 10) -> list[Passage]:
         """The reference passages that best match `query` (any text), best first."""

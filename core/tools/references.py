@@ -40,8 +40,12 @@ SECRET_NAMES = pathspec.GitIgnoreSpec.from_lines([
     ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx",
     "*.gpg", "*.asc", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".npmrc", ".pypirc",
     ".git-credentials", "credentials", "credentials.*", "*.secret", "secrets.*", ".htpasswd",
+    ".pgpass", "*.tfstate", "*.tfstate.*", "*.pem.*", "*.key.*", "kubeconfig", "*.kubeconfig",
 ])
 """Names that often hold keys: never listed, never readable."""
+SECRET_DIRS = frozenset({".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".password-store"})
+"""Folders whose files hold credentials whatever their names (`.aws/config`, `.kube/config`,
+`.docker/config.json`, `.ssh/config`): never walked, never readable through a link."""
 
 
 def is_secret_name(name: str) -> bool:
@@ -240,7 +244,7 @@ def _walk(root: Path) -> Iterator[tuple[str, Path, str | None]]:
         keep: list[str] = []
         for d in sorted(dirs):
             rel = f"{rel_dir}/{d}" if rel_dir else d
-            if d in ALWAYS_SKIPPED_DIRS or ignores.ignored(rel, True):
+            if d in ALWAYS_SKIPPED_DIRS or d.lower() in SECRET_DIRS or ignores.ignored(rel, True):
                 continue
             if (here / d).is_symlink():
                 yield rel, here / d, "a symbolic link to a folder (not followed)"
@@ -266,7 +270,7 @@ def _classify(rel: str, path: Path, root: Path, max_bytes: int) -> RefFile | str
             return "a broken symbolic link or a link loop"
         if not real.is_relative_to(root):
             return "a symbolic link pointing outside the references"
-        if is_secret_name(real.name):
+        if is_secret_name(real.name) or any(p.lower() in SECRET_DIRS for p in real.relative_to(root).parts[:-1]):
             return "a link to a secret-looking file"
     found = _hash_regular(real, max_bytes)
     if isinstance(found, str):
