@@ -1,6 +1,9 @@
 """The state of a debate: its rounds, contributions, summaries, the views its calls saw, its totals.
 
 Folded from the event log (`storage.state`) and saved as the snapshot beside it.
+
+Over 400 lines: every model of a debate's state in one place, because the snapshot, the
+log's events and the report all read them together; none of them holds behaviour beyond checks.
 """
 
 from __future__ import annotations

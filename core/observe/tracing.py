@@ -24,9 +24,6 @@ summary span. So the `gen_ai.usage.*` of all spans add up to the debate's totals
 Over 400 lines on purpose: it is one fold, an exhaustive `match` over the event union and the
 handlers that share its open spans (runs, rounds, phases, calls, summaries); the span records,
 their attribute names and their masked way out are apart (`spans`, `span_attributes`).
-
-Over 400 lines on purpose: the fold is one exhaustive `match` over the event union, and the
-open-span bookkeeping it needs (roots, rounds, phases, calls, summaries) is private to it.
 """
 
 from __future__ import annotations

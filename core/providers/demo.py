@@ -4,6 +4,10 @@ It lets the whole app (debate flow, context management, TUI streaming, cost disp
 run with no API key and no network. Replies are written from the CallHint with
 per-role phrase banks (package data, `demo_phrases`), seeded from a stable hash of the call
 so that the same inputs always give the same text (tests and snapshots rely on that).
+
+Over 400 lines: the scripted answers for every kind of call (proposals, critiques, turns,
+summaries, judge JSON, tool calls) in one provider; its phrases and texts live beside it
+(`demo_phrases`, `demo_text`, `demo_questions`, `demo_tools`, `demo_people`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ that can always be rebuilt from the log:
 Appending costs the same at turn 10,000 as at turn 10 (FTS5 merges its segments
 incrementally). Queries come from people and from models: `match_expression` turns any text
 into a safe OR of quoted terms, so FTS5's own syntax is never interpreted.
+
+Over 400 lines: both tables (a debate's texts and its reference passages) share one SQLite
+file, its schema, its rebuild from the log and its query syntax, so they are kept in one module.
 """
 
 from __future__ import annotations
