@@ -135,3 +135,16 @@ def test_a_file_holding_the_configured_key_is_masked_before_anything_sees_it(tmp
         assert key not in cli(*command, "--state-dir", "debates").stdout
     assert key not in result.stderr + result.stdout
     assert all(e["type"] != "tool_returned" or e["ok"] for e in events())
+
+
+def test_a_file_named_with_control_characters_is_left_out_not_listed_under_another_name(tmp_path: Path) -> None:
+    """Listed under its cleaned name (`eviltxt.md`), it was a file no tool could open: the model
+    was told of it and every read failed. Such a name is now skipped, like a secret-looking one."""
+    refs = make_refs(tmp_path)
+    (refs / "docs" / "evil\x1b]0;pwned\x07\u202etxt.md").write_text("Storage note: the journal is fsynced.\n")
+    with LoopbackServer(tool_calls=first_turn_calls(call("list_files", path="docs"))) as server:
+        result = run(server.base_url, refs, "-a", "architect")
+        texts = _results(server)
+    assert result.returncode == 0, result.stderr
+    assert "evil" not in texts[0] and "plan.md" in texts[0]
+    assert not UNSAFE.search(result.stderr.replace("\n", ""))

@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from ..errors import InputError
+from ..safety.sanitize import terminal_safe
 
 MAX_FILE_BYTES = 1 << 20
 """Files larger than this are listed as skipped, never read (`tools.max_file_bytes`)."""
@@ -262,6 +263,8 @@ def _classify(rel: str, path: Path, root: Path, max_bytes: int) -> RefFile | str
     """A file of the set, or why it is not one."""
     if is_secret_name(PurePosixPath(rel).name):
         return "secret-looking name"
+    if terminal_safe(rel) != rel:  # shown cleaned, it would name a file no tool can open
+        return "a name with control or invisible characters"
     real = path
     if path.is_symlink():
         try:
