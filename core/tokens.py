@@ -23,7 +23,7 @@ from pathlib import Path
 
 import tiktoken
 
-from .storage.files import temporary_name
+from .storage.files import write_atomic
 
 # The same values tiktoken's own `tiktoken_ext.openai_public` uses.
 _ENDOFTEXT = "<|endoftext|>"
@@ -102,16 +102,11 @@ def _write_cached(name: str, ranks: dict[bytes, int]) -> None:
     """Keep the parsed table for the next run (a tenth of the start-up it costs); best effort."""
     path = _cache_file(name)
     payload = marshal.dumps(ranks)
-    tmp = temporary_name(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(hashlib.sha256(payload).hexdigest().encode() + payload)
-        os.replace(tmp, path)
+        write_atomic(path, hashlib.sha256(payload).hexdigest().encode() + payload)
     except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        pass
 
 
 def _load_ranks(name: str) -> dict[bytes, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,14 @@ def _results(server: LoopbackServer) -> list[str]:
     return [m["content"] for m in tool_messages(follow)]
 
 
+def _debate(refs: Path, script: Any) -> tuple[Any, list[str], str]:
+    """A one-agent grounded debate whose model makes the `script`ed tool calls: the run, what each
+    tool call returned to the model, and every request the server received."""
+    with LoopbackServer(tool_calls=script) as server:
+        result = run(server.base_url, refs, "-a", "architect")
+        return result, _results(server), "\n".join(str(r) for r in server.requests)
+
+
 def test_a_link_inside_the_root_to_an_ignored_or_git_file_is_not_readable(tmp_path: Path) -> None:
     refs = make_refs(tmp_path)
     (refs / ".git").mkdir()
@@ -34,10 +43,7 @@ def test_a_link_inside_the_root_to_an_ignored_or_git_file_is_not_readable(tmp_pa
     script = first_turn_calls(call("read_file", path="docs/remote.md"), call("read_file", path="docs/deploy.md"),
                               call("read_file", path="docs/env.md"), call("search", query="deploy token"),
                               call("read_file", path="docs/plan-link.md"))
-    with LoopbackServer(tool_calls=script) as server:
-        result = run(server.base_url, refs, "-a", "architect")
-        texts = _results(server)
-        sent = "\n".join(str(r) for r in server.requests)
+    result, texts, sent = _debate(refs, script)
     assert result.returncode == 0, result.stderr
     assert TOKEN not in sent and "hunter2" not in sent
     assert all(t.startswith("error: ") for t in texts[:3]), texts[:3]
@@ -110,10 +116,7 @@ def test_secret_looking_names_are_left_out_whatever_their_case(tmp_path: Path) -
     (refs / "ID_RSA").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUA\n")
     script = first_turn_calls(call("read_file", path="certs/SERVER.PEM"), call("read_file", path=".ENV.PRODUCTION"),
                               call("read_file", path="ID_RSA"), call("list_files", path="."))
-    with LoopbackServer(tool_calls=script) as server:
-        result = run(server.base_url, refs, "-a", "architect")
-        texts = _results(server)
-        sent = "\n".join(str(r) for r in server.requests)
+    result, texts, sent = _debate(refs, script)
     assert result.returncode == 0, result.stderr
     assert "PRIVATE KEY" not in sent and "correct-horse" not in sent
     assert all(t.startswith("error: no file or folder") for t in texts[:3]), texts[:3]
@@ -135,10 +138,7 @@ def test_files_of_credential_folders_and_names_are_left_out(tmp_path: Path) -> N
     script = first_turn_calls(call("read_file", path=".aws/config"), call("read_file", path="ops/.pgpass"),
                               call("read_file", path="aws-link"), call("search", query="horse-battery"),
                               call("list_files", path="."))
-    with LoopbackServer(tool_calls=script) as server:
-        result = run(server.base_url, refs, "-a", "architect")
-        texts = _results(server)
-        sent = "\n".join(str(r) for r in server.requests)
+    result, texts, sent = _debate(refs, script)
     assert result.returncode == 0, result.stderr
     assert "wJalrXUtnFEMI" not in sent and "-horse-battery" not in sent
     assert all(t.startswith("error: no file or folder") for t in texts[:3]), texts[:3]

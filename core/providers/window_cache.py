@@ -21,7 +21,7 @@ from pathlib import Path
 
 import openai
 
-from ..storage.files import temporary_name
+from ..storage.files import write_atomic
 from ..tokens import cache_dir
 from .discovery import Stated, discover
 
@@ -91,13 +91,8 @@ def remember(base_url: str, model: str, stated: Stated, now: float | None = None
     if len(entries) > MAX_ENTRIES:
         newest = sorted(entries.items(), key=lambda kv: kv[1].get("at") or 0, reverse=True)  # type: ignore[arg-type, return-value]  # checked as numbers on read
         entries = dict(newest[:MAX_ENTRIES])
-    tmp = temporary_name(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"version": VERSION, "entries": entries}, indent=1))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps({"version": VERSION, "entries": entries}, indent=1).encode("utf-8"))
     except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        pass

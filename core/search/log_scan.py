@@ -60,6 +60,22 @@ def last_logged_seq(path: Path) -> int:
         return 0
 
 
+def _seek_before(fh: BinaryIO, seq: int) -> None:
+    """Put `fh` at the start of a line at most 64 KiB before the first event numbered `seq` or
+    more, by a binary search over byte offsets (the log's lines are in sequence order)."""
+    lo, hi = 0, os.fstat(fh.fileno()).st_size
+    while hi - lo > 64 * 1024:
+        mid = (lo + hi) // 2
+        found = _seq_at(fh, mid)
+        if found is None or found[0] >= seq:
+            hi = mid
+        else:
+            lo = mid
+    fh.seek(lo)
+    if lo:
+        fh.readline()
+
+
 def line_with_seq(path: Path, seq: int) -> bytes | None:
     """The log line of event `seq`, found by a binary search over byte offsets (None if absent)."""
     try:
@@ -67,17 +83,7 @@ def line_with_seq(path: Path, seq: int) -> bytes | None:
     except FileNotFoundError:
         return None
     with fh:
-        lo, hi = 0, os.fstat(fh.fileno()).st_size
-        while hi - lo > 64 * 1024:
-            mid = (lo + hi) // 2
-            found = _seq_at(fh, mid)
-            if found is None or found[0] >= seq:
-                hi = mid
-            else:
-                lo = mid
-        fh.seek(lo)
-        if lo:
-            fh.readline()
+        _seek_before(fh, seq)
         for line in fh:
             m = re.search(rb'"seq":(\d+)', line)
             if m and int(m.group(1)) >= seq:
@@ -93,18 +99,7 @@ def events_after(path: Path, seq: int) -> Iterator[Event | int]:
     except FileNotFoundError:
         return
     with fh:
-        size = os.fstat(fh.fileno()).st_size
-        lo, hi = 0, size
-        while hi - lo > 64 * 1024:
-            mid = (lo + hi) // 2
-            found = _seq_at(fh, mid)
-            if found is None or found[0] > seq:
-                hi = mid
-            else:
-                lo = mid
-        fh.seek(lo)
-        if lo:
-            fh.readline()
+        _seek_before(fh, seq + 1)
         for line in fh:
             if not line.endswith(b"\n"):
                 break
