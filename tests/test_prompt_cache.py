@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from moot.core.context.index import DebateIndex
-from moot.core.context.view import render_messages
+from moot.core.context.view import LAYOUT, render_messages
 from moot.core.models.state import Contribution, DebateState, RecalledItem, RecallRecord, ViewRecord
 from moot.core.pricing import call_cost, rates_for
 from tests.conftest import cli, run_debate
@@ -49,7 +49,7 @@ async def test_views_put_what_changes_least_first(tmp_path: Path) -> None:
         state, _ = await run_debate(tmp_path, PROBLEM, rounds=3, provider="openai", base_url=srv.base_url,
                                     roles=ROLES)
         bodies = srv.requests
-    assert state.status == "completed" and state.view_layout == 2
+    assert state.status == "completed" and state.view_layout == LAYOUT
     for b in bodies:
         assert b["messages"][0]["content"].endswith(f"## Debate topic\n\n{PROBLEM}")
         assert PROBLEM not in b["messages"][-1]["content"]

@@ -107,7 +107,7 @@ def first_view_holding(state: DebateState, index: DebateIndex, text_id: str,
         for record in rnd.calls:
             held = (record.summary_id == text_id if s is not None else
                     text_id in record.task_contribution_ids or text_id in history_ids(record, index)
-                    or (record.recall is not None and any(it.id == text_id for it in record.recall.items)))
+                    or (record.recall is not None and text_id in record.recall.ids))
             if held:
                 return record
     call_id = c.metadata.call_id if c is not None else None

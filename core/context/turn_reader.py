@@ -89,7 +89,7 @@ class TurnReader:
                 turns.update(range(r.history_turns[0], r.history_turns[1] + 1))
             ids.update(r.contribution_ids, r.task_contribution_ids)
             if r.recall is not None:
-                ids.update(item.id for item in r.recall.items)
+                ids.update(r.recall.ids)
             if r.summary_id:
                 summaries.add(r.summary_id)
         for m in _MESSAGE.finditer(self.data):

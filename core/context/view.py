@@ -62,13 +62,13 @@ from .. import tokens
 from .index import DebateIndex
 from .reads import reads_note
 from .tool_messages import references_message, tool_messages
-from .recall_tier import give_way, recall_message
+from .recall_tier import block_message, give_way, recall_message
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
 from ..prompts import COMPACT, placeholder, render
 from ..providers.base import Message
 
-LAYOUT = 2
+LAYOUT = 3
 """The view layout of new debates (see the module doc); a debate keeps the one it began with."""
 HISTORY_PHASES = frozenset({"proposal", "critique", "refinement", "turn"})
 """Phases whose views carry a summary and verbatim history (the others carry material in the task)."""
@@ -127,6 +127,12 @@ def history_message(items: list[str], dropped: int, conversation: bool = False) 
         parts.append(f"[{dropped} older item{'s' if dropped != 1 else ''} omitted to fit the context budget]")
     parts.extend(items)
     return "\n\n".join(parts)
+
+
+def continued_heading(conversation: bool) -> str:
+    """The heading of the verbatim window's part after a held recall block (layout 3)."""
+    return ("## The latest messages, continued (verbatim, oldest first)" if conversation
+            else "## Your recent debate history, continued (verbatim, oldest first)")
 
 
 OWN_PROPOSAL_ABOVE = "(your proposal for this round: in your debate history above)"
@@ -275,18 +281,42 @@ def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Mes
             body = _quote("\n\n".join(blocks), limit, record.model)
             tiers.append(("history", {"role": "user", "content": history_message([body], 0, conversation)}))
     else:
-        ids = history_ids(record, index)
-        if ids or record.dropped_ids:
-            owner = record.agent_id
-            blocks = [format_item(index.contributions[i], owner, index) for i in ids]
-            text = history_message(blocks, len(record.dropped_ids), conversation)
-            tiers.append(("history", {"role": "user", "content": text}))
+        tiers += _history_tiers(record, index, conversation)
     if recalled is not None and index.layout >= 2:
         tiers.append(("recall", recalled))
     if (passages := references_message(record)) is not None:  # retrieved for this call's query
         tiers.append(("references", passages))
     tiers.append(("task", {"role": "user", "content": render_task(record, index)}))
     return tiers
+
+
+def _history_tiers(record: ViewRecord, index: DebateIndex, conversation: bool) -> list[tuple[Tier, Message]]:
+    """The verbatim window, oldest first, with the reader's held recall blocks (layout 3) each
+    where it was sent: after the messages before its turn. A block no kept message precedes is
+    not shown (it rolled out, or was dropped to fit, with the messages before it)."""
+    ids = history_ids(record, index)
+    if not ids and not record.dropped_ids:
+        return []
+    owner = record.agent_id
+    items = [index.contributions[i] for i in ids]
+    held = sorted((b for b in (record.recall.held if record.recall is not None else [])
+                   if items and items[0].round < b.turn), key=lambda b: b.turn)
+    out: list[tuple[Tier, Message]] = []
+    start = 0
+    for block in [*held, None]:
+        end = len(items) if block is None else next((k for k in range(start, len(items))
+                                                     if items[k].round >= block.turn), len(items))
+        part = [format_item(c, owner, index) for c in items[start:end]]
+        if not out:
+            out.append(("history", {"role": "user", "content": history_message(part, len(record.dropped_ids),
+                                                                               conversation)}))
+        elif part:
+            out.append(("history", {"role": "user", "content": "\n\n".join([continued_heading(conversation), *part])}))
+        if block is not None:
+            out.append(("recall", block_message(record, index, block.items,
+                                                lambda c: item_label(c, record.agent_id, index))))
+        start = end
+    return out
 
 
 def render_messages(record: ViewRecord, index: DebateIndex) -> list[Message]:
