@@ -188,6 +188,7 @@ def test_a_speakers_next_request_starts_with_its_earlier_recall_block(tmp_path: 
     cache = PrefixCache()
     previous: dict[str, dict[str, Any]] = {}
     checked: list[int] = []
+    held_at: dict[int, int] = {}
     for body in bodies:
         cached, _ = cache.lookup(body)
         turn = turn_of(body)
@@ -206,6 +207,7 @@ def test_a_speakers_next_request_starts_with_its_earlier_recall_block(tmp_path: 
         shown = {it.id for block in held for it in block.items}
         assert not shown & {it.id for it in records[turn].recall.items}  # not sent twice
         checked.append(turn)
+        held_at[turn] = held[-1].turn
     assert len(checked) >= 2, "no request held an earlier recall block"
     ctx = cli("context", folder.id, "--turn", str(checked[-1]), "--json", "--state-dir", str(folder.path.parent))
     assert ctx.returncode == 0, ctx.stderr
@@ -213,3 +215,5 @@ def test_a_speakers_next_request_starts_with_its_earlier_recall_block(tmp_path: 
     (body,) = requests_at(srv, checked[-1])
     assert view["messages"] == body["messages"]
     assert view["tiers"].count("recall") >= 2 and "history" in view["tiers"][view["tiers"].index("recall"):]
+    text = cli("context", folder.id, "--turn", str(checked[-1]), "--state-dir", str(folder.path.parent)).stdout
+    assert f"recalled at turn {held_at[checked[-1]]}: " in text and "held where it was sent" in text

@@ -10,6 +10,19 @@ layout 1 had them before it, see `moot.core.context.view`):
 
     system · summary · verbatim window · RECALL · task
 
+In view layout 3 a conversation's block then stays where it was sent: the same speaker's next
+views hold it after the messages before its turn, and the window goes on after it (like a
+tool's result in an agent's history), while the summary it was recalled beside stands
+(`held_blocks`; a new summary changes everything after the system message anyway). Each
+request then repeats the speaker's previous one up to its task, recall included, and only the
+newest block is new. An item a held block shows counts toward the cap and is not sent again
+(`Recaller.choose`), and a view that goes on beside the same summary searches only the words
+its latest messages bring that the rest of the window does not hold (`RecallRequest.new_words`:
+the others were searched when they came, and what they found is held). Held blocks are part
+of the view's budget, not the verbatim window's cap (counted there, they rolled the summary
+sooner, and a roll costs every speaker a request with only its system message cached: see
+`bench/README.md`); a view that cannot hold them rolls its window as any view that does not fit.
+
 Its size is capped (`RecallRequest.tokens`: about a tenth of the window, which a
 conversation takes from its verbatim window's share), whole items first and, for an item
 too long for what is left, the passage around its match (at least `MIN_PASSAGE_CHARS`

@@ -23,9 +23,17 @@ only the task is new each time. Recall sits after the history although its items
 each new recall would make the server recompute the whole verbatim window, the longest
 tier (a conversation's share served from cache fell from 46 % to 20 % at an 8,000-token
 view, 82 % to 54 % at 32,000: `bench/cache.py`). A new tier goes where its rate of change
-puts it. Debates recorded before this layout (`LAYOUT` 1: the problem in every task, a
-refinement's own proposal quoted instead of kept in its history, a summarization request's
-material inside its task, recalled items before the history) rebuild in their own layout
+puts it.
+
+Layout 3 (new debates) keeps a conversation's recall block where it was sent: in the same
+speaker's later views it sits after the messages before the turn that recalled it, byte for
+byte, and the window goes on after it (`_history_tiers`), for as long as the summary it came
+with stands (`ConversationProtocol._held`); items it shows are not sent again. So the next
+request repeats the previous one up to its task and only the newest block is new. Layout 2
+(`LAYOUT` 2) sent a fresh block each call and none of the earlier ones. Debates recorded in an
+earlier layout (1: the problem in every task, a refinement's own proposal quoted instead of
+kept in its history, a summarization request's material inside its task, recalled items
+before the history; 2: no held blocks) rebuild, and resume, in their own layout
 (`DebateIndex.layout`).
 
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
