@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..events import ContributionAdded, SummaryAdded, parse_event
+from ..events import ContributionAdded, Event, SummaryAdded, parse_event
 from ..models.state import DebateState, ViewRecord
 from ..storage.files import open_regular
 from .index import DebateIndex
@@ -75,7 +75,7 @@ def gather(events_path: Path, index: DebateIndex, needs: Needs) -> None:
                 if m is not None and not (m.group(1) in ids
                                           or (m.group(2) == b"message" and int(m.group(3)) in needs.turns)):
                     continue
-                event = _parsed(line)
+                event = parse_line(line)
                 if isinstance(event, ContributionAdded):
                     c = event.contribution
                     if c.id in needs.ids or (c.type == "message" and c.round in needs.turns):
@@ -84,16 +84,18 @@ def gather(events_path: Path, index: DebateIndex, needs: Needs) -> None:
                 m = _SUMMARY.search(line)
                 if m is not None and m.group(1) not in summaries:
                     continue
-                event = _parsed(line)
+                event = parse_line(line)
                 if isinstance(event, SummaryAdded) and event.summary.id in needs.summaries:
                     index.summaries[event.summary.id] = event.summary
 
 
-def _parsed(line: bytes) -> object:
+def parse_line(line: bytes) -> Event | None:
+    """The event of a log line; None for one that is not (a torn last line; the fold names
+    anything else as corrupt)."""
     try:
         return parse_event(line)
     except (ValidationError, ValueError, RecursionError):
-        return None  # a torn last line (anything else the fold names as corrupt)
+        return None
 
 
 def index_for_records(events_path: Path, state: DebateState, records: Iterable[ViewRecord]) -> DebateIndex:
