@@ -132,3 +132,18 @@ def test_context_turn_reads_the_log_alone_and_shows_what_the_whole_state_shows(
     got = cli("context", "conv", "--turn", "1", "--agent", "architect", "--state-dir", str(folder.path.parent))
     assert got.returncode == 0, got.stderr
     assert ("═══ architect clarify" in got.stdout) == clarify and "═══ architect turn" in got.stdout
+
+
+def test_watch_headless_reads_the_log_a_block_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`moot watch --headless` on a finished debate prints every event line; read in blocks far
+    smaller than a line, lines cut across blocks come out whole and the same."""
+    from moot.core.observe import headless
+
+    _, folder = _conversation(tmp_path, turns=12)
+    sd = str(folder.path.parent)
+    whole = cli("watch", "conv", "--headless", "--state-dir", sd)
+    assert whole.returncode == 0, whole.stderr
+    assert [f"✎ turn {t} " in whole.stdout for t in range(1, 13)] == [True] * 12
+    monkeypatch.setattr(headless, "READ_BLOCK", 97)
+    small = cli("watch", "conv", "--headless", "--state-dir", sd)
+    assert small.returncode == 0 and small.stdout == whole.stdout
