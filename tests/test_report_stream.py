@@ -16,7 +16,9 @@ import pytest
 from moot.core.config import Overrides, build_config
 from moot.core.context.inspect import calls_at_turn, calls_at_turn_in_log
 from moot.core.models.state import DebateState
-from moot.core.report.html import render_html
+from moot.core.report.html import html_chunks, render_html
+from moot.core.report.html_parts import anchor_id
+from moot.core.report.markdown import render_report, report_chunks
 from moot.core.safety.sanitize import UNSAFE
 from moot.core.session import SessionOptions, new_session
 from moot.core.storage import archive
@@ -147,3 +149,27 @@ def test_watch_headless_reads_the_log_a_block_at_a_time(tmp_path: Path, monkeypa
     monkeypatch.setattr(headless, "READ_BLOCK", 97)
     small = cli("watch", "conv", "--headless", "--state-dir", sd)
     assert small.returncode == 0 and small.stdout == whole.stdout
+
+
+def test_both_reports_write_each_step_as_they_read_it(tmp_path: Path) -> None:
+    """The text of turn t is given out before turn t + 2 is read from the log: neither report
+    holds the steps (nor their text) to write them later."""
+    _, folder = _conversation(tmp_path, turns=16)
+    state, whole = folder.load(), folder.load(bounded=False)
+    messages = [c for r in whole.rounds for c in r.contributions]
+    assert [c.round for c in messages] == list(range(1, 17))
+    md = [f"### Turn {c.round} · " for c in messages]
+    page = [f'id="{anchor_id("c", c.id)}"' for c in messages]
+    for make, markers, want in ((report_chunks, md, render_report(whole)), (html_chunks, page, render_html(whole))):
+        read: list[int] = []
+
+        def steps() -> Any:
+            for step in folder.steps():
+                read.append(step.number)
+                yield step
+
+        pieces = [(piece, len(read)) for piece in make(state, steps=steps())]
+        assert "".join(piece for piece, _ in pieces) == want
+        for turn, marker in enumerate(markers, 1):
+            (at,) = [n for piece, n in pieces if marker in piece]
+            assert at <= turn + 1, (make.__name__, turn, at)
