@@ -7,6 +7,11 @@ the folded DebateState alone, like the markdown report (`markdown.py`), which it
 by section, and adds to: what every summary covered, the tool calls and what was read, votes
 and rankings where a protocol has them, and a section per agent with the exact messages of
 each of its calls (`html_views.py`).
+
+Like the markdown report, a long debate's page is written a step at a time as its steps are
+read back from the log (`html_chunks`): what a summary covers is worked out from the
+perspectives seen so far (`covered.py`), each agent's latest calls are kept as they go by, and
+the index that rebuilds their messages holds only what those calls saw.
 """
 
 from __future__ import annotations
