@@ -266,14 +266,19 @@ Tier = Literal["system", "summary", "recall", "history", "references", "task"]
 """Where a message of a view belongs, in the order views place them: the most stable first."""
 
 
+def system_text(record: ViewRecord, index: DebateIndex) -> str:
+    """The system message a call's view opens with."""
+    system = index.prompts[record.system_key]
+    if record.phase == "turn" or index.layout >= 2:
+        system = conversation_system(system, index.problem)
+    return system
+
+
 def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Message]]:
     """The exact messages of a call, rebuilt from its record, each with its tier (see the module
     doc: what changes least between an agent's calls comes first)."""
     conversation = _conversation(record)
-    system = index.prompts[record.system_key]
-    if record.phase == "turn" or index.layout >= 2:
-        system = conversation_system(system, index.problem)
-    tiers: list[tuple[Tier, Message]] = [("system", {"role": "system", "content": system})]
+    tiers: list[tuple[Tier, Message]] = [("system", {"role": "system", "content": system_text(record, index)})]
     summarize = record.phase == "summarize" and not inline_history(record, index)
     if record.summary_id and (record.phase in HISTORY_PHASES or summarize):
         summary = index.summaries[record.summary_id]
