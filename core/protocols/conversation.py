@@ -6,7 +6,9 @@ view is:
 
     system prompt (the speaker's role, then the topic)
     rolling summary of everything older than the verbatim window
-    the latest messages verbatim, labelled with speaker and turn
+    the latest messages verbatim, labelled with speaker and turn (in view layout 3 with the
+      speaker's earlier recall blocks where they were sent, while the summary stands: `_held`)
+    the recall tier: old messages the summary covers that what is said now returns to
     the turn's task (and the moderator's notes)
 
 Nothing falls out uncovered: every message is either verbatim in the view or covered
