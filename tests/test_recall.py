@@ -217,3 +217,26 @@ def test_a_speakers_next_request_starts_with_its_earlier_recall_block(tmp_path: 
     assert view["tiers"].count("recall") >= 2 and "history" in view["tiers"][view["tiers"].index("recall"):]
     text = cli("context", folder.id, "--turn", str(checked[-1]), "--state-dir", str(folder.path.parent)).stdout
     assert f"recalled at turn {held_at[checked[-1]]}: " in text and "held where it was sent" in text
+
+
+def test_a_conversation_of_view_layout_2_sends_a_fresh_block_each_call(tmp_path: Path, monkeypatch: Any) -> None:
+    """A debate keeps the layout it began with (a resume reads it from the log): one begun in
+    layout 2 holds no earlier block, its recall sits right before the task, and `moot context`
+    rebuilds its requests as they were sent."""
+    import moot.core.orchestrator as orchestrator
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setattr(orchestrator, "LAYOUT", 2)
+    with LoopbackServer(reply=FactScript(PLANTS, MENTIONS, chars=500)) as srv:
+        _, folder = run(srv, tmp_path, write_config(tmp_path, turns=30, extra="recall_tokens = 400"))
+    state = folder.load()
+    assert state.view_layout == 2
+    turns = [c for r in state.rounds for c in r.calls if c.phase == "turn" and c.recall is not None]
+    assert turns and all(not c.recall.held for c in turns)
+    recalled = [c.round for c in turns if c.recall.items]
+    for body in (b for b in srv.requests if turn_of(b) in recalled):
+        assert body["messages"][-2]["content"].startswith("## Recalled from earlier in the conversation")
+        assert sum(m["content"].startswith("## Recalled") for m in body["messages"]) == 1
+    ctx = cli("context", folder.id, "--turn", str(recalled[-1]), "--json", "--state-dir", str(folder.path.parent))
+    (view,) = [v for v in json.loads(ctx.stdout) if v["phase"] == "turn"]
+    assert view["messages"] == requests_at(srv, recalled[-1])[0]["messages"]
