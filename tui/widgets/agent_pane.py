@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.markup import escape
 from textual.reactive import reactive
 from textual.widgets import Label
@@ -22,6 +22,7 @@ from ...core.models.state import AgentInfo, Clarification, Contribution, Converg
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
 from ..format import contribution_title, dom_id, k, solution_markdown, solution_title, usd
+from .kept_lines import KeptHorizontal, KeptLabel, KeptLines
 from .label_text import update_label
 from .token_gauge import TokenGauge
 from .transcript import Entry, Transcript
@@ -57,7 +58,7 @@ def _md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
-class AgentPane(Vertical, can_focus=True):
+class AgentPane(Vertical, KeptLines, can_focus=True):
     """A pane per debater (and one for the judge).
 
     Bounded: the calls in flight and the newest finished one show as markdown;
@@ -106,10 +107,10 @@ class AgentPane(Vertical, can_focus=True):
         info = self.info
         title = info.name if info.name.lower() == info.role.lower() else f"{info.name} · {info.role}"
         self.border_title = ("⚖ " if self.judge else "") + escape(one_line_safe(title))
-        with Horizontal(classes="pane-meta"):
+        with KeptHorizontal(classes="pane-meta"):
             where = "a person: typed answers, no model" if info.provider == "human" else f"{info.provider}:{info.model}"
-            yield Label(Text(one_line_safe(where)), classes="pane-model")
-            yield Label("", classes="pane-badge")
+            yield KeptLabel(Text(one_line_safe(where)), classes="pane-model")
+            yield KeptLabel("", classes="pane-badge")
         yield TokenGauge()
         yield Transcript(classes="pane-body")
 

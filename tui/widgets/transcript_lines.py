@@ -13,11 +13,13 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
 from ...core.safety.sanitize import terminal_safe
 from ..format import first_line
 from .markdown_blocks import wrapped_lines, estimate_lines, gap_after, markdown
+from .plain_scrollbar import plain_vertical_scrollbar
 from .transcript_entry import HEAD, TAIL, Entry, Rendered
 
 TITLE_CLASSES = {"done": "transcript--title-done", "failed": "transcript--title-failed",
@@ -31,6 +33,10 @@ class TranscriptLines(ScrollView, can_focus=False):
         "transcript--title", "transcript--title-done", "transcript--title-failed",
         "transcript--title-solution", "transcript--history", "transcript--note",
     }
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        return plain_vertical_scrollbar(self)  # its thumb moves in most frames: drawn cheaply
 
     def _render_part(self, entry: Entry, part: int, width: int) -> Rendered:
         """The part's lines (cached on the entry until it changes or the width does)."""
