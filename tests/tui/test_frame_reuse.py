@@ -4,7 +4,8 @@
 directly (tui/widgets/plain_scrollbar.py): compared here with Textual's own drawing of the
 same scrollbar at every thumb position, with and without the ANSI colour filter, hovered
 and not. `KeptLines` hands back a widget's last lines while nothing changed
-(tui/widgets/kept_lines.py): a label and a gauge that change must show the change.
+(tui/widgets/kept_lines.py): a label and a gauge that change must show the change, and so
+must a pane's status line, which repaints only its row.
 """
 
 from __future__ import annotations
@@ -15,12 +16,20 @@ from textual.geometry import Region
 from textual.scrollbar import ScrollBar
 from textual.widgets import Static
 
-from moot.core.models.state import TierTokens
+from moot.core.events import CallStarted, ContributionAdded, Token
+from moot.core.models.state import CallMetadata, Contribution, TierTokens
+from moot.tui.app import create_app
+from moot.tui.format import dom_id
 from moot.tui.theming import VARIABLE_DEFAULTS
+from moot.tui.widgets.agent_pane import AgentPane
 from moot.tui.widgets.kept_lines import KeptLabel
 from moot.tui.widgets.plain_scrollbar import PlainScrollBar
 from moot.tui.widgets.token_gauge import TokenGauge
 from moot.tui.widgets.transcript import Entry, Transcript
+from tests.tui.scripted import ScriptedRuntime
+
+from .conftest import fixed_clock, settle
+from .test_streaming_cost import streaming
 
 PROSE = ("The cache keeps hot keys close to the edge while writes go through a queue, so that "
          "latency stays flat under load and the database only sees batched traffic. ")
@@ -104,3 +113,28 @@ async def test_kept_lines_show_every_change() -> None:
         await pilot.pause()
         after = text_of(gauge.render_lines(Region(0, 0, *gauge.size)))
         assert before != after and "2.1k / 7k" in after
+
+
+async def test_a_panes_status_line_follows_its_calls(recorded4) -> None:  # type: ignore[no-untyped-def]
+    """The bottom border alone is repainted when the status changes: what the screen shows
+    there is the new status, the rest of the pane as it was."""
+    events = streaming(recorded4)
+    runtime = ScriptedRuntime(events=events, clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, runtime)
+        agent = next(e.agent_id for e in events if isinstance(e, Token))
+        pane = app.screen.query_one(f"#{dom_id('pane', agent)}", AgentPane)
+
+        def bottom_row() -> str:
+            strips = app.screen._compositor.render_strips()
+            return text_of([strips[pane.region.bottom - 1]])[pane.region.x:pane.region.right]
+
+        assert "● streaming" in bottom_row()
+        call = next(e for e in events if isinstance(e, CallStarted) and e.view.agent_id == agent)
+        c = Contribution(id="c-1", agent_id=agent, role=pane.info.role, type="proposal", round=1,
+                         content="A finished proposal about the rate limiter's buckets.",
+                         metadata=CallMetadata(call_id=call.view.call_id))
+        runtime.push(ContributionAdded(contribution=c))
+        await settle(pilot, runtime)
+        assert "✓ done" in bottom_row() and "streaming" not in bottom_row()

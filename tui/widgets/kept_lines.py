@@ -12,7 +12,7 @@ returned last time, for the same crop, returns that list as it is.
 
 from __future__ import annotations
 
-from textual.containers import Horizontal
+from textual.containers import Grid, Horizontal, Vertical
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -36,7 +36,7 @@ class KeptLines(Widget):
         # them dirty (or clears them) on every refresh, style or size change. The line
         # filters (the ANSI colour filter, on by default) are the same objects while the
         # app's colour mode is, and a strip keeps what a filter made of it.
-        key = (crop, self.size, self.hover_style, *map(id, self.app.get_line_filters()))
+        key = (crop, self.outer_size, self.hover_style, *map(id, self.app.get_line_filters()))
         kept = self._kept
         if kept is not None and kept[0] == key and not cache._dirty_lines:
             lines = cache._cache
@@ -52,3 +52,11 @@ class KeptLabel(Label, KeptLines):
 
 class KeptHorizontal(Horizontal, KeptLines):
     """A `Horizontal` that keeps its lines."""
+
+
+class KeptVertical(Vertical, KeptLines):
+    """A `Vertical` that keeps its lines."""
+
+
+class KeptGrid(Grid, KeptLines):
+    """A `Grid` that keeps its lines."""

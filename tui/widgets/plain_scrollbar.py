@@ -27,6 +27,7 @@ class PlainScrollBar(ScrollBar):
     def __init__(self, vertical: bool = True, name: str | None = None, *, thickness: int = 1) -> None:
         super().__init__(vertical, name, thickness=thickness)
         self._drawn: tuple[tuple[object, ...], list[Strip]] | None = None
+        self._made: tuple[tuple[object, ...], dict[Segment, Strip]] = ((), {})
 
     def _bar_style(self) -> Style | None:
         """The style `ScrollBar.render` gives its renderable (None: draw the usual way)."""
@@ -50,30 +51,41 @@ class PlainScrollBar(ScrollBar):
         style = self._bar_style()
         if not self.vertical or style is None or self.styles.has_rule("background") or self.opacity < 1:
             return super().render_lines(crop)
-        width, height = self.size
+        width, height = self.outer_size  # a scrollbar has no border nor padding
         window = self.window_size if self.window_size < self.window_virtual_size else 0
         base = self.visual_style.rich_style
         filters = self.get_line_filters()
-        key = (width, height, ceil(self.window_virtual_size), ceil(window), self.position, style, base,
-               *map(id, filters))
+        look = (width, style, base, *map(id, filters))
+        key = (height, ceil(self.window_virtual_size), ceil(window), self.position, look)
         if self._drawn is None or self._drawn[0] != key:
             bar = self.renderer.render_bar(
                 size=height, virtual_size=ceil(self.window_virtual_size), window_size=ceil(window),
                 position=self.position, thickness=width, vertical=True,
                 back_color=style.bgcolor, bar_color=style.color,  # type: ignore[arg-type]  # both set above
             )
-            rows = [segment for segment in bar.segments if segment.text != "\n"]
-            strips = [Strip([Segment(s.text, base + s.style if s.style else base)], width) for s in rows]
-            if filters:  # as the style cache applies them (the ANSI colour filter, on by default)
-                _, background = self.background_colors
-                for line_filter in filters:
-                    strips = [strip.apply_filter(line_filter, background) for strip in strips]
+            # A bar has a handful of different rows (track above, thumb, its ends, track below):
+            # each is made into a strip (and filtered) once while the bar looks the same.
+            if self._made[0] != look:
+                self._made = (look, {})
+            made = self._made[1]
+            strips: list[Strip] = []
+            for row in bar.segments:
+                if row.text == "\n":
+                    continue
+                strip = made.get(row)
+                if strip is None:
+                    strip = Strip([Segment(row.text, base + row.style if row.style else base)], width)
+                    if filters:  # as the style cache applies them (the ANSI colour filter, on by default)
+                        _, background = self.background_colors
+                        for line_filter in filters:
+                            strip = strip.apply_filter(line_filter, background)
+                    made[row] = strip
+                strips.append(strip)
             self._drawn = key, strips
         lines = self._drawn[1][crop.y:crop.bottom]
         if crop.x or crop.width != width:
             return [line.crop(crop.x, crop.right) for line in lines]
         return lines
-
 
 def plain_vertical_scrollbar(widget: Widget) -> ScrollBar:
     """`widget.vertical_scrollbar`, created as a `PlainScrollBar` (what Textual's property does)."""
