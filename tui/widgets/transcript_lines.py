@@ -31,6 +31,10 @@ TITLE_CLASSES = {"done": "transcript--title-done", "failed": "transcript--title-
 class TranscriptLines(ScrollView, can_focus=False):
     """The rendering half of `Transcript`: a part of an entry → its strips, or its estimate."""
 
+    _base_style = Style()
+    """The widget's style, kept by `Transcript` while its width and theme hold (DOMNode.rich_style
+    walks every ancestor's styles each time it is asked)."""
+
     COMPONENT_CLASSES = {
         "transcript--title", "transcript--title-done", "transcript--title-failed",
         "transcript--title-solution", "transcript--history", "transcript--note",
@@ -132,7 +136,7 @@ class TranscriptLines(ScrollView, can_focus=False):
         dark = getattr(self.app.current_theme, "dark", True)
         console = self.app.console
         options = console.options.update(width=width, height=None, highlight=False)
-        style = self.rich_style
+        style = self._base_style or self.rich_style
         md = markdown(text, "ansi_dark" if dark else "ansi_light")
         lines = console.render_lines(md, options, style=style, pad=False)
         return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines], gap_after(md)
