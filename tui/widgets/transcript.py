@@ -27,6 +27,7 @@ from typing import Any
 from rich.style import Style
 from textual import events
 from textual.geometry import Region, Size
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -247,7 +248,8 @@ class Transcript(TranscriptLines, can_focus=False):
                 # `virtual_size` reactive would lay out the whole screen, for every chunk of
                 # every pane. A scrollbar that appears or goes still lays out (its reactive asks).
                 self.set_reactive(Widget.virtual_size, size)
-                self._scroll_update(size)
+                if not self._grow_scrollbar(size):
+                    self._scroll_update(size)
             else:
                 self.virtual_size = size  # not laid out yet: the first layout sizes it
         if anchored and self.scroll_y != self.max_scroll_y:
@@ -263,6 +265,24 @@ class Transcript(TranscriptLines, can_focus=False):
         if not drawing:
             self.refresh()
         self._synced = (key, view, anchored, round(self.scroll_y))
+        return True
+
+    def _grow_scrollbar(self, size: Size) -> bool:
+        """The text still overflows a view whose scrollbar is shown: only the bar's range
+        changes (what `_scroll_update` ends in, without deciding again which scrollbars to
+        show and validating both scroll offsets through their reactives). False: do it all."""
+        styles = self.styles
+        height = self._container_size.height
+        if not (self.show_vertical_scrollbar and not self.show_horizontal_scrollbar
+                and styles.overflow_y == "auto" and styles.overflow_x == "hidden"
+                and styles.scrollbar_size_vertical and size.height > height
+                and self.scroll_y <= size.height - height):
+            return False
+        self._scrollbar_changes.clear()
+        bar = self.vertical_scrollbar
+        bar.set_reactive(ScrollBar.window_virtual_size, size.height)
+        bar.set_reactive(ScrollBar.window_size, height)
+        bar.refresh()
         return True
 
     def _rebuild(self, width: int) -> None:
