@@ -137,6 +137,45 @@ async def test_a_growing_paragraph_renders_as_the_whole_text_at_any_width() -> N
         assert kept > 100  # the lines were kept, not only rendered again
 
 
+EDGE_BLOCKS = [
+    "The plan has three parts:\n- measure the p99\n- pick the bucket size\n- roll it out per region",
+    "An image ends this paragraph ![the graph](graph.png)",
+    "![alone](a.png)",
+    ">",
+    "> quoted\n>\n> - a list in a quote",
+    "Some `inline code`, *emphasis* and **strong** text, ~~struck~~ too, <kbd>Ctrl</kbd> and a <b>tag</b>.",
+    "# A title\n## A subtitle",
+    "Setext title\n---",
+    "1. first\n   - nested\n2. second",
+]
+
+
+async def test_blocks_rendered_apart_join_to_the_whole_text_at_any_width() -> None:
+    """A text's top-level blocks rendered one by one (those rendered before taken from the
+    entry's kept blocks) and joined give the lines of the whole text rendered at once."""
+    runtime = ScriptedRuntime(clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        transcript = Transcript()
+        await app.screen.mount(transcript)
+        await pilot.pause()
+        rng = random.Random(41)
+        kept: dict = {}  # type: ignore[type-arg]
+        reused = 0
+        for width in (12, 23, 40, 97):
+            kept.clear()
+            for _ in range(40):
+                blocks = [rng.choice(BLOCKS + EDGE_BLOCKS) for _ in range(rng.randint(1, 6))]
+                text = rng.choice(["\n\n", "\n"]).join(blocks) + rng.choice(["", "\n\n"])
+                before = len(kept)
+                strips, gap = transcript._markdown_block(text, width, kept)
+                reused += len(kept) <= before
+                whole, whole_gap = transcript._markdown_block(text, width)
+                assert (lines(strips), gap) == (lines(whole), whole_gap), (width, text)
+        assert reused > 10  # blocks were taken from those kept, not only rendered again
+
+
 def streaming(recorded: list[Event]) -> list[Event]:
     """Round 1's proposals started and half streamed (no call finished yet)."""
     before = upto(recorded, lambda e: e.type == "phase_started" and e.round == 1 and e.phase == "proposal")

@@ -22,6 +22,7 @@ import re
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from rich.markdown import Markdown
 
 _PARSER = MarkdownIt().enable("strikethrough").enable("table")
@@ -55,6 +56,61 @@ def gap_after(md: Markdown) -> bool:
     """Whether Rich puts a blank line after this text's last block (not after a rule)."""
     last = next((t for t in reversed(md.parsed) if t.level == 0), None)
     return last is not None and last.type != "hr"
+
+
+def top_blocks(parsed: list[Token]) -> list[tuple[list[Token], bool]]:
+    """The parsed text's top-level blocks, each as the tokens Rich renders it from, and whether
+    a blank line goes before it when it is rendered on its own and joined to the blocks above.
+
+    Rich renders each top-level block on its own; before it, a blank line when the last element
+    it finished asked for one (every element but a rule). For a list, a quote or a table that is
+    an element inside it, so its own rendering already starts with that line; for a paragraph, a
+    heading or code it is the block above (none for the first). Not for a text with images
+    (Rich renders one as it meets it, inside its paragraph)."""
+    blocks: list[tuple[list[Token], bool]] = []
+    block: list[Token] = []
+    gap = False
+    for token in parsed:
+        block.append(token)
+        if token.level == 0 and token.nesting != 1:
+            blocks.append((block, gap and not _finishes_an_element(block[:-1])))
+            gap = token.type != "hr"
+            block = []
+    if block:
+        blocks.append((block, gap and not _finishes_an_element(block[:-1])))
+    return blocks
+
+
+_NOT_ELEMENTS = frozenset({"text", "hardbreak", "softbreak", "link_open", "link_close", "html_inline"})
+
+
+def _finishes_an_element(tokens: list[Token]) -> bool:
+    """Whether Rich finishes an element (one that decides the blank line before the next) in
+    these tokens, walking them as `Markdown.__rich_console__` does."""
+    for token in tokens:
+        if token.children and not (token.tag == "img" or token.type == "fence"):
+            if _finishes_an_element(token.children):
+                return True
+            continue
+        if token.type in _NOT_ELEMENTS:
+            continue
+        if token.tag in Markdown.inlines and token.type not in ("fence", "code_block"):
+            continue
+        if token.nesting != 1:
+            return True
+    return False
+
+
+def block_key(tokens: list[Token]) -> tuple[object, ...]:
+    """What Rich renders a block from (types, text, attributes, nesting), as a dict key: a
+    block with the same key renders to the same lines at the same width and style."""
+    return tuple(_token_key(token) for token in tokens)
+
+
+def _token_key(t: Token) -> tuple[object, ...]:
+    children = tuple(_token_key(c) for c in t.children) if t.children else ()
+    attrs = tuple(t.attrs.items()) if t.attrs else ()
+    return (t.type, t.tag, t.nesting, t.level, t.markup, t.info, t.content, t.hidden, attrs, children)
 
 
 def has_references(text: str) -> bool:

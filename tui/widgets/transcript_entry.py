@@ -21,6 +21,10 @@ HEAD = -1
 TAIL = -2
 """The unfinished text of a block entry, after its segments."""
 
+KEPT_BLOCKS = 16
+"""Rendered top-level blocks an entry keeps (`Entry.blocks`): those of its tail and of the
+segment it froze last, with room to spare."""
+
 Rendered = tuple[list[Strip], bool]
 """A part's lines, and whether Rich puts a blank line after it when another block follows."""
 
@@ -66,6 +70,9 @@ class Entry:
     nonempty: list[bool] = field(default_factory=list, repr=False)
     """Per segment: whether it renders to any line (a segment of blank lines does not)."""
     grown: GrownTail | None = field(default=None, repr=False)
+    blocks: dict[tuple[object, ...], list[Strip]] = field(default_factory=dict, repr=False)
+    """A top-level block's tokens (`markdown_blocks.block_key`) → its lines, for the blocks of
+    the tail and of new segments: a block that did not change is not rendered again."""
 
     @property
     def tail(self) -> str:
@@ -106,3 +113,4 @@ class Entry:
         self.rendered.clear()
         self.estimates.clear()
         self.grown = None
+        self.blocks.clear()

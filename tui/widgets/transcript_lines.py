@@ -9,6 +9,7 @@ is never interpreted (markdown goes to Rich's Markdown, everything else is `Text
 
 from __future__ import annotations
 
+import copy
 import re
 
 from rich.segment import Segment
@@ -20,9 +21,9 @@ from textual.strip import Strip
 
 from ...core.safety.sanitize import terminal_safe
 from ..format import first_line
-from .markdown_blocks import wrapped_lines, estimate_lines, gap_after, markdown
+from .markdown_blocks import block_key, estimate_lines, gap_after, markdown, top_blocks, wrapped_lines
 from .plain_scrollbar import plain_vertical_scrollbar
-from .transcript_entry import HEAD, TAIL, Entry, GrownTail, Rendered
+from .transcript_entry import HEAD, KEPT_BLOCKS, TAIL, Entry, GrownTail, Rendered
 
 TITLE_CLASSES = {"done": "transcript--title-done", "failed": "transcript--title-failed",
                  "solution": "transcript--title-solution"}
@@ -54,7 +55,7 @@ class TranscriptLines(ScrollView, can_focus=False):
         elif part == TAIL:
             done = self._tail_block(entry, width)
         else:
-            done = self._markdown_block(entry.part_text(part), width)
+            done = self._markdown_block(entry.part_text(part), width, entry.blocks)
         entry.rendered[part] = done
         return done
 
@@ -65,7 +66,7 @@ class TranscriptLines(ScrollView, can_focus=False):
         text, grown = entry.tail, entry.grown
         if not is_plain_paragraph(text):
             entry.grown = None
-            return self._markdown_block(text, width)
+            return self._markdown_block(text, width, entry.blocks)
         if (grown is not None and grown.width == width and text.startswith(grown.text)
                 and is_plain_paragraph(text[grown.last_line:])):
             strips, gap = self._markdown_block(text[grown.last_line:], width)
@@ -127,9 +128,12 @@ class TranscriptLines(ScrollView, can_focus=False):
     def _markdown_strips(self, text: str, width: int) -> list[Strip]:
         return self._markdown_block(text, width)[0]
 
-    def _markdown_block(self, text: str, width: int) -> Rendered:
+    def _markdown_block(self, text: str, width: int, kept: dict[tuple[object, ...], list[Strip]] | None = None
+                        ) -> Rendered:
         """The lines of `text` rendered as markdown, and whether a blank line follows them
-        when another block comes after."""
+        when another block comes after. With `kept` (an entry's rendered top-level blocks),
+        the text's blocks are rendered one by one and a block rendered before is not rendered
+        again: the paragraph above a list that grows, a tail's blocks once frozen."""
         text = terminal_safe(text)
         if not text.strip():
             return [], False
@@ -138,8 +142,25 @@ class TranscriptLines(ScrollView, can_focus=False):
         options = console.options.update(width=width, height=None, highlight=False)
         style = self._base_style or self.rich_style
         md = markdown(text, "ansi_dark" if dark else "ansi_light")
-        lines = console.render_lines(md, options, style=style, pad=False)
-        return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines], gap_after(md)
+        if kept is None or "![" in text:  # Rich renders an image as it meets it, not with its block
+            lines = console.render_lines(md, options, style=style, pad=False)
+            return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines], gap_after(md)
+        out: list[Strip] = []
+        for block, gap in top_blocks(md.parsed):
+            key = block_key(block)
+            strips = kept.pop(key, None)
+            if strips is None:
+                part = copy.copy(md)
+                part.parsed = block
+                lines = console.render_lines(part, options, style=style, pad=False)
+                strips = [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines]
+            kept[key] = strips  # the most recently used last
+            if gap:
+                out.append(Strip.blank(width, style))
+            out += strips
+        while len(kept) > KEPT_BLOCKS:
+            del kept[next(iter(kept))]
+        return out, gap_after(md)
 
     def _text_strips(self, text: Text, width: int, style: Style, wrap: bool = True) -> list[Strip]:
         console = self.app.console
