@@ -147,6 +147,8 @@ EDGE_BLOCKS = [
     "# A title\n## A subtitle",
     "Setext title\n---",
     "1. first\n   - nested\n2. second",
+    "Escapes such as \\*not emphasis\\* and &amp; or &copy; stay  one run of text, as does caf\u00e9 \u4e2d\u6587.",
+    "A line\nthat goes on below, and a hard break  \nafter two spaces.",
 ]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import re
 
+from markdown_it.token import Token
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -69,10 +70,10 @@ class TranscriptLines(ScrollView, can_focus=False):
             return self._markdown_block(text, width, entry.blocks)
         if (grown is not None and grown.width == width and text.startswith(grown.text)
                 and is_plain_paragraph(text[grown.last_line:])):
-            strips, gap = self._markdown_block(text[grown.last_line:], width)
+            strips, gap = self._plain_block(text[grown.last_line:], width)
             strips = grown.kept + strips
         else:
-            strips, gap = self._markdown_block(text, width)
+            strips, gap = self._plain_block(text, width)
         entry.grown = grown_tail(text, width, strips)
         return strips, gap
 
@@ -149,6 +150,8 @@ class TranscriptLines(ScrollView, can_focus=False):
         for block, gap in top_blocks(md.parsed):
             key = block_key(block)
             strips = kept.pop(key, None)
+            if strips is None and (run := one_run(block)) is not None:
+                strips = self._paragraph_strips(run, width)
             if strips is None:
                 part = copy.copy(md)
                 part.parsed = block
@@ -162,6 +165,23 @@ class TranscriptLines(ScrollView, can_focus=False):
             del kept[next(iter(kept))]
         return out, gap_after(md)
 
+    def _plain_block(self, text: str, width: int) -> Rendered:
+        """The lines of a plain paragraph (`is_plain_paragraph`), not parsed as markdown."""
+        text = text.strip()
+        return (self._paragraph_strips(text, width), True) if text else ([], False)
+
+    def _paragraph_strips(self, text: str, width: int) -> list[Strip]:
+        """The lines of a paragraph that is one run of text (no markup, no line breaks) as
+        Rich's Markdown renders it: a `Text` in the paragraph's style, its words wrapped
+        (tests/tui/test_streaming_cost.py compares the two at widths where words fold)."""
+        console = self.app.console
+        options = console.options.update(width=width, height=None, highlight=False)
+        style = self._base_style or self.rich_style
+        paragraph = Text(justify="left")
+        paragraph.append(text, console.get_style("none") + console.get_style("markdown.paragraph", default="none"))
+        lines = console.render_lines(paragraph, options, style=style, pad=False)
+        return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines]
+
     def _text_strips(self, text: Text, width: int, style: Style, wrap: bool = True) -> list[Strip]:
         console = self.app.console
         options = console.options.update(width=width, height=None, no_wrap=not wrap, overflow="ellipsis")
@@ -174,6 +194,15 @@ _PLAIN = re.compile(r"[ ]{0,3}[A-Za-z][A-Za-z0-9,.;:'\"?!()/% ]*")
 """Prose that markdown leaves as it is, in a paragraph: no markup, escapes, entities or links,
 and (starting with a letter after at most three spaces) no list item, heading, quote or
 indented code wherever a line starts."""
+
+
+def one_run(block: list[Token]) -> str | None:
+    """The text of a top-level paragraph that is one run of text (no markup, no line break)."""
+    if len(block) == 3 and block[0].type == "paragraph_open" and block[1].children is not None:
+        children = block[1].children
+        if len(children) == 1 and children[0].type == "text":
+            return children[0].content
+    return None
 
 
 def is_plain_paragraph(text: str) -> bool:
