@@ -70,6 +70,7 @@ class Transcript(TranscriptLines, can_focus=False):
         self._dirty = True
         self._synced: tuple[object, ...] | None = None
         self._base_style = Style()
+        self._probes = {}
         self._blank: Strip | None = None
         self._repaint_asked = False
         """A repaint was asked for since this widget was last drawn (text that arrives again
@@ -228,6 +229,7 @@ class Transcript(TranscriptLines, can_focus=False):
         if key != self._layout_key:
             self._layout_key = key
             self._base_style = self.rich_style
+            self._probes = {}
             self._blank = Strip.blank(width, self._base_style)
             for entry in self.entries:
                 entry.forget_rendering()

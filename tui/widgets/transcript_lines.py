@@ -33,6 +33,10 @@ TITLE_CLASSES = {"done": "transcript--title-done", "failed": "transcript--title-
 class TranscriptLines(ScrollView, can_focus=False):
     """The rendering half of `Transcript`: a part of an entry → its strips, or its estimate."""
 
+    _probes: dict[tuple[int, Style], list[Segment]] = {}
+    """Per width and style: the segments of a one-word paragraph's line as Rich renders it
+    (`Transcript` gives each widget its own dict and empties it when the width or theme changes)."""
+
     _base_style = Style()
     """The widget's style, kept by `Transcript` while its width and theme hold (DOMNode.rich_style
     walks every ancestor's styles each time it is asked)."""
@@ -172,11 +176,31 @@ class TranscriptLines(ScrollView, can_focus=False):
 
     def _paragraph_strips(self, text: str, width: int) -> list[Strip]:
         """The lines of a paragraph that is one run of text (no markup, no line breaks) as
-        Rich's Markdown renders it: a `Text` in the paragraph's style, its words wrapped
-        (tests/tui/test_streaming_cost.py compares the two at widths where words fold)."""
+        Rich's Markdown renders it. Printable ASCII words, one space apart, none wider than
+        the view, are wrapped here as Rich wraps them (greedily, each line padded in the
+        styles Rich gives a one-word paragraph's line); other text goes through Rich.
+        tests/tui/test_streaming_cost.py compares both with Rich at widths where words fold."""
+        style = self._base_style or self.rich_style
+        words = text.split(" ")
+        if not (width > 1 and text.isascii() and text.isprintable() and all(0 < len(w) <= width for w in words)):
+            return self._rich_paragraph(text, width, style)
+        probe = self._probes.get((width, style))
+        if probe is None:
+            probe = self._probes[(width, style)] = list(self._rich_paragraph("a", width, style)[0])
+        if len(probe) not in (1, 2):
+            return self._rich_paragraph(text, width, style)
+        if len(probe) == 1:  # words and padding in one style: one segment a line
+            (_, merged, _), = probe
+            return [Strip([Segment(line.ljust(width), merged)], width) for line in wrap_words(words, width)]
+        (_, word_style, _), (_, pad_style, _) = probe
+        return [Strip([Segment(line, word_style), Segment(" " * (width - len(line)), pad_style)]
+                      if len(line) < width else [Segment(line, word_style)], width)
+                for line in wrap_words(words, width)]
+
+    def _rich_paragraph(self, text: str, width: int, style: Style) -> list[Strip]:
+        """A one-run paragraph rendered by Rich as its Markdown does: a `Text` in the paragraph's style."""
         console = self.app.console
         options = console.options.update(width=width, height=None, highlight=False)
-        style = self._base_style or self.rich_style
         paragraph = Text(justify="left")
         paragraph.append(text, console.get_style("none") + console.get_style("markdown.paragraph", default="none"))
         lines = console.render_lines(paragraph, options, style=style, pad=False)
@@ -194,6 +218,21 @@ _PLAIN = re.compile(r"[ ]{0,3}[A-Za-z][A-Za-z0-9,.;:'\"?!()/% ]*")
 """Prose that markdown leaves as it is, in a paragraph: no markup, escapes, entities or links,
 and (starting with a letter after at most three spaces) no list item, heading, quote or
 indented code wherever a line starts."""
+
+
+def wrap_words(words: list[str], width: int) -> list[str]:
+    """Words (each at most `width` long) wrapped greedily into lines, one space apart."""
+    lines: list[str] = []
+    line: list[str] = []
+    col = 0
+    for word in words:
+        if line and col + 1 + len(word) > width:
+            lines.append(" ".join(line))
+            line, col = [], 0
+        col += len(word) + (1 if line else 0)
+        line.append(word)
+    lines.append(" ".join(line))
+    return lines
 
 
 def one_run(block: list[Token]) -> str | None:
