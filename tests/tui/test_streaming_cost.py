@@ -83,6 +83,20 @@ def test_cuts_wait_for_the_line_after_a_break_and_never_split_a_list_or_fence() 
 async def test_streamed_blocks_render_as_the_whole_text() -> None:
     """Random replies streamed in random chunks: the same lines as the whole text rendered at
     once, after every chunk and when the finished reply arrives."""
+    rng = random.Random(23)
+    await stream_and_compare([document(rng) for _ in range(60)], rng)
+
+
+async def test_streamed_edge_blocks_render_as_the_whole_text() -> None:
+    """The same with images, empty quotes, inline markup, lists that begin on the line after
+    a paragraph, and blocks joined by one line break as well as by a blank line."""
+    rng = random.Random(5)
+    texts = ["\n\n".join(rng.choice(BLOCKS + EDGE_BLOCKS) for _ in range(rng.randint(1, 6)))
+             .replace("\n\n", rng.choice(["\n\n", "\n"]), 1) + rng.choice(["", "\n\n"]) for _ in range(40)]
+    await stream_and_compare(texts, rng)
+
+
+async def stream_and_compare(texts: list[str], rng: random.Random) -> None:
     runtime = ScriptedRuntime(clock=fixed_clock)
     app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -91,9 +105,7 @@ async def test_streamed_blocks_render_as_the_whole_text() -> None:
         await app.screen.mount(transcript)
         await pilot.pause()
         width = transcript._width()
-        rng = random.Random(23)
-        for n in range(60):
-            text = document(rng)
+        for n, text in enumerate(texts):
             entry = transcript.add(Entry(f"call-{n}", "proposal · …"))
             streamed = ""
             for piece in chunks(text, rng):

@@ -71,6 +71,13 @@ class TranscriptLines(ScrollView, can_focus=False):
         text, grown = entry.tail, entry.grown
         if not is_plain_paragraph(text):
             entry.grown = None
+            head, _, rest = text.partition("\n")
+            if _LIST_AFTER.match(rest) and is_plain_paragraph(head) and head.strip():
+                # A paragraph, then a list that began below it: they render apart (the list's
+                # own lines start with the blank line between them), and the paragraph is
+                # not parsed again for every chunk of the list.
+                strips, gap = self._markdown_block(rest, width, entry.blocks)
+                return self._plain_block(head, width)[0] + strips, gap
             return self._markdown_block(text, width, entry.blocks)
         if (grown is not None and grown.width == width and text.startswith(grown.text)
                 and is_plain_paragraph(text[grown.last_line:])):
@@ -242,6 +249,11 @@ def one_run(block: list[Token]) -> str | None:
         if len(children) == 1 and children[0].type == "text":
             return children[0].content
     return None
+
+
+_LIST_AFTER = re.compile(r"[-+*][ ]+[A-Za-z0-9]")
+"""A bullet list item with text, on the line after a paragraph: it ends the paragraph, and
+its list renders as it would on its own."""
 
 
 def is_plain_paragraph(text: str) -> bool:
