@@ -71,13 +71,6 @@ class TranscriptLines(ScrollView, can_focus=False):
         text, grown = entry.tail, entry.grown
         if not is_plain_paragraph(text):
             entry.grown = None
-            head, _, rest = text.partition("\n")
-            if _LIST_AFTER.match(rest) and is_plain_paragraph(head) and head.strip():
-                # A paragraph, then a list that began below it: they render apart (the list's
-                # own lines start with the blank line between them), and the paragraph is
-                # not parsed again for every chunk of the list.
-                strips, gap = self._markdown_block(rest, width, entry.blocks)
-                return self._plain_block(head, width)[0] + strips, gap
             return self._markdown_block(text, width, entry.blocks)
         if (grown is not None and grown.width == width and text.startswith(grown.text)
                 and is_plain_paragraph(text[grown.last_line:])):
@@ -149,6 +142,13 @@ class TranscriptLines(ScrollView, can_focus=False):
         text = terminal_safe(text)
         if not text.strip():
             return [], False
+        head, _, rest = text.partition("\n")
+        if kept is not None and _LIST_AFTER.match(rest) and is_plain_paragraph(head) and head.strip():
+            # A paragraph, then a list that began below it: they render apart (the list's own
+            # lines start with the blank line between them), and the paragraph is not parsed
+            # again for every chunk of the list.
+            below, gap = self._markdown_block(rest, width, kept)
+            return self._plain_block(head, width)[0] + below, gap
         dark = getattr(self.app.current_theme, "dark", True)
         console = self.app.console
         options = console.options.update(width=width, height=None, highlight=False)
