@@ -56,6 +56,10 @@ UNSAFE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\u2028\u2029{_HIDDEN}]|{
 """What `terminal_safe` never leaves behind (tests assert on it)."""
 
 
+_C1 = re.compile("[\x90-\x9f]")
+"""A C1 control that starts a string sequence (DCS, OSC, …): never in ASCII text."""
+
+
 def terminal_safe(text: str) -> str:
     """`text` without escape sequences, control characters and invisible reordering or
     zero-width characters (newline and tab kept; U+2028/2029 become newlines).
@@ -65,7 +69,7 @@ def terminal_safe(text: str) -> str:
     if not text:
         return text
     text = text.replace("\r\n", "\n")
-    if "\x1b" in text or any("\x90" <= ch <= "\x9f" for ch in text):
+    if "\x1b" in text or (not text.isascii() and _C1.search(text)):
         text = _ESCAPES.sub("", text)
     text = _CONTROLS.sub("", text)
     if text.isascii():
