@@ -14,7 +14,8 @@ turn costs between the first size and the last (start-up left out).
 Resume at the largest size: its folder cut inside the last turn, as a crash there leaves it at
 worst (the log up to that turn's start; the snapshot as old as the writer lets it get: the log
 has grown by `SNAPSHOT_SPAN` snapshots' worth since, or threefold, whichever is less): `moot
-resume` start → its first request, and that process's peak RSS until then.
+resume` start → its first request, and that process's peak RSS until then; the search index
+copied as the crash leaves it, then once more deleted (a resume rebuilds it from the whole log).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from moot.core.search.index import INDEX_FILE  # noqa: E402
 from moot.core.storage.folder import DebateFolder  # noqa: E402
 from moot.core.storage.log_writer import CHECKPOINT_GROWTH, MIN_CHECKPOINT_BYTES  # noqa: E402
 
@@ -100,6 +102,10 @@ def cut_in_last_turn(folder: Path, into: Path) -> tuple[Path, int]:
     state.log_offset = covered
     (target / "events.jsonl").write_bytes(data[:end])
     (target / "state.json").write_text(state.model_dump_json(exclude_defaults=True))
+    # The search index is fed as events are emitted, so a crash leaves it holding at least what
+    # the log holds (the resume trims the rest).
+    if (folder / INDEX_FILE).exists():
+        shutil.copyfile(folder / INDEX_FILE, target / INDEX_FILE)
     return target, end - covered
 
 
@@ -134,6 +140,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="1,000, 10,000, 20,000 and 100,000 turns")
     ap.add_argument("--turns", help="comma-separated sizes (default 1000,10000)")
+    ap.add_argument("--keep", type=Path, help="copy the largest debate's folder here (to profile it later)")
     args = ap.parse_args()
     sizes = ([int(t) for t in args.turns.split(",")] if args.turns else
              [1_000, 10_000, 20_000, 100_000] if args.full else [1_000, 10_000])
@@ -158,9 +165,17 @@ def main() -> None:
             print(f"CPU a turn between {base.turns:,} and {last.turns:,} turns: {marginal:.2f} ms "
                   f"(at {base.turns:,}: {base.cpu_s / base.turns * 1000:.2f} ms a turn, start-up included)")
         largest = runs[-1]
+        if args.keep:
+            shutil.copytree(largest.folder, args.keep / largest.folder.name)
         cut, tail = cut_in_last_turn(largest.folder, Path(tmp) / "cut")
+        shutil.copytree(cut, Path(tmp) / "lost" / cut.name)
         first, peak = resume(cut)
         print(f"moot resume in turn {largest.turns:,} (snapshot {tail / 1e6:.1f} MB of log behind): first request "
+              f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
+        lost = Path(tmp) / "lost" / cut.name
+        (lost / INDEX_FILE).unlink(missing_ok=True)
+        first, peak = resume(lost)
+        print(f"  the same with its search index deleted (rebuilt from the whole log first): first request "
               f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
 
 
