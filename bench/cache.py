@@ -18,7 +18,8 @@ it reported, as moot recorded them, over the prompt tokens it reported.
 For each it prints the share of the prompt tokens that repeat the start of the same
 speaker's previous request (`tests/prefix_cache.py`: a speaker is a llama.cpp slot when the
 request names one, else its system message; tokens as a chat template lays them out),
-summed over all requests; the mean of the per-request shares; what the server reported as
+summed over all requests, and the tokens left to compute (a larger view can raise the share
+while costing more); the mean of the per-request shares; what the server reported as
 cached (`usage.prompt_tokens_details.cached_tokens`) and what moot recorded (`moot show`'s
 cached tokens), when they exist.
 """
@@ -77,9 +78,9 @@ async def run_case(name: str, debate: dict[str, Any], rounds: int, chars: int, t
     server = f" · server reported {reported / total:.1%}" if reported is not None else ""
     views = [v for r in state.rounds for v in r.calls]
     recalled = [v.tokens.recall for v in views if v.tokens.recall]
-    recall = (f" · recall tier in {len(recalled)} of {len(views)} views, {sum(recalled):,} tokens"
+    recall = (f" · recall tier in {len(recalled)} of {len(views)} views, {sum(recalled):,} tokens (held blocks included)"
               if recalled else "")
-    return (f"| {name} | {state.status} | {len(bodies)} | {total:,} | {cached / total:.1%} | "
+    return (f"| {name} | {state.status} | {len(bodies)} | {total:,} | {total - cached:,} | {cached / total:.1%} | "
             f"{statistics.mean(shares):.1%} |{server}{moot}{recall}")
 
 
@@ -113,8 +114,8 @@ async def main_async(args: argparse.Namespace) -> None:
           "conversation": {**conversation, "max_context_tokens": 32000, "recent_tokens": 20000,
                            "summary_tokens": 4000}}),
     ]
-    print("| debate | status | requests | prompt tokens | cached (of all prompt tokens) | mean per request |")
-    print("|---|---|---|---|---|---|")
+    print("| debate | status | requests | prompt tokens | not cached | cached (of all prompt tokens) | mean per request |")
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, debate) in enumerate(cases):
             print(await run_case(name, debate, args.rounds, args.chars, Path(tmp) / str(i)), flush=True)

@@ -3,6 +3,7 @@
 Run: .venv/bin/python bench/memory.py            # 1,000 and 10,000 turns
      .venv/bin/python bench/memory.py --full     # 1,000, 10,000, 20,000 and 100,000 turns (an hour or more)
      .venv/bin/python bench/memory.py --turns 1000,20000
+     .venv/bin/python bench/memory.py --readers DIR   # only the readers, on a debate folder already made
 
 Each size is one `moot run --headless --protocol conversation --provider demo --demo-delay 0`
 process, 4 agents, seed-003 defaults; its peak RSS and CPU time come from `wait4` (the kernel's
@@ -16,11 +17,16 @@ worst (the log up to that turn's start; the snapshot as old as the writer lets i
 has grown by `SNAPSHOT_SPAN` snapshots' worth since, or threefold, whichever is less): `moot
 resume` start → its first request, and that process's peak RSS until then; the search index
 copied as the crash leaves it, then once more deleted (a resume rebuilds it from the whole log).
+
+Reading the largest back, one process each (`READERS`, output thrown away): the peak RSS of
+the markdown and HTML reports, `moot show --json`, `moot context --turn` (first and last turn)
+and `moot watch --headless`; then the HTML report's peak over the markdown report's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -136,12 +142,49 @@ def resume(folder: Path) -> tuple[float, float]:
     return first, peak
 
 
+READERS = [
+    ("report", ["report", "{id}"]),
+    ("report --html --max-calls 20", ["report", "{id}", "--html", "--max-calls", "20"]),
+    ("show --json", ["show", "{id}", "--json"]),
+    ("context --turn 1", ["context", "{id}", "--turn", "1"]),
+    ("context --turn LAST", ["context", "{id}", "--turn", "{last}"]),
+    ("watch --headless", ["watch", "{id}", "--headless"]),
+]
+"""The commands that read a finished debate back from its folder (`{last}`: its last turn)."""
+
+
+def readers(folder: Path) -> dict[str, float]:
+    """Peak RSS (MB) of each of `READERS` on the debate in `folder`, one process each."""
+    state = json.loads((folder / "state.json").read_bytes())
+    last = str(state.get("archived_rounds", 0) + len(state.get("rounds", [])))
+    peaks: dict[str, float] = {}
+    for name, argv in READERS:
+        args = [*MOOT, *(a.format(id=folder.name, last=last) for a in argv), "--state-dir", str(folder.parent)]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
+        code, peak, cpu = wait_usage(proc)
+        if code != 0:
+            raise RuntimeError(f"moot {' '.join(args[3:])} exited {code}")
+        peaks[name] = peak
+        print(f"  moot {name}: peak RSS {peak:6.1f} MB · CPU {cpu:5.2f} s · wall {time.perf_counter() - t0:5.2f} s",
+              flush=True)
+    print(f"  peak RSS, HTML report / markdown report: {peaks['report --html --max-calls 20'] / peaks['report']:.2f} "
+          "(target ≤ 1.3)")
+    return peaks
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="1,000, 10,000, 20,000 and 100,000 turns")
     ap.add_argument("--turns", help="comma-separated sizes (default 1000,10000)")
     ap.add_argument("--keep", type=Path, help="copy the largest debate's folder here (to profile it later)")
+    ap.add_argument("--no-readers", action="store_true", help="leave out reading the largest back")
+    ap.add_argument("--readers", type=Path, metavar="DIR", help="only read back the debate in folder DIR")
     args = ap.parse_args()
+    if args.readers is not None:
+        print(f"reading back {args.readers.name} ({(args.readers / 'events.jsonl').stat().st_size / 1e6:.1f} MB log)")
+        readers(args.readers.resolve())
+        return
     sizes = ([int(t) for t in args.turns.split(",")] if args.turns else
              [1_000, 10_000, 20_000, 100_000] if args.full else [1_000, 10_000])
     runs: list[Run] = []
@@ -177,6 +220,10 @@ def main() -> None:
         first, peak = resume(lost)
         print(f"  the same with its search index deleted (rebuilt from the whole log first): first request "
               f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
+        if not args.no_readers:
+            print(f"reading back the {largest.turns:,}-turn debate ({largest.log_bytes / 1e6:.1f} MB log), "
+                  "one process each:")
+            readers(largest.folder)
 
 
 if __name__ == "__main__":

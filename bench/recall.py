@@ -57,6 +57,8 @@ class ScriptedProvider:
     name = "demo"
     label = "DEMO (scripted bench replies)"
     slots: int | None = None
+    llama_cpp = False
+    """Not a llama.cpp server: no slots to keep (see `moot.core.engine.calls`)."""
 
     def __init__(self, script: FactScript, watch: set[int]) -> None:
         self.script = script
@@ -130,7 +132,7 @@ async def run(turns: int, state_dir: Path, recall: bool) -> dict[str, Any]:
     patched: list[tuple[Any, str, Any]] = []
     timed(ViewBuilder, "build", lambda record, *a: record.round if record.phase == "turn" else None)
     timed(CallEngine, "recall", lambda spec: spec.record.round)
-    timed(ConversationProtocol, "_overflow", lambda record, window: record.round)
+    timed(ConversationProtocol, "_overflow", lambda record, window, *rest: record.round)
     try:
         t0 = time.perf_counter()
         state = await session.run()
@@ -138,7 +140,9 @@ async def run(turns: int, state_dir: Path, recall: bool) -> dict[str, Any]:
     finally:
         for cls, name, fn in patched:
             setattr(cls, name, fn)
-    messages = {c.round: c.content.strip() for c in state.all_contributions() if c.type == "message"}
+    # The state holds the last steps only (a long debate lets older ones go): read them all back.
+    messages = {c.round: c.content.strip() for c in session.folder.load(bounded=False).all_contributions()
+                if c.type == "message"}
     whole = sentence = 0
     for t, fact in mentions.items():
         plant = next(pt for pt, f in plants.items() if f == fact)

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from moot.core.context.index import DebateIndex
-from moot.core.context.view import render_messages
-from moot.core.models.state import Contribution, DebateState, RecalledItem, RecallRecord, ViewRecord
+from moot.core.context.view import LAYOUT, render_messages
+from moot.core.models.state import (Contribution, DebateState, HeldItem, HeldRecall, RecalledItem, RecallRecord,
+                                    ViewRecord)
 from moot.core.pricing import call_cost, rates_for
 from tests.conftest import cli, run_debate
 from tests.loopback import Faults, LoopbackServer, ModelServer
@@ -49,7 +50,7 @@ async def test_views_put_what_changes_least_first(tmp_path: Path) -> None:
         state, _ = await run_debate(tmp_path, PROBLEM, rounds=3, provider="openai", base_url=srv.base_url,
                                     roles=ROLES)
         bodies = srv.requests
-    assert state.status == "completed" and state.view_layout == 2
+    assert state.status == "completed" and state.view_layout == LAYOUT
     for b in bodies:
         assert b["messages"][0]["content"].endswith(f"## Debate topic\n\n{PROBLEM}")
         assert PROBLEM not in b["messages"][-1]["content"]
@@ -117,6 +118,41 @@ def test_recalled_items_follow_the_history_in_this_layout_and_precede_it_in_the_
 
     assert order(2) == ["system", "history", "recall", "task"]
     assert order(1) == ["system", "recall", "history", "task"]
+
+
+def test_a_held_recall_block_stays_where_it_was_sent_and_rolls_out_with_the_messages_before_it() -> None:
+    """Layout 3: the block a turn recalled sits after the messages before that turn in the same
+    reader's later views, byte for byte as it was sent (then the window goes on, then this call's
+    block, then the task); once no message of the window precedes it, it is gone."""
+    state = DebateState(id="held", problem="Design a cache", protocol="conversation", view_layout=3, prompts={
+        "a/system": "You are A.", "a/turn": "# Turn {{turn}}\n\nIt is your turn."})
+    texts = {1: "Shard the counters by tenant so that no single node owns the hot keys.",
+             2: "Keep a lease of thirty seconds on each shard and renew it from the owner.",
+             5: "A token bucket per key in Redis, with a Lua script for atomicity.",
+             6: "Put a local pre-filter in front of Redis to absorb the obvious bursts.",
+             7: "Measure the p99 of the pre-filter before we trust it."}
+    state.round(7)
+    for turn, text in texts.items():
+        state.round(turn).contributions.append(Contribution(id=f"m{turn}", agent_id="a" if turn % 2 else "b",
+                                                            role="architect", type="message", round=turn,
+                                                            content=text))
+    index = DebateIndex(state)
+    earlier = ViewRecord(call_id="x", agent_id="a", round=7, phase="turn", system_key="a/system", task_key="a/turn",
+                         task_params={"turn": 7}, history_turns=(5, 6),
+                         recall=RecallRecord(query=["tenant"], items=[RecalledItem(id="m1", score=2.0)], cap=200))
+    later = ViewRecord(call_id="y", agent_id="a", round=9, phase="turn", system_key="a/system", task_key="a/turn",
+                       task_params={"turn": 9}, history_turns=(5, 7),
+                       recall=RecallRecord(query=["lease"], items=[RecalledItem(id="m2", score=2.0)], cap=200,
+                                           held=[HeldRecall(turn=7, items=[HeldItem(id="m1")])]))
+    sent, now = render_messages(earlier, index), render_messages(later, index)
+    assert now[: len(sent) - 1] == sent[:-1]  # the earlier request up to its task, recall block included
+    assert [m["content"].split("\n")[0] for m in now[len(sent) - 1:]] == [
+        "## The latest messages, continued (verbatim, oldest first)",
+        "## Recalled from earlier in the conversation (verbatim, oldest first; the summary covers these turns, "
+        "and the latest messages return to them)", "# Turn 9"]
+    assert "Shard the counters" in now[2]["content"] and "lease of thirty" in now[4]["content"]
+    rolled = later.model_copy(update={"history_turns": (7, 7)})  # turn 6 rolled out: the block before 7 with it
+    assert not any("Shard the counters" in m["content"] for m in render_messages(rolled, index))
 
 
 def test_the_modelled_cache_counts_the_longest_shared_prefix_per_speaker() -> None:

@@ -17,6 +17,7 @@ from moot.core.context.recall_tier import MIN_PASSAGE_CHARS, passage
 from moot.core.search.index import INDEX_FILE, SearchIndex
 from moot.core.storage.folder import DebateFolder
 from tests.conftest import LoopbackServer, cli
+from tests.prefix_cache import PrefixCache, prompt_tokens, speaker_of
 from tests.prose import FactScript, planted, turn_of
 
 KEY = "sk-test-recall-0000"
@@ -171,3 +172,71 @@ def test_an_index_ahead_of_its_cut_log_is_trimmed_on_resume(tmp_path: Path, monk
         old = next(c for c in folder.load().all_contributions() if c.type == "message" and c.round == 3).content
         (body,) = [b for b in srv.requests[srv_calls:] if turn_of(b) == 31]
         assert old.strip() in "\n".join(m["content"] for m in body["messages"])
+
+
+def test_a_speakers_next_request_starts_with_its_earlier_recall_block(tmp_path: Path, monkeypatch: Any) -> None:
+    """View layout 3: a recall block stays where it was sent while the summary it came with stands,
+    so the speaker's next request repeats its previous one up to the task (the provider's cache
+    serves all of it, the recall block included); the items it shows are not sent again; and
+    `moot context` rebuilds such a request byte for byte."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with LoopbackServer(reply=FactScript(PLANTS, MENTIONS, chars=500)) as srv:
+        _, folder = run(srv, tmp_path, write_config(tmp_path, extra="recall_tokens = 400"))
+        bodies = srv.requests
+    state = folder.load()
+    records = {c.round: c for r in state.rounds for c in r.calls if c.phase == "turn"}
+    cache = PrefixCache()
+    previous: dict[str, dict[str, Any]] = {}
+    checked: list[int] = []
+    held_at: dict[int, int] = {}
+    for body in bodies:
+        cached, _ = cache.lookup(body)
+        turn = turn_of(body)
+        speaker = speaker_of(body)
+        before = previous.get(speaker)
+        if turn is not None:
+            previous[speaker] = body
+        if turn is None or before is None or not (held := records[turn].recall and records[turn].recall.held):
+            continue
+        # The speaker's last request, up to its task, is where this one starts: its recall block included.
+        head = before["messages"][:-1]
+        assert before["messages"][-2]["content"].startswith("## Recalled from earlier in the conversation")
+        assert body["messages"][: len(head)] == head
+        assert cached >= len(prompt_tokens(head, str(body.get("model") or "")))
+        assert held[-1].turn == turn_of(before)
+        shown = {it.id for block in held for it in block.items}
+        assert not shown & {it.id for it in records[turn].recall.items}  # not sent twice
+        checked.append(turn)
+        held_at[turn] = held[-1].turn
+    assert len(checked) >= 2, "no request held an earlier recall block"
+    ctx = cli("context", folder.id, "--turn", str(checked[-1]), "--json", "--state-dir", str(folder.path.parent))
+    assert ctx.returncode == 0, ctx.stderr
+    (view,) = [v for v in json.loads(ctx.stdout) if v["phase"] == "turn"]
+    (body,) = requests_at(srv, checked[-1])
+    assert view["messages"] == body["messages"]
+    assert view["tiers"].count("recall") >= 2 and "history" in view["tiers"][view["tiers"].index("recall"):]
+    text = cli("context", folder.id, "--turn", str(checked[-1]), "--state-dir", str(folder.path.parent)).stdout
+    assert f"recalled at turn {held_at[checked[-1]]}: " in text and "held where it was sent" in text
+
+
+def test_a_conversation_of_view_layout_2_sends_a_fresh_block_each_call(tmp_path: Path, monkeypatch: Any) -> None:
+    """A debate keeps the layout it began with (a resume reads it from the log): one begun in
+    layout 2 holds no earlier block, its recall sits right before the task, and `moot context`
+    rebuilds its requests as they were sent."""
+    import moot.core.orchestrator as orchestrator
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setattr(orchestrator, "LAYOUT", 2)
+    with LoopbackServer(reply=FactScript(PLANTS, MENTIONS, chars=500)) as srv:
+        _, folder = run(srv, tmp_path, write_config(tmp_path, turns=30, extra="recall_tokens = 400"))
+    state = folder.load()
+    assert state.view_layout == 2
+    turns = [c for r in state.rounds for c in r.calls if c.phase == "turn" and c.recall is not None]
+    assert turns and all(not c.recall.held for c in turns)
+    recalled = [c.round for c in turns if c.recall.items]
+    for body in (b for b in srv.requests if turn_of(b) in recalled):
+        assert body["messages"][-2]["content"].startswith("## Recalled from earlier in the conversation")
+        assert sum(m["content"].startswith("## Recalled") for m in body["messages"]) == 1
+    ctx = cli("context", folder.id, "--turn", str(recalled[-1]), "--json", "--state-dir", str(folder.path.parent))
+    (view,) = [v for v in json.loads(ctx.stdout) if v["phase"] == "turn"]
+    assert view["messages"] == requests_at(srv, recalled[-1])[0]["messages"]

@@ -107,7 +107,7 @@ def first_view_holding(state: DebateState, index: DebateIndex, text_id: str,
         for record in rnd.calls:
             held = (record.summary_id == text_id if s is not None else
                     text_id in record.task_contribution_ids or text_id in history_ids(record, index)
-                    or (record.recall is not None and any(it.id == text_id for it in record.recall.items)))
+                    or (record.recall is not None and text_id in record.recall.ids))
             if held:
                 return record
     call_id = c.metadata.call_id if c is not None else None
@@ -165,14 +165,23 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
 
 def recall_lines(recall: dict[str, Any] | None) -> list[str]:
     """Why each item of a view's recall tier is there: the words searched, each item's score and words."""
-    if not recall or not recall.get("items"):
+    if not recall:
         return []
-    lines = [f"recall: searched {', '.join(recall['query'])} (rare words of the latest messages and the task); "
-             f"{len(recall['items'])} recalled within {recall['cap']} tokens"
-             + (f", {recall['dropped']} gave way to fit" if recall.get("dropped") else "")]
-    for item in recall["items"]:
-        part = " (passage)" if item.get("span") else ""
-        lines.append(f"  {item['id']}{part} · score {item['score']:.2f} · {', '.join(item['terms'])}")
+    lines: list[str] = []
+    if recall.get("items"):
+        lines.append(f"recall: searched {', '.join(recall['query'])} (rare words of the latest messages and the "
+                     f"task); {len(recall['items'])} recalled within {recall['cap']} tokens"
+                     + (f", {recall['dropped']} gave way to fit" if recall.get("dropped") else ""))
+        for item in recall["items"]:
+            part = " (passage)" if item.get("span") else ""
+            lines.append(f"  {item['id']}{part} · score {item['score']:.2f} · {', '.join(item['terms'])}")
+    held = recall.get("held") or []
+    if held:  # view layout 3: the speaker's earlier blocks, where they were sent (see that turn's call for why)
+        lines.append(f"recall: {len(held)} earlier block{'s' if len(held) != 1 else ''} of this speaker held where "
+                     "it was sent")
+        for block in held:
+            ids = ", ".join(it["id"] + (" (passage)" if it.get("span") else "") for it in block["items"])
+            lines.append(f"  recalled at turn {block['turn']}: {ids}")
     return lines
 
 
@@ -183,7 +192,10 @@ def message_tiers(view: dict[str, Any]) -> list[tuple[str, int]]:
     names = view.get("tiers")
     if names is None:  # a view dumped before views named their tiers: the layout-1 order
         names = ["system", *(n for n in ("summary", "recall", "history", "references") if t.get(n)), "task"]
-    tiers = [(name, t.get(name, 0)) for name in names]
+    if len(set(names)) < len(names):  # a tier in more than one message (layout 3's held recall blocks)
+        tiers = [(name, tokens.count_message(m, view.get("model"))) for name, m in zip(names, view["messages"])]
+    else:
+        tiers = [(name, t.get(name, 0)) for name in names]
     loop = view["messages"][len(tiers):]  # the tool loop's messages, after the task
     tiers += [("tools", tokens.count_message(m, view.get("model"))) for m in loop]
     if len(tiers) != len(view["messages"]):  # a view that was shrunk differently: label by position

@@ -10,6 +10,19 @@ layout 1 had them before it, see `moot.core.context.view`):
 
     system · summary · verbatim window · RECALL · task
 
+In view layout 3 a conversation's block then stays where it was sent: the same speaker's next
+views hold it after the messages before its turn, and the window goes on after it (like a
+tool's result in an agent's history), while the summary it was recalled beside stands
+(`held_blocks`; a new summary changes everything after the system message anyway). Each
+request then repeats the speaker's previous one up to its task, recall included, and only the
+newest block is new. An item a held block shows counts toward the cap and is not sent again
+(`Recaller.choose`), and a view that goes on beside the same summary searches only the words
+its latest messages bring that the rest of the window does not hold (`RecallRequest.new_words`:
+the others were searched when they came, and what they found is held). Held blocks are part
+of the view's budget, not the verbatim window's cap (counted there, they rolled the summary
+sooner, and a roll costs every speaker a request with only its system message cached: see
+`bench/README.md`); a view that cannot hold them rolls its window as any view that does not fit.
+
 Its size is capped (`RecallRequest.tokens`: about a tenth of the window, which a
 conversation takes from its verbatim window's share), whole items first and, for an item
 too long for what is left, the passage around its match (at least `MIN_PASSAGE_CHARS`
@@ -30,9 +43,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import tokens
-from ..models.state import Contribution, RecalledItem, RecallRecord, ViewRecord
+from ..models.state import Contribution, HeldItem, HeldRecall, RecalledItem, RecallRecord, ViewRecord
 from ..providers.base import Message
-from ..search.recall import CachedPostings, Postings, RecallScope, query_words, rank
+from ..search.recall import CachedPostings, Postings, RecallScope, query_words, rank, text_words
 from .index import DebateIndex
 
 QUERY_ITEMS = 2
@@ -53,6 +66,12 @@ class RecallRequest:
 
     scope: RecallScope
     tokens: int
+    """The cap of this call's new block (the held ones are part of the verbatim window's share)."""
+    held: tuple[HeldRecall, ...] = ()
+    """The reader's earlier blocks its window still holds (layout 3): kept in place, not recalled again."""
+    new_words: bool = False
+    """Search only the words the latest messages bring that the rest of the window does not hold
+    (layout 3): a word already in the window was searched when it came, and what it recalled is held."""
 
 
 def header(record: ViewRecord) -> str:
@@ -77,14 +96,34 @@ def item_block(c: Contribution, span: tuple[int, int] | None, label: str) -> str
     return f"### {label}{f' · {PASSAGE}' if span is not None else ''}\n\n{item_text(c, span)}"
 
 
+def block_message(record: ViewRecord, index: DebateIndex, items: Sequence[RecalledItem | HeldItem],
+                  label: Label) -> Message:
+    """One recall block: the header, then its items oldest first. The same items make the same
+    bytes whether the block is this call's or one a later call of the reader holds (layout 3)."""
+    ordered = sorted(items, key=lambda it: (index.key(index.contributions[it.id]), it.id))
+    blocks = [item_block(index.contributions[it.id], it.span, label(index.contributions[it.id])) for it in ordered]
+    return {"role": "user", "content": "\n\n".join([header(record), *blocks])}
+
+
 def recall_message(record: ViewRecord, index: DebateIndex, label: Label) -> Message | None:
-    """The recall tier's message, rebuilt from the record (None when it holds nothing)."""
+    """This call's recall block, rebuilt from the record (None when it recalled nothing)."""
     recall = record.recall
     if recall is None or not recall.items:
         return None
-    items = sorted(recall.items, key=lambda it: (index.key(index.contributions[it.id]), it.id))
-    blocks = [item_block(index.contributions[it.id], it.span, label(index.contributions[it.id])) for it in items]
-    return {"role": "user", "content": "\n\n".join([header(record), *blocks])}
+    return block_message(record, index, recall.items, label)
+
+
+def held_blocks(previous: ViewRecord | None, first_turn: int) -> list[HeldRecall]:
+    """The recall blocks a reader's next view holds (layout 3): those its previous view held and
+    the one it added, each where it was sent, while a message of the window still precedes it
+    (a block made at turn t sits after turn t - 1: it rolls out with the messages before it)."""
+    if previous is None or previous.recall is None:
+        return []
+    recall = previous.recall
+    blocks = list(recall.held)
+    if recall.items:
+        blocks.append(HeldRecall(turn=previous.round, items=[HeldItem(id=it.id, span=it.span) for it in recall.items]))
+    return [b for b in blocks if b.turn > first_turn]
 
 
 def query_texts(history: Sequence[Contribution], record: ViewRecord, task: str, template: str) -> list[str]:
@@ -130,24 +169,47 @@ class Recaller:
         self.index = index
         self._tokens: dict[tuple[str, tuple[int, int] | None, str, str], int] = {}
         """(item, passage, label, model) → tokens of its block (items never change once written)."""
+        self._words: dict[str, frozenset[str]] = {}
+
+    def words(self, c: Contribution) -> frozenset[str]:
+        """The words of an item (cached: items never change once written)."""
+        found = self._words.get(c.id)
+        if found is None:
+            if len(self._words) >= 20_000:
+                self._words.clear()
+            found = self._words[c.id] = text_words(c.content)
+        return found
 
     def choose(self, record: ViewRecord, request: RecallRequest, texts: Sequence[str], label: Label,
-               exclude: Sequence[str] = ()) -> RecallRecord | None:
-        """The items to recall for `record` within `request.tokens` (None when nothing is found)."""
+               exclude: Sequence[str] = (), known: Sequence[Contribution] = ()) -> RecallRecord | None:
+        """The items to recall for `record` within `request.tokens` (None when nothing is found).
+
+        The best items for the query, within the cap, as if none were held; those the reader's
+        held blocks already show (`request.held`) take their share of the cap and are not sent
+        again, so a query that still points where the last one did adds nothing new."""
         if request.tokens <= 0 or request.scope.population <= 0:
             return None
         words = query_words(texts)
+        if known:  # `request.new_words`: the words the rest of the window holds were searched when they came
+            said = frozenset().union(*(self.words(c) for c in known))
+            words = [w for w in words if w not in said]
         ranking = rank(self.search, words, request.scope, exclude=exclude)
         if not ranking.terms:
             return None
         model = record.model
         left = request.tokens - tokens.count_text(header(record), model) - HEADER_MARGIN
+        shown = {it.id: it.span for b in request.held for it in b.items}
         chosen: list[RecalledItem] = []
+        taken = 0
         for found in ranking.found[: 2 * MAX_ITEMS]:
-            if len(chosen) >= MAX_ITEMS or left < 48:
+            if taken >= MAX_ITEMS or left < 48:
                 break
             c = self.index.contributions.get(found.doc_id)
             if c is None or not c.content.strip():
+                continue
+            if c.id in shown:  # already in the view, where an earlier call of the reader recalled it
+                left -= self._block_tokens(c, shown[c.id], label(c), model)
+                taken += 1
                 continue
             span: tuple[int, int] | None = None
             n = self._block_tokens(c, None, label(c), model)
@@ -156,8 +218,9 @@ class Recaller:
                 if span is None:
                     continue
             left -= n
+            taken += 1
             chosen.append(RecalledItem(id=c.id, score=found.score, terms=list(found.terms), span=span))
-        return RecallRecord(query=ranking.terms, items=chosen, cap=request.tokens)
+        return RecallRecord(query=ranking.terms, items=chosen, cap=request.tokens, held=list(request.held))
 
     def _block_tokens(self, c: Contribution, span: tuple[int, int] | None, label: str, model: str) -> int:
         key = (c.id, span, label, model)

@@ -1,33 +1,36 @@
 """What one conversation turn's views need, read straight from the event log.
 
-`moot context ID --turn T` must answer quickly on a 10,000-turn debate. Folding the whole
-state costs time proportional to the debate; the log is append-only and every line is
-one event, so the calls of turn T, the summary they carried and the messages in their
-windows (and a call's tool-loop steps) can be found by searching the bytes and parsing only
-those lines. The same `render_messages` then rebuilds the views, so what is shown is what was
-sent.
+`moot context ID --turn T` must answer quickly, and in little memory, on a 10,000-turn debate.
+Folding the whole state costs time and memory in proportion to the debate; the log is
+append-only and every line is one event, so the calls of turn T (and a call's tool-loop steps)
+are found by looking at each line's bytes and parsing only those, then the summary they carried
+and the messages in their windows are gathered in a second pass (`log_index`). Both read the
+log a line at a time: memory holds what the views show, never the log. The same
+`render_messages` then rebuilds the views, so what is shown is what was sent.
+
+The calls are those the folded state files under the turn, as `apply` does: a call recorded
+at step 0 (a clarifying question, asked before turn 1) belongs to turn 1, and a call made again
+after a resume replaces the first, in the place of the last.
+
+`read` gives None — "fold the whole state instead" — only for a log moot did not write as it
+does: a first line that is not a `debate_started` event, or a view naming a contribution, a
+summary or a turn's message the log does not hold. Then the fold either finds them after all
+or names what is wrong with the log in one line; a log moot wrote never comes to that.
 """
 
 from __future__ import annotations
 
-import re
-
-from pydantic import ValidationError
+import os
+from collections.abc import Iterator
 
 from ..agents import require_agent
-from .index import DebateIndex
 from ..errors import InspectError
-from ..events import CallContinued, CallStarted, ContributionAdded, DebateStarted, SummaryAdded, parse_event
+from ..events import CallContinued, CallStarted, DebateStarted
 from ..models.state import ViewRecord
+from ..storage.files import open_regular
 from ..storage.folder import DebateFolder
-
-_MESSAGE = re.compile(rb'"type":"message","round":(\d+),')
-
-
-def _line_at(data: bytes, pos: int) -> bytes:
-    start = data.rfind(b"\n", 0, pos) + 1
-    end = data.find(b"\n", pos)
-    return data[start: end if end != -1 else len(data)]
+from .index import DebateIndex
+from .log_index import Needs, gather, parse_line
 
 
 class TurnReader:
@@ -35,36 +38,48 @@ class TurnReader:
 
     def __init__(self, folder: DebateFolder) -> None:
         self.folder = folder
-        self.data = folder.events_path.read_bytes()
 
-    def _event_with(self, needle: bytes, kind: bytes) -> list[bytes]:
-        out = []
-        pos = self.data.find(needle)
-        while pos != -1:
-            line = _line_at(self.data, pos)
-            if kind in line:
-                out.append(line)
-            pos = self.data.find(needle, pos + len(needle))
-        return out
+    def _lines(self) -> Iterator[bytes]:
+        with os.fdopen(open_regular(self.folder.events_path), "rb") as fh:
+            yield from fh
+
+    def _started(self) -> DebateStarted | None:
+        with os.fdopen(open_regular(self.folder.events_path), "rb") as fh:
+            started = parse_line(fh.readline())
+        return started if isinstance(started, DebateStarted) else None
+
+    def _records(self, turn: int) -> dict[str, ViewRecord]:
+        """The calls the fold files under `turn`, with their tool-loop steps, in its order."""
+        steps = [turn, 0] if turn == 1 else [turn]
+        needles = [b'"round":%d,"phase":"' % n for n in steps]
+        records: dict[str, ViewRecord] = {}
+        for line in self._lines():
+            if b'"type":"call_started"' in line and any(n in line for n in needles):
+                event = parse_line(line)
+                if isinstance(event, CallStarted) and max(1, event.view.round) == turn and (
+                        event.view.phase != "synthesis" or event.view.round):
+                    records.pop(event.view.call_id, None)  # made again after a resume: the last one
+                    records[event.view.call_id] = event.view
+            elif records and b'"type":"call_continued"' in line:
+                event = parse_line(line)
+                if isinstance(event, CallContinued) and max(1, event.round) == turn:
+                    record = records.get(event.call_id)
+                    if record is not None:  # a call's tool loop: its steps, as the folded state adds them
+                        if len(record.tool_steps) <= event.step.index:
+                            record.tool_steps.append(event.step)
+                        record.tokens, record.tools = event.tokens, list(event.tools)
+        return records
 
     def read(self, turn: int, agent: str | None, phase: str | None) -> tuple[list[ViewRecord], DebateIndex] | None:
-        first = self.data.split(b"\n", 1)[0]
-        try:
-            started = parse_event(first)
-        except (ValidationError, ValueError):
-            return None
-        if not isinstance(started, DebateStarted):
+        started = self._started()
+        if started is None:
             return None
         if started.protocol != "conversation":
             raise InspectError(f"debate {self.folder.id} is a {started.protocol} debate: use --round, not --turn")
         agent_id = None
         if agent:
             agent_id = require_agent(agent, started.agents, started.judge, where=f" in debate {self.folder.id}").id
-        records: dict[str, ViewRecord] = {}
-        for line in self._event_with(b'"round":%d,"phase":"' % turn, b'"type":"call_started"'):
-            event = parse_event(line)
-            if isinstance(event, CallStarted):
-                records[event.view.call_id] = event.view  # a call redone after a resume: the last one
+        records = self._records(turn)
         if not records:
             raise InspectError(f"no calls recorded at turn {turn} of debate {self.folder.id} "
                                f"({started.total_rounds} turns)")
@@ -72,43 +87,9 @@ class TurnReader:
                   and (phase is None or r.phase == phase)]
         if agent_id is not None and not chosen:
             raise InspectError.not_at_turn(agent_id, turn, [(r.agent_id, r.phase) for r in records.values()])
-        for r in chosen:  # a call's tool loop: its steps, as the folded state adds them
-            for line in self._event_with(b'"call_id":"%s"' % r.call_id.encode(), b'"type":"call_continued"'):
-                event = parse_event(line)
-                if isinstance(event, CallContinued) and event.call_id == r.call_id:
-                    if len(r.tool_steps) <= event.step.index:
-                        r.tool_steps.append(event.step)
-                    r.tokens, r.tools = event.tokens, list(event.tools)
         index = DebateIndex()
         index.on_event(started)
-        turns: set[int] = set()
-        ids: set[str] = set()
-        summaries: set[str] = set()
-        for r in chosen:
-            if r.history_turns is not None:
-                turns.update(range(r.history_turns[0], r.history_turns[1] + 1))
-            ids.update(r.contribution_ids, r.task_contribution_ids)
-            if r.recall is not None:
-                ids.update(item.id for item in r.recall.items)
-            if r.summary_id:
-                summaries.add(r.summary_id)
-        for m in _MESSAGE.finditer(self.data):
-            if int(m.group(1)) in turns:
-                event = parse_event(_line_at(self.data, m.start()))
-                if isinstance(event, ContributionAdded):
-                    index.add_contribution(event.contribution)
-        for cid in ids - index.contributions.keys():
-            for line in self._event_with(b'"id":"%s"' % cid.encode(), b'"type":"contribution_added"'):
-                event = parse_event(line)
-                if isinstance(event, ContributionAdded):
-                    index.add_contribution(event.contribution)
-        for sid in summaries:
-            for line in self._event_with(b'"id":"%s"' % sid.encode(), b'"type":"summary_added"'):
-                event = parse_event(line)
-                if isinstance(event, SummaryAdded):
-                    index.summaries[event.summary.id] = event.summary
-        if not turns <= {c.round for c in index.contributions.values() if c.type == "message"}:
-            return None  # something the views name is not in the log as expected
-        if not summaries <= index.summaries.keys() or not ids <= index.contributions.keys():
-            return None
-        return chosen, index
+        needs = Needs.of(chosen)
+        gather(self.folder.events_path, index, needs)
+        return (chosen, index) if needs.met_by(index) else None
+

@@ -23,9 +23,17 @@ only the task is new each time. Recall sits after the history although its items
 each new recall would make the server recompute the whole verbatim window, the longest
 tier (a conversation's share served from cache fell from 46 % to 20 % at an 8,000-token
 view, 82 % to 54 % at 32,000: `bench/cache.py`). A new tier goes where its rate of change
-puts it. Debates recorded before this layout (`LAYOUT` 1: the problem in every task, a
-refinement's own proposal quoted instead of kept in its history, a summarization request's
-material inside its task, recalled items before the history) rebuild in their own layout
+puts it.
+
+Layout 3 (new debates) keeps a conversation's recall block where it was sent: in the same
+speaker's later views it sits after the messages before the turn that recalled it, byte for
+byte, and the window goes on after it (`_history_tiers`), for as long as the summary it came
+with stands (`ConversationProtocol._held`); items it shows are not sent again. So the next
+request repeats the previous one up to its task and only the newest block is new. Layout 2
+(`LAYOUT` 2) sent a fresh block each call and none of the earlier ones. Debates recorded in an
+earlier layout (1: the problem in every task, a refinement's own proposal quoted instead of
+kept in its history, a summarization request's material inside its task, recalled items
+before the history; 2: no held blocks) rebuild, and resume, in their own layout
 (`DebateIndex.layout`).
 
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
@@ -62,13 +70,13 @@ from .. import tokens
 from .index import DebateIndex
 from .reads import reads_note
 from .tool_messages import references_message, tool_messages
-from .recall_tier import give_way, recall_message
+from .recall_tier import block_message, give_way, recall_message
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
 from ..prompts import COMPACT, placeholder, render
 from ..providers.base import Message
 
-LAYOUT = 2
+LAYOUT = 3
 """The view layout of new debates (see the module doc); a debate keeps the one it began with."""
 HISTORY_PHASES = frozenset({"proposal", "critique", "refinement", "turn"})
 """Phases whose views carry a summary and verbatim history (the others carry material in the task)."""
@@ -127,6 +135,12 @@ def history_message(items: list[str], dropped: int, conversation: bool = False) 
         parts.append(f"[{dropped} older item{'s' if dropped != 1 else ''} omitted to fit the context budget]")
     parts.extend(items)
     return "\n\n".join(parts)
+
+
+def continued_heading(conversation: bool) -> str:
+    """The heading of the verbatim window's part after a held recall block (layout 3)."""
+    return ("## The latest messages, continued (verbatim, oldest first)" if conversation
+            else "## Your recent debate history, continued (verbatim, oldest first)")
 
 
 OWN_PROPOSAL_ABOVE = "(your proposal for this round: in your debate history above)"
@@ -252,14 +266,19 @@ Tier = Literal["system", "summary", "recall", "history", "references", "task"]
 """Where a message of a view belongs, in the order views place them: the most stable first."""
 
 
+def system_text(record: ViewRecord, index: DebateIndex) -> str:
+    """The system message a call's view opens with."""
+    system = index.prompts[record.system_key]
+    if record.phase == "turn" or index.layout >= 2:
+        system = conversation_system(system, index.problem)
+    return system
+
+
 def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Message]]:
     """The exact messages of a call, rebuilt from its record, each with its tier (see the module
     doc: what changes least between an agent's calls comes first)."""
     conversation = _conversation(record)
-    system = index.prompts[record.system_key]
-    if record.phase == "turn" or index.layout >= 2:
-        system = conversation_system(system, index.problem)
-    tiers: list[tuple[Tier, Message]] = [("system", {"role": "system", "content": system})]
+    tiers: list[tuple[Tier, Message]] = [("system", {"role": "system", "content": system_text(record, index)})]
     summarize = record.phase == "summarize" and not inline_history(record, index)
     if record.summary_id and (record.phase in HISTORY_PHASES or summarize):
         summary = index.summaries[record.summary_id]
@@ -275,18 +294,42 @@ def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Mes
             body = _quote("\n\n".join(blocks), limit, record.model)
             tiers.append(("history", {"role": "user", "content": history_message([body], 0, conversation)}))
     else:
-        ids = history_ids(record, index)
-        if ids or record.dropped_ids:
-            owner = record.agent_id
-            blocks = [format_item(index.contributions[i], owner, index) for i in ids]
-            text = history_message(blocks, len(record.dropped_ids), conversation)
-            tiers.append(("history", {"role": "user", "content": text}))
+        tiers += _history_tiers(record, index, conversation)
     if recalled is not None and index.layout >= 2:
         tiers.append(("recall", recalled))
     if (passages := references_message(record)) is not None:  # retrieved for this call's query
         tiers.append(("references", passages))
     tiers.append(("task", {"role": "user", "content": render_task(record, index)}))
     return tiers
+
+
+def _history_tiers(record: ViewRecord, index: DebateIndex, conversation: bool) -> list[tuple[Tier, Message]]:
+    """The verbatim window, oldest first, with the reader's held recall blocks (layout 3) each
+    where it was sent: after the messages before its turn. A block no kept message precedes is
+    not shown (it rolled out, or was dropped to fit, with the messages before it)."""
+    ids = history_ids(record, index)
+    if not ids and not record.dropped_ids:
+        return []
+    owner = record.agent_id
+    items = [index.contributions[i] for i in ids]
+    held = sorted((b for b in (record.recall.held if record.recall is not None else [])
+                   if items and items[0].round < b.turn), key=lambda b: b.turn)
+    out: list[tuple[Tier, Message]] = []
+    start = 0
+    for block in [*held, None]:
+        end = len(items) if block is None else next((k for k in range(start, len(items))
+                                                     if items[k].round >= block.turn), len(items))
+        part = [format_item(c, owner, index) for c in items[start:end]]
+        if not out:
+            out.append(("history", {"role": "user", "content": history_message(part, len(record.dropped_ids),
+                                                                               conversation)}))
+        elif part:
+            out.append(("history", {"role": "user", "content": "\n\n".join([continued_heading(conversation), *part])}))
+        if block is not None:
+            out.append(("recall", block_message(record, index, block.items,
+                                                lambda c: item_label(c, record.agent_id, index))))
+        start = end
+    return out
 
 
 def render_messages(record: ViewRecord, index: DebateIndex) -> list[Message]:

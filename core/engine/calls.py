@@ -28,7 +28,7 @@ from typing import assert_never
 from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
-from ..context.recall_tier import Recaller, RecallRequest, query_texts
+from ..context.recall_tier import QUERY_ITEMS, Recaller, RecallRequest, query_texts
 from ..context.view import ViewBuilder, history_ids, item_label, render_task
 from .gate import Gate, StopRequested
 from .grounding import Grounding
@@ -298,7 +298,7 @@ class CallEngine:
                 record.budget = budget  # the view leaves the rest of it to the tool loop
                 if recall_tool is not None:  # what the fitted view holds verbatim is not recalled again
                     recall_tool.in_view = [*history_ids(record, self.builder.index), *record.task_contribution_ids,
-                                           *(it.id for it in (record.recall.items if record.recall else []))]
+                                           *(record.recall.ids if record.recall else [])]
             # The reply gets what the view leaves (the full reserve unless the view took some of it).
             record.max_tokens = max(1, min(fit.max_tokens + extra_room, fit.reply_room(record.tokens.total)))
             request = ChatRequest(messages=messages, model=model, temperature=agent.config.temperature,
@@ -395,15 +395,22 @@ class CallEngine:
     def recall(self, spec: CallSpec) -> RecallRecord | None:
         """The recall tier chosen for a call, before its view is fitted (None: none asked for, no
         index, or nothing found)."""
-        if spec.recall is None or self.recaller is None:
+        if spec.recall is None:
             return None
-        record = spec.record
-        index = self.builder.index
-        history = list(spec.history)
-        texts = query_texts(history, record, render_task(record, index), index.prompts.get(record.task_key, ""))
-        in_view = [c.id for c in history] + list(record.task_contribution_ids)
-        return self.recaller.choose(record, spec.recall, texts, lambda c: item_label(c, record.agent_id, index),
-                                    exclude=in_view)
+        held = list(spec.recall.held)
+        found = None
+        if self.recaller is not None:
+            record = spec.record
+            index = self.builder.index
+            history = list(spec.history)
+            texts = query_texts(history, record, render_task(record, index), index.prompts.get(record.task_key, ""))
+            in_view = [c.id for c in history] + list(record.task_contribution_ids)
+            known = history[:-QUERY_ITEMS] if spec.recall.new_words else []
+            found = self.recaller.choose(record, spec.recall, texts, lambda c: item_label(c, record.agent_id, index),
+                                         exclude=in_view, known=known)
+        if found is None:
+            return RecallRecord(cap=spec.recall.tokens, held=held) if held else None
+        return found
 
     def recall_tool(self, spec: CallSpec) -> RecallTool | None:
         """`recall(query)` for a call whose view a summary stands in for part of (None: nothing

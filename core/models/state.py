@@ -170,6 +170,22 @@ class RecalledItem(BaseModel):
     content (None: the whole item)."""
 
 
+class HeldItem(BaseModel):
+    """An item of a recall block an earlier view placed (its id, and its passage when it was one)."""
+
+    id: str
+    span: tuple[int, int] | None = None
+
+
+class HeldRecall(BaseModel):
+    """A recall block an earlier call of the same reader placed in its history (view layout 3):
+    it stays where it was sent, before the messages of `turn`, until the window rolls past it."""
+
+    turn: int
+    """The turn whose call recalled it: the block sits after the messages before that turn."""
+    items: list[HeldItem] = Field(default_factory=list)
+
+
 class RecallRecord(BaseModel):
     """What a view recalled: enough to rebuild it without searching again."""
 
@@ -181,6 +197,14 @@ class RecallRecord(BaseModel):
     """The tier's token cap."""
     dropped: int = 0
     """Items found and chosen that gave way for the view to fit its budget."""
+    held: list[HeldRecall] = Field(default_factory=list)
+    """The reader's earlier recall blocks its verbatim window still holds, oldest first (view
+    layout 3: each stays in place, so the requests after it share it as a cached prefix)."""
+
+    @property
+    def ids(self) -> list[str]:
+        """Every item the view holds through recall: the held blocks' and this call's."""
+        return [it.id for b in self.held for it in b.items] + [it.id for it in self.items]
 
 
 class ViewRecord(BaseModel):

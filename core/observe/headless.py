@@ -11,7 +11,7 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -145,6 +145,30 @@ def finish_headless(session: DebateSession, state: DebateState, plain: bool = Fa
     return int(ExitCode.OK)
 
 
+READ_BLOCK = 1 << 20
+"""Bytes of log `tail_events` reads at a time: a long debate's log is never held whole."""
+
+
+def _blocks(folder: DebateFolder, offset: int) -> Iterator[bytes]:
+    """The log from byte `offset` to its end as it is now, a block at a time."""
+    try:
+        fh = os.fdopen(open_regular(folder.events_path), "rb")
+    except FileNotFoundError:
+        raise StoreError(f"no event log in {folder.path}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {folder.events_path}: {exc.strerror}") from None
+    with fh:
+        fh.seek(offset)
+        while True:
+            try:
+                block = fh.read(READ_BLOCK)
+            except OSError as exc:
+                raise StoreError(f"cannot read {folder.events_path}: {exc.strerror}") from None
+            if not block:
+                return
+            yield block
+
+
 async def tail_events(folder: DebateFolder, poll_s: float = 0.2) -> int:
     """Print a debate's events as they are appended, following it through any resume, until it
     ends; the exit code.
@@ -159,31 +183,24 @@ async def tail_events(folder: DebateFolder, poll_s: float = 0.2) -> int:
     ended = False
     while True:
         alive = writer_alive(folder)
-        try:
-            with os.fdopen(open_regular(folder.events_path), "rb") as fh:
-                fh.seek(offset)
-                chunk = fh.read()
-        except FileNotFoundError:
-            raise StoreError(f"no event log in {folder.path}") from None
-        except OSError as exc:
-            raise StoreError(f"cannot read {folder.events_path}: {exc.strerror}") from None
-        offset += len(chunk)
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for raw in lines:
-            if not raw.strip():
-                continue
-            try:
-                event = parse_event(raw)
-            except ValueError:
-                raise StoreError(f"{folder.events_path} is corrupt") from None
-            line = describe(event)
-            if line is not None:
-                print(line.text, flush=True)
-            if is_terminal(event):
-                ended = True
-            elif isinstance(event, DebateResumed):
-                ended = False  # a later run of the same debate: keep following
+        for block in _blocks(folder, offset):
+            offset += len(block)
+            pending += block
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                if not raw.strip():
+                    continue
+                try:
+                    event = parse_event(raw)
+                except ValueError:
+                    raise StoreError(f"{folder.events_path} is corrupt") from None
+                line = describe(event)
+                if line is not None:
+                    print(line.text, flush=True)
+                if is_terminal(event):
+                    ended = True
+                elif isinstance(event, DebateResumed):
+                    ended = False  # a later run of the same debate: keep following
         if not alive:
             break
         await asyncio.sleep(poll_s)

@@ -6,7 +6,9 @@ view is:
 
     system prompt (the speaker's role, then the topic)
     rolling summary of everything older than the verbatim window
-    the latest messages verbatim, labelled with speaker and turn
+    the latest messages verbatim, labelled with speaker and turn (in view layout 3 with the
+      speaker's earlier recall blocks where they were sent, while the summary stands: `_held`)
+    the recall tier: old messages the summary covers that what is said now returns to
     the turn's task (and the moderator's notes)
 
 Nothing falls out uncovered: every message is either verbatim in the view or covered
@@ -26,13 +28,13 @@ from __future__ import annotations
 from .. import tokens
 from ..config import ResolvedAgent
 from ..engine.windows import Fit, reply_floor
-from ..context.recall_tier import RecallRequest
-from ..context.view import ViewTooLarge, render_messages
+from ..context.recall_tier import RecallRequest, block_message, held_blocks
+from ..context.view import ViewTooLarge, continued_heading, item_label, render_messages
 from ..events import Warning_
 from ..models.config import ConversationConfig
-from ..models.state import Contribution, Summary, ViewRecord
+from ..models.state import Contribution, HeldRecall, RecallRecord, Summary, ViewRecord
 from ..models.terms import SummaryTrigger
-from .base import CallWindow, DebateAborted, DebateProtocol, SynthesisInput
+from .base import CallWindow, DebateAborted, DebateContext, DebateProtocol, SynthesisInput
 from .judging import converged
 from ..storage.state import find_contribution
 from ..errors import ProviderError
@@ -56,6 +58,11 @@ class ConversationProtocol(DebateProtocol):
     task_kinds = ("turn", "summarize_conversation", "clarify")
     opening_phase = "turn"
     SETTING = "debate.conversation.max_context_tokens"
+
+    def __init__(self, ctx: DebateContext) -> None:
+        super().__init__(ctx)
+        self._held_tokens: dict[tuple[str, int, tuple[str, ...]], int] = {}
+        """(reader, turn, items) → the tokens of the recall block the reader's view at that turn added."""
 
     def opening_params(self, agent: ResolvedAgent) -> dict[str, object]:
         return {"turn": 1, "turns": self.total_steps, "name": agent.name, "role": agent.role}
@@ -108,20 +115,22 @@ class ConversationProtocol(DebateProtocol):
             await self._roll_if_due(ctx.judge, t, speaker)  # the judge's own, for its synthesis
         summary = await self._roll_if_due(owner, t, speaker)
         window = ctx.index.messages_after(summary, t)
-        record = self._record(speaker, t, summary)
+        held, going_on = self._held(speaker, window, summary)
+        record = self._record(speaker, t, summary, held)
         # What does not fit is rolled into the summary, never dropped.
         while True:
-            dropped = self._overflow(record, window)
+            dropped = self._overflow(record, window, held)
             if not dropped:
                 break
             summary = await self._roll(owner, t, window[: len(dropped)], summary, "tokens")
             window = window[len(dropped):]
-            record = self._record(speaker, t, summary)
+            held, going_on = self._held(speaker, window, summary)
+            record = self._record(speaker, t, summary, held)
         try:
             fit = self._fit(speaker)
             result = await ctx.call(speaker, record, history=window, budget=fit.input_budget,
                                     context_tokens=conv.max_context_tokens, max_tokens=conv.reserve_output_tokens,
-                                    context_setting=self.SETTING, recall=self._recall(summary))
+                                    context_setting=self.SETTING, recall=self._recall(summary, held, going_on))
         except ProviderError as exc:
             if ctx.settings.on_error == "stop":
                 raise DebateAborted(f"{speaker.id} turn {t} failed: {exc}") from None
@@ -129,32 +138,84 @@ class ConversationProtocol(DebateProtocol):
             return
         ctx.add_contribution(speaker, t, "message", result)
 
-    def _recall(self, summary: Summary | None) -> RecallRequest | None:
+    def _recall(self, summary: Summary | None, held: list[HeldRecall], going_on: bool) -> RecallRequest | None:
         """The recall tier of a turn: messages the summary covers (all of them, up to its last),
-        within `recall_tokens`."""
+        within `recall_tokens`, beside the reader's earlier blocks its window holds (`held`);
+        `going_on`: the reader's last view read this summary too, so the words of the window
+        before the latest messages were searched then (see `RecallRequest.new_words`)."""
         cap = self.conv.recall_cap
         covered = self.ctx.index.contributions.get(summary.covered_through or "") if summary else None
         if not cap or covered is None:
             return None
-        return RecallRequest(RecallScope(kinds=("message",), max_step=covered.round, population=covered.round), cap)
+        return RecallRequest(RecallScope(kinds=("message",), max_step=covered.round, population=covered.round), cap,
+                             tuple(held), new_words=going_on)
 
-    def _record(self, speaker: ResolvedAgent, t: int, summary: Summary | None) -> ViewRecord:
+    def _held(self, reader: ResolvedAgent, window: list[Contribution],
+              summary: Summary | None) -> tuple[list[HeldRecall], bool]:
+        """The reader's earlier recall blocks its view keeps (view layout 3), and whether its last
+        view read the same summary.
+
+        A block stays where it was sent, like a tool's result in an agent's history, so the
+        reader's next requests share it as a cached prefix (`held_blocks`), for as long as the
+        summary it was recalled beside stands: a new summary changes everything after the system
+        message anyway, and the next view recalls afresh beside it. Found through the reader's
+        latest message in the window and the view it was written from, which held the ones
+        before. An item the debate let go of and cannot read back now is left out (its block is
+        then new bytes: rare, and the record says what was sent)."""
+        if self.ctx.index.layout < 3 or not self.conv.recall_cap or not window or summary is None:
+            return [], False
+        mine = next((c for c in reversed(window) if c.agent_id == reader.id), None)
+        if mine is None or not mine.metadata.call_id:
+            return [], False
+        views = self.ctx.state.round(mine.round).calls
+        previous = next((v for v in reversed(views) if v.call_id == mine.metadata.call_id), None)
+        if previous is None or previous.summary_id != summary.id:
+            return [], False
+        contributions = self.ctx.index.contributions
+        blocks = [b.model_copy(update={"items": [it for it in b.items if contributions.get(it.id) is not None]})
+                  for b in held_blocks(previous, window[0].round)]
+        return [b for b in blocks if b.items], True
+
+    def _block_tokens(self, reader: ResolvedAgent, block: HeldRecall) -> int:
+        """A held block's tokens in the reader's view, with the heading of the messages after it."""
+        key = (reader.id, block.turn, tuple(it.id for it in block.items))
+        n = self._held_tokens.get(key)
+        if n is None:
+            if len(self._held_tokens) >= 4096:
+                self._held_tokens.clear()
+            index = self.ctx.index
+            probe = ViewRecord(call_id="", agent_id=reader.id, round=block.turn, phase="turn", model=reader.model)
+            message = block_message(probe, index, block.items, lambda c: item_label(c, reader.id, index))
+            n = self._held_tokens[key] = (tokens.count_message(message, reader.model)
+                                          + tokens.count_text(continued_heading(True), reader.model) + 2)
+        return n
+
+    def _window_tokens(self, window: list[Contribution], reader: ResolvedAgent, held: list[HeldRecall]) -> int:
+        """The verbatim window's tokens as `reader` reads it: its messages and its held recall blocks."""
+        return self._tokens(window, reader) + sum(self._block_tokens(reader, b) for b in held)
+
+    def _record(self, speaker: ResolvedAgent, t: int, summary: Summary | None,
+                held: list[HeldRecall] | None = None) -> ViewRecord:
         record = self.ctx.record(speaker, t, "turn", params={
             "turn": t, "turns": self.total_steps, "name": speaker.name, "role": speaker.role})
         record.summary_id = summary.id if summary else None
+        if held:
+            record.recall = RecallRecord(cap=self.conv.recall_cap, held=held)
         return record
 
-    def _overflow(self, record: ViewRecord, window: list[Contribution]) -> list[Contribution]:
+    def _overflow(self, record: ViewRecord, window: list[Contribution],
+                  held: list[HeldRecall] | None = None) -> list[Contribution]:
         """The oldest messages that would not fit the view (none when everything fits).
 
         A cheap estimate first (the fixed messages, counted, plus each message's cached
         count); only a view near its budget is built for real to find out."""
         if not window:
             return []
-        fit = self._fit(self.ctx.agent(record.agent_id))
+        reader = self.ctx.agent(record.agent_id)
+        fit = self._fit(reader)
         budget = fit.input_budget
         fixed = tokens.count_messages(render_messages(record, self.ctx.index), record.model)
-        if fixed + self._tokens(window, self.ctx.agent(record.agent_id)) + ESTIMATE_MARGIN <= budget:
+        if fixed + self._window_tokens(window, reader, held or []) + ESTIMATE_MARGIN <= budget:
             return []
         scratch = record.model_copy(deep=True)
         try:

@@ -7,18 +7,25 @@ the folded DebateState alone, like the markdown report (`markdown.py`), which it
 by section, and adds to: what every summary covered, the tool calls and what was read, votes
 and rankings where a protocol has them, and a section per agent with the exact messages of
 each of its calls (`html_views.py`).
+
+Like the markdown report, a long debate's page is written a step at a time as its steps are
+read back from the log (`html_chunks`): what a summary covers is worked out from the
+perspectives seen so far (`covered.py`), each agent's latest calls are kept as they go by, and
+the index that rebuilds their messages holds only what those calls saw.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..context.index import DebateIndex
-from ..models.state import Contribution, DebateState, Round, Summary, Usage
+from ..context.log_index import bare_index
+from ..models.state import Contribution, DebateState, Round, Summary, Usage, ViewRecord
+from .covered import Covered
 from .html_parts import STYLE, Html, anchor_id, collapsible, count, table, usd
-from .html_views import agent_anchor, agent_views, people
+from .html_views import Calls, agent_anchor, agent_views, people
 from .markdown import STATUS_TEXT, looks_like_json, uses_demo
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'"
@@ -28,6 +35,8 @@ TYPE_WORDS = {"proposal": "Proposal", "critique": "Critique", "refinement": "Ref
               "message": "Turn", "ranking": "Ranking"}
 RANKING: frozenset[str] = frozenset({"rank", "ranking"})
 """A council's ranking phase and the contributions it makes (the `council` protocol)."""
+ViewsIndex = Callable[[list[ViewRecord]], DebateIndex]
+"""Builds the index that rebuilds the messages of the calls shown (those records)."""
 ORDER = {"proposal": 0, "answer": 0, "message": 0, "critique": 1, "ranking": 1, "refinement": 2}
 
 
@@ -36,18 +45,36 @@ def render_html(state: DebateState, secrets: Sequence[str] = (), max_calls: int 
 
     `secrets` are masked wherever they appear; `max_calls` keeps only each agent's latest calls
     in the section of what it saw (None: every call)."""
+    return "".join(html_chunks(state, secrets=secrets, max_calls=max_calls))
+
+
+def html_chunks(state: DebateState, steps: Iterable[Round] | None = None, secrets: Sequence[str] = (),
+                max_calls: int | None = None, views_index: ViewsIndex | None = None) -> Iterator[str]:
+    """The document in consecutive pieces, a step (then a call) at a time, so a long debate's
+    page is written without being held: `steps` are the debate's steps (default: those `state`
+    holds; a long debate's come from `DebateFolder.steps()`), and `views_index` builds the index
+    that rebuilds the shown calls' messages (default: one over `state`; for a folder,
+    `log_index.index_for_records` reads just what those calls saw from the log)."""
     h = Html(secrets)
-    index = DebateIndex(state)
     title = _title(state)
-    sections = [_header(h, state, title), _toc(h, state), _problem(h, state), _agents(h, state),
-                _tools(h, state), _clarifications(h, state), _steps(h, state, index), _votes(h, state),
-                _synthesis(h, state, index), _costs(h, state), agent_views(h, state, max_calls)]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-            '<meta name="referrer" content="no-referrer">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{h.text('moot · ' + title)}</title><style>{STYLE}</style></head>\n"
-            f"<body><main>\n{''.join(s + chr(10) for s in sections if s)}</main></body></html>\n")
+    yield ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+           '<meta name="referrer" content="no-referrer">'
+           '<meta name="viewport" content="width=device-width, initial-scale=1">'
+           f"<title>{h.text('moot · ' + title)}</title><style>{STYLE}</style></head>\n<body><main>\n")
+    for section in (_header(h, state, title), _toc(h, state), _problem(h, state), _agents(h, state),
+                    _tools(h, state), _clarifications(h, state)):
+        if section:
+            yield section + "\n"
+    covered = Covered(state, bare_index(state))
+    calls = Calls({p.id for p in people(state)}, max_calls)
+    yield from _steps(h, state, state.rounds if steps is None else steps, covered, calls)
+    for section in (_votes(h, state), _synthesis(h, state, covered), _costs(h, state)):
+        if section:
+            yield section + "\n"
+    index = views_index(calls.shown()) if views_index is not None else DebateIndex(state)
+    yield from agent_views(h, state, calls, index)
+    yield "</main></body></html>\n"
 
 
 def _title(state: DebateState) -> str:
@@ -71,7 +98,7 @@ def _header(h: Html, state: DebateState, title: str) -> str:
     out = [f"<header><h1>Debate report: {h.text(title)}</h1>",
            f'<p class="meta"><strong>Status:</strong> {h.text(status)} · <strong>Protocol:</strong> '
            f"{h.text(state.protocol)} · <strong>{word.capitalize()}s:</strong> "
-           f"{len(state.rounds)}/{state.total_rounds}"
+           f"{state.round_count}/{state.total_rounds}"
            f" · <strong>Debate:</strong> <code>{h.text(state.id)}</code> · <strong>Created:</strong> {created}</p>"]
     if uses_demo(state):
         out.append('<p class="banner">DEMO — agents in this debate used the offline demo provider: every answer '
@@ -152,14 +179,16 @@ def _clarifications(h: Html, state: DebateState) -> str:
 # --------------------------------------------------------------------------- rounds and turns
 
 
-def _steps(h: Html, state: DebateState, index: DebateIndex) -> str:
+def _steps(h: Html, state: DebateState, steps: Iterable[Round], covered: Covered, calls: Calls) -> Iterator[str]:
     conversation = state.protocol == "conversation"
-    out = [f'<section id="steps"><h2>{"Transcript" if conversation else "Rounds"}</h2>']
+    yield f'<section id="steps"><h2>{"Transcript" if conversation else "Rounds"}</h2>'
     names = {p.id: p.name for p in people(state)}
-    for rnd in state.rounds:
-        body = _summaries(h, state, index, rnd) + _contributions(h, state, rnd, names) + _after(h, state, rnd.number)
+    for rnd in steps:
+        covered.add(rnd.contributions)
+        calls.add(rnd.calls)
+        body = _summaries(h, state, covered, rnd) + _contributions(h, state, rnd, names) + _after(h, state, rnd.number)
         if conversation:
-            out.append(body)
+            yield body
             continue
         kinds: dict[str, int] = {}
         for c in rnd.contributions:
@@ -168,9 +197,9 @@ def _steps(h: Html, state: DebateState, index: DebateIndex) -> str:
         summaries = len(rnd.summaries) + len(rnd.replaced_summaries)
         what += f"; {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else ""
         head = f'<strong>Round {rnd.number}</strong> <span class="muted">{h.text(what or "nothing recorded")}</span>'
-        out.append(collapsible(head, body or '<p class="muted">No contributions recorded in this round.</p>',
-                               open_=True, anchor=f"round-{rnd.number}"))
-    return "".join(out) + "</section>"
+        yield collapsible(head, body or '<p class="muted">No contributions recorded in this round.</p>',
+                          open_=True, anchor=f"round-{rnd.number}")
+    yield "</section>\n"
 
 
 def _contributions(h: Html, state: DebateState, rnd: Round, names: dict[str, str]) -> str:
@@ -220,7 +249,7 @@ def _contribution(h: Html, state: DebateState, c: Contribution, names: dict[str,
     return collapsible(head, "".join(body), anchor=anchor_id("c", c.id))
 
 
-def _summaries(h: Html, state: DebateState, index: DebateIndex, rnd: Round) -> str:
+def _summaries(h: Html, state: DebateState, covered: Covered, rnd: Round) -> str:
     summaries = [*rnd.replaced_summaries, *rnd.summaries.values()]
     if not summaries:
         return ""
@@ -231,39 +260,20 @@ def _summaries(h: Html, state: DebateState, index: DebateIndex, rnd: Round) -> s
         who = s.agent_id + (" (replaced later)" if s.id in replaced else "")
         trigger = f"{s.trigger}: {s.focus}" if s.focus else s.trigger
         rows.append((who, trigger, f"{s.method}/{s.strategy}", f"{count(m.before_tokens)} → {count(m.after_tokens)}",
-                     _covered(state, index, s), m.fallback_reason or "—"))
+                     covered.text(s), m.fallback_reason or "—"))
     where = f"Rolling summary before turn {rnd.number}" if state.protocol == "conversation" else "Summaries"
     out = [f"<h3>{where}</h3>",
            table(h, ["Agent", "Trigger", "Method/strategy", "Tokens before → after", "Covers", "Fallback"], rows)]
-    out += [_summary_text(h, state, index, s) for s in summaries]
+    out += [_summary_text(h, covered, s) for s in summaries]
     return "".join(out)
 
 
-def _summary_text(h: Html, state: DebateState, index: DebateIndex, s: Summary) -> str:
+def _summary_text(h: Html, covered: Covered, s: Summary) -> str:
     m = s.metadata
     head = (f"Summary for {h.text(s.agent_id)} <span class=\"muted\">· {h.text(s.trigger)} · "
             f"{count(m.before_tokens)} → {count(m.after_tokens)} tokens</span>")
-    covered = f'<p class="muted">Covers {h.text(_covered(state, index, s))}.</p>'
-    return collapsible(head, covered + h.markdown(s.summary, 5))
-
-
-def _covered(state: DebateState, index: DebateIndex, s: Summary) -> str:
-    """What a summary stands in for, in words: the items of the perspective (or the turns) it covers."""
-    if s.scope == "conversation":
-        return f"turns 1–{s.covered_count}" if s.covered_count else "nothing yet"
-    items = index.perspective_items(s.agent_id)
-    ids = [c.id for c in items]
-    if s.covered_through not in ids:
-        return f"{s.covered_count} items" if s.covered_count else "nothing yet"
-    covered = items[: ids.index(s.covered_through) + 1]
-
-    def label(c: Contribution) -> str:
-        by = f" from {c.agent_id}" if c.type == "critique" else ""
-        return f"r{c.round} {c.type}{by}"
-
-    shown = ", ".join(label(c) for c in covered[-12:])
-    more = f"{len(covered) - 12} older, " if len(covered) > 12 else ""
-    return f"{len(covered)} items: {more}{shown}"
+    what = f'<p class="muted">Covers {h.text(covered.text(s))}.</p>'
+    return collapsible(head, what + h.markdown(s.summary, 5))
 
 
 def _after(h: Html, state: DebateState, number: int) -> str:
@@ -321,12 +331,12 @@ def _answer(value: str | None) -> str:
     return "(a free-form reply: its text is in the rounds above)" if value.startswith(FREE_FORM) else value
 
 
-def _synthesis(h: Html, state: DebateState, index: DebateIndex) -> str:
+def _synthesis(h: Html, state: DebateState, covered: Covered) -> str:
     out = ['<section id="synthesis">']
     if state.judge_summary:
         s = state.judge_summary
         out.append("<h2>Judge summary</h2><p>The judge's synthesis read this summary of the final round.</p>")
-        out.append(_summary_text(h, state, index, s))
+        out.append(_summary_text(h, covered, s))
     sol = state.final_solution
     out.append("<h2>Final synthesis</h2>")
     if sol is None:

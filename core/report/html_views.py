@@ -7,10 +7,13 @@ received). A system prompt repeated in every call is shown once, at the top of t
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..context.index import DebateIndex
 from ..context.inspect import call_view, message_tiers
+from ..context.view import system_text
 from ..models.state import AgentInfo, DebateState, ViewRecord
 from .html_parts import Html, anchor_id, collapsible, count
 
@@ -26,49 +29,61 @@ def people(state: DebateState) -> list[AgentInfo]:
     return [*state.agents, *([state.judge] if state.judge else [])]
 
 
-def records_of(state: DebateState, agent_id: str) -> list[ViewRecord]:
-    return [r for rnd in state.rounds for r in rnd.calls if r.agent_id == agent_id]
+class Calls:
+    """Each agent's recorded calls as the steps go by: all of them, or its latest `max_calls`
+    (then memory holds that many records an agent, however long the debate)."""
+
+    def __init__(self, agent_ids: set[str], max_calls: int | None) -> None:
+        self.max_calls = max_calls
+        self.kept: dict[str, deque[ViewRecord]] = {a: deque(maxlen=max_calls) for a in agent_ids}
+        self.counts: dict[str, int] = dict.fromkeys(agent_ids, 0)
+
+    def add(self, records: Iterable[ViewRecord]) -> None:
+        for r in records:
+            if r.agent_id in self.kept:
+                self.kept[r.agent_id].append(r)
+                self.counts[r.agent_id] += 1
+
+    def shown(self) -> list[ViewRecord]:
+        return [r for kept in self.kept.values() for r in kept]
 
 
-def agent_views(h: Html, state: DebateState, max_calls: int | None) -> str:
-    """Every agent's section (the judge's last), each call collapsible."""
-    index = DebateIndex(state)
-    parts = ['<section id="what-they-saw"><h2>What each agent saw</h2>',
-             '<p class="muted">The exact messages of every call, rebuilt from its record '
-             "(<code>moot context</code> prints the same), with the token count of each tier.</p>"]
+def agent_views(h: Html, state: DebateState, calls: Calls, index: DebateIndex) -> Iterator[str]:
+    """Every agent's section (the judge's last), each call collapsible, a call at a time."""
+    yield ('<section id="what-they-saw"><h2>What each agent saw</h2>'
+           '<p class="muted">The exact messages of every call, rebuilt from its record '
+           "(<code>moot context</code> prints the same), with the token count of each tier.</p>")
     for info in people(state):
-        parts.append(_agent_section(h, state, index, info, max_calls))
-    parts.append("</section>")
-    return "".join(parts)
+        yield from _agent_section(h, state, index, info, list(calls.kept[info.id]), calls.counts[info.id])
+    yield "</section>\n"
 
 
-def _agent_section(h: Html, state: DebateState, index: DebateIndex, info: AgentInfo, max_calls: int | None) -> str:
-    records = records_of(state, info.id)
+def _agent_section(h: Html, state: DebateState, index: DebateIndex, info: AgentInfo, shown: list[ViewRecord],
+                   total: int) -> Iterator[str]:
     word = "judge" if state.judge is not None and info.id == state.judge.id else info.role
     out = [f'<section id="{agent_anchor(info.id)}"><h3>{h.text(info.name)} '
            f'<span class="tag">{h.text(info.id)} · {h.text(word)} · {h.text(info.model)}</span></h3>']
-    if not records:
+    if not shown:
         out.append('<p class="muted">No call recorded.</p></section>')
-        return "".join(out)
-    shown = records if max_calls is None or len(records) <= max_calls else records[-max_calls:]
-    if len(shown) < len(records):
+        yield "".join(out)
+        return
+    if len(shown) < total:
         step = "--turn" if state.protocol == "conversation" else "--round"
-        out.append(f'<p class="note">{count(len(records))} calls; the first {count(len(records) - len(shown))} are '
+        out.append(f'<p class="note">{count(total)} calls; the first {count(total - len(shown))} are '
                    f"left out of this file (--max-calls). <code>moot context {h.text(state.id)} {step} N "
                    f"--agent {h.text(info.id)}</code> shows any of them.</p>")
-    views = [call_view(r, index) for r in shown]
-    system = _shared_system(views)
+    system = _shared_system([system_text(r, index) for r in shown])
     if system is not None:
         out.append(collapsible("System prompt (the same in every call below)", h.pre(system)))
-    for view in views:
-        out.append(_call(h, state, view, system))
-    out.append("</section>")
-    return "".join(out)
+    yield "".join(out)
+    for record in shown:
+        yield _call(h, state, call_view(record, index), system)
+    yield "</section>"
 
 
-def _shared_system(views: list[dict[str, Any]]) -> str | None:
-    firsts = {v["messages"][0]["content"] for v in views if v["messages"] and v["messages"][0]["role"] == "system"}
-    return next(iter(firsts)) if len(firsts) == 1 and len(views) > 1 else None
+def _shared_system(systems: list[str]) -> str | None:
+    """The system prompt when every call shown had the same one (each view opens with it)."""
+    return systems[0] if len(set(systems)) == 1 and len(systems) > 1 else None
 
 
 def _call(h: Html, state: DebateState, view: dict[str, Any], shared_system: str | None) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from ..models.state import (CallMetadata, Contribution, ConvergenceScore, DebateState, ModeratorNote, Round, Summary,
                             Usage)
@@ -343,8 +344,9 @@ def report_chunks(state: DebateState, verbose: bool = False, steps: Iterable[Rou
     blank lines are collapsed and the end is trimmed across pieces, as in the whole text."""
     parts: Iterable[list[str]] = [_header(state), _agents(state), report_section(state), _clarifications(state)]
     held, first = "", True
-    for part in [*parts, *_rounds(state, verbose, state.rounds if steps is None else steps),
-                 _synthesis(state, verbose), _totals(state)]:
+    rounds = _rounds(state, verbose, state.rounds if steps is None else steps)
+    # Chained, not a list: the steps' lines are made (and let go of) one step at a time.
+    for part in chain(parts, rounds, (_synthesis(state, verbose), _totals(state))):
         if not part:
             continue
         text = held + ("" if first else "\n") + terminal_safe("\n".join(part))

@@ -116,6 +116,11 @@ class Ranking:
     """Best first."""
 
 
+def text_words(text: str) -> frozenset[str]:
+    """The distinct words of `text` as queries spell them (lower case, cut as the index cuts them)."""
+    return frozenset(m.group().lower()[:MAX_TERM_CHARS] for m in _WORD.finditer(text))
+
+
 def query_words(texts: Iterable[str], limit: int = MAX_TERMS) -> list[str]:
     """Distinct words of `texts` (lower case, without stop words and one-character words), at most
     `limit`: first those that look like names — capitalized inside a sentence, or letters and

@@ -41,12 +41,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     folder = open_debate(args)
     state = folder.load()
     if args.html:
-        from moot.core.report.html import render_html
+        from moot.core.context.log_index import index_for_records
+        from moot.core.report.html import html_chunks
         from moot.core.safety.secrets import known_secrets
 
-        # Every step, read back from the log (a long debate's state holds its last ones).
-        whole = folder.load(bounded=False) if state.archived_rounds else state
-        deliver(render_html(whole, known_secrets(), max_calls=args.max_calls), args.output, "report")
+        # Every step read back from the log a step at a time, and of the calls shown only what
+        # they saw (a long debate's state holds its last steps; the page is never held whole).
+        pieces = html_chunks(state, folder.steps(), known_secrets(), args.max_calls,
+                             lambda records: index_for_records(folder.events_path, state, records))
+        deliver(pieces, args.output, "report")
         return ExitCode.OK
     if args.max_calls is not None:
         raise InputError("--max-calls goes with --html")
