@@ -3,6 +3,7 @@
 Run: .venv/bin/python bench/memory.py            # 1,000 and 10,000 turns
      .venv/bin/python bench/memory.py --full     # 1,000, 10,000, 20,000 and 100,000 turns (an hour or more)
      .venv/bin/python bench/memory.py --turns 1000,20000
+     .venv/bin/python bench/memory.py --resume DIR    # only the resume, of the debate in folder DIR
      .venv/bin/python bench/memory.py --readers DIR   # only the readers, on a debate folder already made
 
 Each size is one `moot run --headless --protocol conversation --provider demo --demo-delay 0`
@@ -115,6 +116,15 @@ def cut_in_last_turn(folder: Path, into: Path) -> tuple[Path, int]:
     return target, end - covered
 
 
+def own_peak_mb(pid: int) -> float:
+    """A live process's own peak RSS (`VmHWM`). Not `wait4`'s: a child's `ru_maxrss` starts from its
+    parent's peak when it execs, and this script has read the whole log to cut it by then."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
+
+
 def resume(folder: Path) -> tuple[float, float]:
     """Seconds from `moot resume` starting to its first request, and its peak RSS (MB) until then."""
     log = folder / "events.jsonl"
@@ -129,6 +139,7 @@ def resume(folder: Path) -> tuple[float, float]:
                 fh.seek(before)
                 if b'"call_started"' in fh.read():
                     first = time.perf_counter() - t0
+                    peak = own_peak_mb(proc.pid)
                     break
             if proc.poll() is not None:
                 raise RuntimeError(f"moot resume exited {proc.returncode} before its first request")
@@ -138,8 +149,23 @@ def resume(folder: Path) -> tuple[float, float]:
     finally:
         if proc.returncode is None:
             proc.kill()
-    _, peak, _ = wait_usage(proc)
+    wait_usage(proc)
     return first, peak
+
+
+def resumes(folder: Path, where: str, tmp: Path) -> None:
+    """`moot resume` of `folder`'s debate cut inside its last turn: with the search index the crash
+    leaves, then with none (rebuilt from the whole log before the first request)."""
+    cut, tail = cut_in_last_turn(folder, tmp / "cut")
+    lost = tmp / "lost" / cut.name
+    shutil.copytree(cut, lost)
+    (lost / INDEX_FILE).unlink(missing_ok=True)
+    first, peak = resume(cut)
+    print(f"moot resume in {where} (snapshot {tail / 1e6:.1f} MB of log behind): first request "
+          f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
+    first, peak = resume(lost)
+    print(f"  the same with its search index deleted (rebuilt from the whole log first): first request "
+          f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
 
 
 READERS = [
@@ -178,9 +204,14 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="1,000, 10,000, 20,000 and 100,000 turns")
     ap.add_argument("--turns", help="comma-separated sizes (default 1000,10000)")
     ap.add_argument("--keep", type=Path, help="copy the largest debate's folder here (to profile it later)")
+    ap.add_argument("--resume", type=Path, metavar="DIR", help="only measure resuming the debate in folder DIR")
     ap.add_argument("--no-readers", action="store_true", help="leave out reading the largest back")
     ap.add_argument("--readers", type=Path, metavar="DIR", help="only read back the debate in folder DIR")
     args = ap.parse_args()
+    if args.resume is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            resumes(args.resume.resolve(), args.resume.name, Path(tmp))
+        return
     if args.readers is not None:
         print(f"reading back {args.readers.name} ({(args.readers / 'events.jsonl').stat().st_size / 1e6:.1f} MB log)")
         readers(args.readers.resolve())
@@ -210,21 +241,11 @@ def main() -> None:
         largest = runs[-1]
         if args.keep:
             shutil.copytree(largest.folder, args.keep / largest.folder.name)
-        cut, tail = cut_in_last_turn(largest.folder, Path(tmp) / "cut")
-        shutil.copytree(cut, Path(tmp) / "lost" / cut.name)
-        first, peak = resume(cut)
-        print(f"moot resume in turn {largest.turns:,} (snapshot {tail / 1e6:.1f} MB of log behind): first request "
-              f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
-        lost = Path(tmp) / "lost" / cut.name
-        (lost / INDEX_FILE).unlink(missing_ok=True)
-        first, peak = resume(lost)
-        print(f"  the same with its search index deleted (rebuilt from the whole log first): first request "
-              f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
-        if not args.no_readers:
+        if not args.no_readers:  # (before the cut: see `own_peak_mb`)
             print(f"reading back the {largest.turns:,}-turn debate ({largest.log_bytes / 1e6:.1f} MB log), "
                   "one process each:")
             readers(largest.folder)
-
+        resumes(largest.folder, f"turn {largest.turns:,}", Path(tmp))
 
 if __name__ == "__main__":
     main()
