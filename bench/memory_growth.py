@@ -51,16 +51,16 @@ def main() -> None:
     fold = Orchestrator._fold
 
     def watched(self: Orchestrator, event: object) -> None:
-        fold(self, event)  # type: ignore[arg-type]
+        fold(self, event)  # type: ignore[arg-type]  # (every event the bus folds)
         if isinstance(event, RoundStarted) and event.round in marks and event.round not in snaps:
             snaps[event.round] = object_counts() if args.objects else tracemalloc.take_snapshot()
-            print(f"turn {event.round}: snapshot", file=sys.stderr, flush=True)
+            print(f"turn {event.round}: snapshot", file=sys.__stderr__, flush=True)
 
-    Orchestrator._fold = watched  # type: ignore[method-assign]
+    Orchestrator._fold = watched  # type: ignore[method-assign]  # (this script watches the fold; moot is unchanged)
     if not args.objects:
         tracemalloc.start(args.depth)
     with tempfile.TemporaryDirectory() as tmp:
-        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
             moot_main(["run", PROBLEM, "--headless", "--protocol", "conversation", "--turns", str(marks[-1] + 1),
                        "-a", AGENTS, "--provider", "demo", "--demo-delay", "0", "--state-dir", tmp])
     first, last = snaps[marks[0]], snaps[marks[-1]]
