@@ -20,8 +20,10 @@ from moot.core.config import Overrides, build_config
 from moot.core.context.inspect import calls_at_turn_in_log
 from moot.core.context.view import render_messages
 from moot.core.context.index import DebateIndex
+from moot.core.context.recall_tier import WORDS_KEPT, Recaller
 from moot.core.models.state import AgentInfo, Contribution, DebateState, Summary
 from moot.core.search.archived import ArchivedContributions
+from moot.core.search.index import SearchIndex
 from moot.core.session import SessionOptions, new_session, resume_session
 from moot.core.storage import archive
 from moot.core.storage.folder import DebateFolder
@@ -230,3 +232,19 @@ def test_the_index_lets_go_of_the_summaries_of_steps_it_archived() -> None:
     assert [s.id for s in held] == ["s378", "s382", "s386", "s390", "s394", "s398"]
     assert set(index.summaries) == {s.id for s in held}
     assert [c.id for c in index.uncovered_items("judge", before[-1])] == ["c399", "c400"]
+
+
+def test_the_recall_tiers_caches_keep_the_most_recently_used(tmp_path: Path) -> None:
+    # An item's words take ~10 KB: 20,000 of them were ~200 MB of a long conversation's memory.
+    recaller = Recaller(SearchIndex(tmp_path / "search.sqlite"), DebateIndex())
+    items = [Contribution(id=f"c{i}", agent_id="architect", role="architect", type="message", round=i,
+                          content=f"Turn {i}: tenant {i} gets its own bucket of {i * 7} requests a minute.")
+             for i in range(1, 2001)]
+    window = items[:20]
+    for c in items:
+        recaller.words(c)
+        for w in window:  # a window's items are asked for at every call: they stay
+            recaller.words(w)
+    assert len(recaller._words) == WORDS_KEPT  # (the cache itself: what grew)
+    assert all(w.id in recaller._words for w in window)
+    assert {"tenant", "bucket", "7"} <= recaller.words(items[0])
