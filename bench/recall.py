@@ -16,13 +16,16 @@ planted). Summaries are rule-based (offline). It reports, each figure measured w
 - the index's size over the event log's, and the cost of indexing one message (its own
   transaction, as the debate's process does) at turns 80–120 and at the last 41 (goal: flat);
 - `moot search` on the finished debate: the command's wall time from process start (median of
-  5; goal < 0.3 s), and the search alone in this process.
+  5; goal < 0.3 s), and the search alone in this process;
+- the requests of the recall-on run that differ from those of the same conversation held whole in
+  memory (nothing let go of; goal: none, whatever the log's writer's pace).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import statistics
 import subprocess
@@ -43,6 +46,7 @@ from moot.core.protocols.conversation import ConversationProtocol  # noqa: E402
 from moot.core.providers.base import ChatRequest, Completion, Finished, StreamItem, TextDelta  # noqa: E402
 from moot.core.search.index import INDEX_FILE, SearchIndex  # noqa: E402
 from moot.core.session import SessionOptions, new_session  # noqa: E402
+from moot.core.storage import archive  # noqa: E402
 from moot.core.tokens import count_messages, count_text  # noqa: E402
 from tests.prose import FactScript, planted, turn_of  # noqa: E402
 
@@ -65,10 +69,13 @@ class ScriptedProvider:
         self.watch = watch
         self.sent: dict[int, str] = {}
         """turn → the whole request text, for the turns right after a mention."""
+        self.digests: list[str] = []
+        """Every request's digest, in order."""
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamItem]:
         body: dict[str, Any] = {"messages": request.messages}
         turn = turn_of(body)
+        self.digests.append(hashlib.sha256(repr(request.messages).encode()).hexdigest())
         if turn in self.watch:
             self.sent[turn] = "\n".join(m["content"] for m in request.messages)
         text = self.script(body, 0)
@@ -152,7 +159,18 @@ async def run(turns: int, state_dir: Path, recall: bool) -> dict[str, Any]:
     folder = session.folder.path
     return {"wall": wall, "per_turn": per_turn, "mentions": len(mentions), "whole": whole, "sentence": sentence,
             "folder": folder, "index": sum(p.stat().st_size for p in folder.glob(f"{INDEX_FILE}*")),
-            "log": (folder / "events.jsonl").stat().st_size, "plants": plants}
+            "log": (folder / "events.jsonl").stat().st_size, "plants": plants, "digests": provider.digests}
+
+
+def differing(turns: int, state_dir: Path, bounded: list[str]) -> int:
+    """Requests of a bounded run unlike those of the same conversation with nothing let go of."""
+    hold = archive.HOLD
+    archive.HOLD = 10**9
+    try:
+        whole = asyncio.run(run(turns, state_dir, recall=True))["digests"]
+    finally:
+        archive.HOLD = hold
+    return sum(a != b for a, b in zip(bounded, whole)) + abs(len(bounded) - len(whole))
 
 
 def cost_ratio(per_turn: dict[int, float], turns: int) -> tuple[float, float, float]:
@@ -232,6 +250,8 @@ def main() -> None:
         print(f"index {on['index'] / 1e6:.1f} MB / log {on['log'] / 1e6:.1f} MB = {on['index'] / on['log']:.2f}")
         early, late, ratio = append_cost(turns, Path(tmp))
         print(f"indexing a message: turns 80-120 {early:.3f} ms, last 41 of {turns} {late:.3f} ms, ratio {ratio:.2f}")
+        n_diff = differing(turns, Path(tmp) / "whole", on["digests"])
+        print(f"requests unlike those of the conversation held whole: {n_diff}/{len(on['digests'])}")
         word = planted(next(iter(on["plants"].values()))).name
         wall, bare, inner, hits = search_latency(on["folder"], word)
         print(f"moot search {word} on the {turns}-turn debate: {wall:.3f} s from process start (median of 5; "

@@ -14,7 +14,7 @@ thread; its CPU is measured and taken out of the app's. `--breakdown` adds where
 app's CPU goes (exclusive CPU of the transcript, frames, roster, CSS updates, garbage
 collection, …: bench/cpu_meter.py); it costs a little CPU itself.
 
-    .venv/bin/python bench/tui_stream.py [--seconds 10] [--agents 12] [--rate 400] [--breakdown]
+    .venv/bin/python bench/tui_stream.py [--seconds 10] [--agents 12] [--rate 400] [--breakdown] [--paced 30]
 """
 
 from __future__ import annotations
@@ -84,10 +84,13 @@ def view(agent: AgentInfo, call_no: int) -> ViewRecord:
 
 
 async def produce(runtime: ScriptedRuntime, infos: list[AgentInfo], rate: float, seconds: float,
-                  meter: CpuMeter) -> int:
+                  meter: CpuMeter, paced: float = 0.0, frames: list[float] | None = None) -> int:
     """Push tokens at `rate` per agent per second for `seconds`; returns the tokens pushed.
 
-    Its CPU (building and queueing the events) is measured as "benchmark producer"."""
+    `paced` (frames a second): the stream's clock advances by one frame's time per frame the
+    screen draws instead of by the wall clock, so every frame has the same text to show
+    (`rate / paced` tokens per agent) however fast the machine is: CPU per frame compares
+    across loads. Its CPU (building and queueing the events) is measured as "benchmark producer"."""
     judge = AgentInfo(id="judge", name="Judge", role="generalist", model="demo", provider="demo",
                       temperature=0.5, budget=7000)
     runtime.push(DebateStarted(problem="Design a URL shortener", total_rounds=9, agents=infos, judge=judge,
@@ -101,7 +104,12 @@ async def produce(runtime: ScriptedRuntime, infos: list[AgentInfo], rate: float,
     tick = 0.01
     pushed = 0
     start = time.perf_counter()
-    while (elapsed := time.perf_counter() - start) < seconds:
+    step = 0
+
+    def clock() -> float:
+        return step / paced if paced else time.perf_counter() - start
+
+    while (elapsed := clock()) < seconds:
         with meter.measure(PRODUCER):
             owed = rate * elapsed * len(infos) - pushed
             n_each = int(owed / len(infos))
@@ -121,7 +129,13 @@ async def produce(runtime: ScriptedRuntime, infos: list[AgentInfo], rate: float,
                         calls[a.id] += 1
                         texts[a.id] = ""
                         runtime.push(CallStarted(view=view(a, calls[a.id])))
-        await asyncio.sleep(tick)
+        if paced and frames is not None:
+            drawn = len(frames)
+            while len(frames) < drawn + 1:  # the next frame (it shows these tokens or the last ones)
+                await asyncio.sleep(0.001)
+            step += 1
+        else:
+            await asyncio.sleep(tick)
     return pushed
 
 
@@ -165,7 +179,7 @@ SCREEN = "screen: header, event log, usage"
 CATEGORIES = [TRANSCRIPT, FRAMES, GC, ROSTER, STYLES, PANES, SCREEN]
 
 
-async def main(seconds: float, n_agents: int, rate: float, breakdown: bool) -> None:
+async def main(seconds: float, n_agents: int, rate: float, breakdown: bool, paced: float = 0.0) -> None:
     meter = CpuMeter()
     missing = instrument(meter) if breakdown else []
     runtime = ScriptedRuntime()
@@ -204,7 +218,7 @@ async def main(seconds: float, n_agents: int, rate: float, breakdown: bool) -> N
         meter.start()
         cpu0, proc0, wall0 = time.thread_time(), time.process_time(), time.perf_counter()
         frames_before, layouts_before = len(frames), len(layout_times)
-        producer = asyncio.create_task(produce(runtime, infos, rate, seconds, meter))
+        producer = asyncio.create_task(produce(runtime, infos, rate, seconds, meter, paced, frames))
 
         async def lag_probe() -> None:
             while True:
@@ -220,7 +234,7 @@ async def main(seconds: float, n_agents: int, rate: float, breakdown: bool) -> N
         visible: list[float] = []
         t_end = time.perf_counter() + seconds - 0.5
         i = 0
-        while time.perf_counter() < t_end:
+        while time.perf_counter() < t_end or (paced and not producer.done()):
             await asyncio.sleep(0.25)
             key = "a" if i % 2 == 0 else "backspace"
             i += 1
@@ -276,8 +290,9 @@ async def main(seconds: float, n_agents: int, rate: float, breakdown: bool) -> N
     stalls = [lag for lag in lags if lag > 0.150]
     producer_cpu = meter.cpu.get(PRODUCER, 0.0)
     app_cpu = cpu - producer_cpu
+    pace = f", paced at {paced:g} frames a second of stream (took {wall:.1f} s)" if paced else ""
     print(f"stream: {n_agents} agents × {rate:g} tokens/s for {seconds:g} s = {pushed} tokens "
-          f"({pushed / seconds:.0f}/s); bridge flushes {bridge.flushes} ({bridge.flushes / wall:.1f}/s)")
+          f"({pushed / seconds:.0f}/s){pace}; bridge flushes {bridge.flushes} ({bridge.flushes / wall:.1f}/s)")
     print(f"key → handled:   median {med(handled)}, p95 {ms(handled, 0.95)}, max {top(handled)}  (n={len(handled)})")
     print(f"key → on screen: median {med(visible)}, p95 {ms(visible, 0.95)}, max {top(visible)}  (n={len(visible)})")
     print(f"frames: {len(stream_frames)} in {span:.1f} s = {len(stream_frames) / span:.1f} fps; "
@@ -315,5 +330,7 @@ if __name__ == "__main__":
     parser.add_argument("--agents", type=int, default=12)
     parser.add_argument("--rate", type=float, default=400.0, help="tokens per second per agent")
     parser.add_argument("--breakdown", action="store_true", help="where the app's CPU goes, by category")
+    parser.add_argument("--paced", type=float, default=0.0, metavar="FPS",
+                        help="advance the stream one 1/FPS s step per frame drawn (CPU per frame at that frame rate)")
     args = parser.parse_args()
-    asyncio.run(main(args.seconds, args.agents, args.rate, args.breakdown))
+    asyncio.run(main(args.seconds, args.agents, args.rate, args.breakdown, args.paced))

@@ -252,12 +252,18 @@ class Orchestrator:
         """A debater by id, name or role (see `moot.core.agents.find_agent`); not the judge."""
         return find_agent(name, self.agents)
 
-    def attach_search(self, live: LiveIndex) -> None:
-        """Index every text as it is emitted, and let views recall from that index."""
+    def attach_search(self, live: LiveIndex, written: Callable[[], int] | None = None) -> None:
+        """Index every text as it is emitted, and let views recall from that index (`written`: the
+        last sequence number the log's writer has written, see `ArchivedContributions`)."""
+        def warn(agent_id: str, message: str) -> None:
+            self.emit(Warning_(message=message, agent_id=agent_id))
+
         self.bus.listen(live.on_event)
-        self.engine.recaller = Recaller(live, self.index)
+        self.engine.recaller = Recaller(live, self.index, warn)
         # Old items the recall tier brings back from steps this state let go of: read from the log.
-        self.index.contributions.read_back = ArchivedContributions(live, lambda: live.folder.events_path)
+        archived = ArchivedContributions(live, lambda: live.folder.events_path, written)
+        self.bus.listen(archived.on_event)
+        self.index.contributions.read_back = archived
 
     # ------------------------------------------------------------------ events
 

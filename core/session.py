@@ -249,7 +249,8 @@ def new_session(
     except BaseException:
         folder.discard()
         raise
-    session = DebateSession(orch, folder, lock, providers, EventLogWriter(folder), _search(orch, folder))
+    writer = EventLogWriter(folder)
+    session = DebateSession(orch, folder, lock, providers, writer, _search(orch, folder, writer))
     session.seat_people()
     return _bound(session)
 
@@ -261,16 +262,17 @@ def _bound(session: DebateSession) -> DebateSession:
     return session
 
 
-def _search(orch: Orchestrator, folder: DebateFolder, log_seq: int | None = None) -> LiveIndex:
+def _search(orch: Orchestrator, folder: DebateFolder, writer: EventLogWriter, log_seq: int | None = None) -> LiveIndex:
     """The debate's search index, listening to its events (opened now for a resumed debate, whose
-    index is synced with its log first; at its first text for a new one)."""
+    index is synced with its log first; at its first text for a new one). Old texts it finds are
+    read back from the log, or, while `writer` has yet to write them, from memory."""
     def warn(message: str) -> None:
         orch.emit(Warning_(message=message))
 
     live = LiveIndex(folder, warn)
     if log_seq is not None:
         live.open(log_seq)
-    orch.attach_search(live)
+    orch.attach_search(live, lambda: writer.written_seq)
     return live
 
 
@@ -299,11 +301,11 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
                             grounding=_grounding(config, _references(config, resuming=True), lambda: folder))
         for agent in [*orch.agents, orch.judge]:
             providers.get(agent)
-        search = _search(orch, folder, state.last_seq)
+        writer = EventLogWriter(folder, bounded=state.archived_rounds > 0)
+        search = _search(orch, folder, writer, state.last_seq)
     except BaseException:  # a refusal (StoreError, ConfigError) or anything else: never leave it locked
         lock.release()
         raise
-    writer = EventLogWriter(folder, bounded=state.archived_rounds > 0)
     session = _bound(DebateSession(orch, folder, lock, providers, writer, search))
     session.seat_people()
     if session.people and orch.desk.drafts is not None:  # turns recorded before a kill: their drafts go

@@ -171,9 +171,11 @@ def passage(content: str, terms: Sequence[str], chars: int) -> tuple[int, int]:
 class Recaller:
     """Chooses a view's recall tier from the debate's search index."""
 
-    def __init__(self, search: Postings, index: DebateIndex) -> None:
+    def __init__(self, search: Postings, index: DebateIndex, warn: Callable[[str, str], None] | None = None) -> None:
         self.search = CachedPostings(search)
         self.index = index
+        self.warn = warn
+        """(agent id, message): an item found that could not be read back (never skipped silently)."""
         self._tokens: OrderedDict[tuple[str, tuple[int, int] | None, str, str], int] = OrderedDict()
         """(item, passage, label, model) → tokens of its block (items never change once written)."""
         self._words: OrderedDict[str, frozenset[str]] = OrderedDict()
@@ -209,12 +211,16 @@ class Recaller:
         left = request.tokens - tokens.count_text(header(record), model) - HEADER_MARGIN
         shown = {it.id: it.span for b in request.held for it in b.items}
         chosen: list[RecalledItem] = []
+        unread: list[str] = []
         taken = 0
         for found in ranking.found[: 2 * MAX_ITEMS]:
             if taken >= MAX_ITEMS or left < 48:
                 break
             c = self.index.contributions.get(found.doc_id)
-            if c is None or not c.content.strip():
+            if c is None:  # found by the index, yet neither held nor in the log (a damaged log)
+                unread.append(found.doc_id)
+                continue
+            if not c.content.strip():
                 continue
             if c.id in shown:  # already in the view, where an earlier call of the reader recalled it
                 left -= self._block_tokens(c, shown[c.id], label(c), model)
@@ -229,6 +235,10 @@ class Recaller:
             left -= n
             taken += 1
             chosen.append(RecalledItem(id=c.id, score=found.score, terms=list(found.terms), span=span))
+        if unread and self.warn is not None:
+            self.warn(record.agent_id, f"{record.agent_id}: the recall tier could not read back {len(unread)} earlier "
+                      f"item{'s' if len(unread) != 1 else ''} ({', '.join(unread[:4])}) from the event log; "
+                      "this view was built without them")
         return RecallRecord(query=ranking.terms, items=chosen, cap=request.tokens, held=list(request.held))
 
     def _block_tokens(self, c: Contribution, span: tuple[int, int] | None, label: str, model: str) -> int:

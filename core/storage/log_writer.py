@@ -48,6 +48,9 @@ class EventLogWriter:
         self._checkpoint_at = self._next_checkpoint(snapshot)
         self.snapshots = 0
         self.snapshot_error: OSError | None = None
+        self.written_seq = 0
+        """The sequence number of the last event this writer has put in the log (written and flushed:
+        a reader opening the file sees it). What comes after it may still wait in its queue."""
 
     async def run(self, sub: Subscription) -> None:
         require_real_folder(self.folder.path)
@@ -66,6 +69,7 @@ class EventLogWriter:
                     data = (self.encode(event) + "\n").encode("utf-8")
                     write_all(fd, data)
                     os.fsync(fd)
+                    self.written_seq = event.seq
                     self.folder.publish()
                     await self._written(is_terminal(event), len(data), fd)
         except BaseException:
@@ -76,15 +80,18 @@ class EventLogWriter:
             # so the writer keeps up with an engine that makes them quickly (a zero-delay demo).
             while batch := await sub.batch(self.BATCH):
                 lines: list[bytes] = []
+                last = self.written_seq
                 try:
                     for event in batch:
                         if not isinstance(event, Token):
                             lines.append((self.encode(event) + "\n").encode("utf-8"))
+                            last = event.seq
                 finally:  # an event that cannot be saved: what came before it still is
                     if lines:
                         data = b"".join(lines)
                         await fh.write(data)
                         await fh.flush()
+                        self.written_seq = last
                         await self._written(any(is_terminal(e) for e in batch), len(data), fh.fileno())
 
     BATCH = 256

@@ -13,7 +13,7 @@ import math
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Grid, Horizontal
 from textual.events import DescendantFocus, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Label
@@ -27,6 +27,7 @@ from ..theming import theme_names
 from ..widgets.agent_pane import AgentPane
 from ..widgets.agent_roster import AgentRoster
 from ..widgets.command_input import CommandInput
+from ..widgets.kept_lines import KeptGrid, KeptHorizontal, KeptLabel, KeptVertical
 from ..widgets.conversation_view import ConversationView
 from ..widgets.debate_header import DebateHeader
 from ..widgets.event_log import EventLog
@@ -87,14 +88,14 @@ class DebateLayout(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield DebateHeader()
-        with Horizontal(id="main"):
-            yield Grid(id="panes")
+        with KeptHorizontal(id="main"):  # drawn in every frame while panes stream: lines kept
+            yield KeptGrid(id="panes")
             yield AgentRoster(clock=self.runtime.now, id="roster")
         yield EventLog(id="event-log")
-        with Vertical(id="command-bar"):
-            yield Label("", id="command-feedback")
-            with Horizontal(id="command-row"):
-                yield Label("›", id="command-prompt")
+        with KeptVertical(id="command-bar"):
+            yield KeptLabel("", id="command-feedback")
+            with KeptHorizontal(id="command-row"):
+                yield KeptLabel("›", id="command-prompt")
                 yield CommandInput(Vocabulary(self._agent_words, self._theme_words), id="command", compact=True)
         yield Footer()
 

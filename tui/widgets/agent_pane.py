@@ -12,7 +12,8 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
+from textual.geometry import Region
 from textual.markup import escape
 from textual.reactive import reactive
 from textual.widgets import Label
@@ -22,6 +23,7 @@ from ...core.models.state import AgentInfo, Clarification, Contribution, Converg
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
 from ..format import contribution_title, dom_id, k, solution_markdown, solution_title, usd
+from .kept_lines import KeptHorizontal, KeptLabel, KeptLines
 from .label_text import update_label
 from .token_gauge import TokenGauge
 from .transcript import Entry, Transcript
@@ -57,7 +59,7 @@ def _md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
-class AgentPane(Vertical, can_focus=True):
+class AgentPane(Vertical, KeptLines, can_focus=True):
     """A pane per debater (and one for the judge).
 
     Bounded: the calls in flight and the newest finished one show as markdown;
@@ -70,7 +72,7 @@ class AgentPane(Vertical, can_focus=True):
     MAX_HISTORY = 12
     KEEP_FINISHED = 1
 
-    status: reactive[str] = reactive("waiting")
+    status: reactive[str] = reactive("waiting", repaint=False)  # shown by the status line alone (`_set_subtitle`)
 
     def __init__(self, info: AgentInfo, *, judge: bool = False, **kwargs: Any) -> None:
         super().__init__(id=dom_id("pane", info.id), classes="agent-pane" + (" -judge" if judge else ""), **kwargs)
@@ -99,6 +101,7 @@ class AgentPane(Vertical, can_focus=True):
         """This agent's tokens and cost so far, shown after the status on the bottom border."""
         self._tool_titles: dict[str, str] = {}
         """Tool call id → its line's title while it runs."""
+        self._subtitle: str | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -106,10 +109,10 @@ class AgentPane(Vertical, can_focus=True):
         info = self.info
         title = info.name if info.name.lower() == info.role.lower() else f"{info.name} · {info.role}"
         self.border_title = ("⚖ " if self.judge else "") + escape(one_line_safe(title))
-        with Horizontal(classes="pane-meta"):
+        with KeptHorizontal(classes="pane-meta"):
             where = "a person: typed answers, no model" if info.provider == "human" else f"{info.provider}:{info.model}"
-            yield Label(Text(one_line_safe(where)), classes="pane-model")
-            yield Label("", classes="pane-badge")
+            yield KeptLabel(Text(one_line_safe(where)), classes="pane-model")
+            yield KeptLabel("", classes="pane-badge")
         yield TokenGauge()
         yield Transcript(classes="pane-body")
 
@@ -140,7 +143,21 @@ class AgentPane(Vertical, can_focus=True):
             word = "✎ waiting for you"
         elapsed = f" · {self._elapsed}s" if self._elapsed is not None and self.status in (
             "thinking", "streaming", "summarizing") else ""
-        self.border_subtitle = f"[{color}]{STATUS_ICONS.get(self.status, '')} {word}{elapsed}{extra}[/]{usage}"
+        self._set_subtitle(f"[{color}]{STATUS_ICONS.get(self.status, '')} {word}{elapsed}{extra}[/]{usage}")
+
+    def _set_subtitle(self, markup: str) -> None:
+        """The bottom border's text, repainting only that row (the seconds of a running call
+        change it every second; the whole pane's border and background stay as drawn)."""
+        if markup == self._subtitle:
+            return
+        self._subtitle = markup
+        width, height = self.outer_size
+        if not self.is_mounted or not height:
+            self.border_subtitle = markup
+            return
+        self._border_subtitle = self.render_str(markup).expand_tabs(4).split()[0]  # as Textual's setter stores it
+        offset = self.content_offset  # the region is in content coordinates
+        self.refresh(Region(-offset.x, height - 1 - offset.y, width, 1))
 
     def tick(self, now: float) -> None:
         """Once a second: how long the oldest call in flight has been running."""
@@ -233,7 +250,7 @@ class AgentPane(Vertical, can_focus=True):
 
     def call_failed(self, call_id: str, error: str, will_retry: bool) -> None:
         if will_retry:
-            self.border_subtitle = f"[$warning]↻ retrying: {escape(one_line_safe(error, 60))}[/]"
+            self._set_subtitle(f"[$warning]↻ retrying: {escape(one_line_safe(error, 60))}[/]")
             return
         self._summarizing.discard(call_id)
         if call_id in self._active:

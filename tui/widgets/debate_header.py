@@ -9,10 +9,11 @@ from textual.widgets import Label
 
 from ...core.models.state import DebateState
 from ..format import PHASE_LABELS, clock_time, first_line, k, usd
+from .kept_lines import KeptLines
 from .label_text import update_label
 
 
-class DebateHeader(Horizontal):
+class DebateHeader(Horizontal, KeptLines):
     """One line; the DEMO badge shows whenever any agent runs on the demo provider."""
 
     def __init__(self) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from ...core.models.state import TierTokens
 from ..format import k
+from .kept_lines import KeptLines
 
 TIERS = ("system", "summary", "recall", "history", "task", "tools")
 """`recall`: old items the summary covers, brought back verbatim (drawn ▓ in the summary's colour);
@@ -23,7 +23,7 @@ WARN_RATIO = 0.8
 CRITICAL_RATIO = 0.95
 
 
-class TokenGauge(Widget):
+class TokenGauge(KeptLines):
     """`▕███▒▒▒░░░░▏ 5.2k / 7k`: system, summary, history and task tiers, then free space.
 
     Not a ProgressBar: no ETA, fixed width text, and classes `-warn` / `-critical`

@@ -27,6 +27,7 @@ from typing import Any
 from rich.style import Style
 from textual import events
 from textual.geometry import Region, Size
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -70,6 +71,12 @@ class Transcript(TranscriptLines, can_focus=False):
         self._synced: tuple[object, ...] | None = None
         self._base_style = Style()
         self._blank: Strip | None = None
+        self._repaint_asked = False
+        """A repaint was asked for since this widget was last drawn (text that arrives again
+        before the frame does not ask again)."""
+        self._styled: dict[int, tuple[Strip, Strip]] = {}
+        """id of a line drawn in the last frame → that line and what the style cache made of
+        it: a line that only moved up the view is not styled again."""
 
     # ------------------------------------------------------------------ entries
 
@@ -153,7 +160,9 @@ class Transcript(TranscriptLines, can_focus=False):
 
     def _content_changed(self) -> None:
         self._dirty = True
-        self.refresh()
+        if not self._repaint_asked:
+            self._repaint_asked = True
+            self.refresh()
 
     def _width(self) -> int:
         return max(1, self.scrollable_content_region.width)
@@ -182,8 +191,25 @@ class Transcript(TranscriptLines, can_focus=False):
         self._layout_key = None
 
     def render_lines(self, crop: Region) -> list[Strip]:
+        self._repaint_asked = False
         self._sync(drawing=True)
-        return super().render_lines(crop)
+        cache = self._styles_cache
+        if self.styles.gutter or crop.x or crop.width != self.size.width:
+            self._styled.clear()
+            return super().render_lines(crop)
+        # Rows whose line was drawn in the last frame (at another row, as the text scrolls)
+        # take what the style cache made of it then; the others are styled now.
+        styled, rows = self._styled, cache._cache
+        lines = [self.render_line(y) for y in crop.line_range]
+        for y, line in zip(crop.line_range, lines):
+            done = styled.get(id(line))
+            if done is not None and done[0] is line and y not in cache._dirty_lines:
+                rows[y] = done[1]
+            else:
+                rows.pop(y, None)
+        strips = super().render_lines(crop)
+        self._styled = {id(line): (line, rows[y]) for y, line in zip(crop.line_range, lines) if y in rows}
+        return strips
 
     def _sync(self, drawing: bool = False) -> None:
         """Render the parts in the view, estimate the others, and set the scroll range and
@@ -222,7 +248,8 @@ class Transcript(TranscriptLines, can_focus=False):
                 # `virtual_size` reactive would lay out the whole screen, for every chunk of
                 # every pane. A scrollbar that appears or goes still lays out (its reactive asks).
                 self.set_reactive(Widget.virtual_size, size)
-                self._scroll_update(size)
+                if not self._grow_scrollbar(size):
+                    self._scroll_update(size)
             else:
                 self.virtual_size = size  # not laid out yet: the first layout sizes it
         if anchored and self.scroll_y != self.max_scroll_y:
@@ -232,11 +259,30 @@ class Transcript(TranscriptLines, can_focus=False):
             if self.show_vertical_scrollbar:
                 self.vertical_scrollbar.position = end
         # Textual keeps the drawn lines by row; what it kept was drawn from other lines (other
-        # text, another width, another scroll position).
+        # text, another width, another scroll position). `render_lines` puts back those that
+        # only moved.
         self._styles_cache.clear()
         if not drawing:
             self.refresh()
         self._synced = (key, view, anchored, round(self.scroll_y))
+        return True
+
+    def _grow_scrollbar(self, size: Size) -> bool:
+        """The text still overflows a view whose scrollbar is shown: only the bar's range
+        changes (what `_scroll_update` ends in, without deciding again which scrollbars to
+        show and validating both scroll offsets through their reactives). False: do it all."""
+        styles = self.styles
+        height = self._container_size.height
+        if not (self.show_vertical_scrollbar and not self.show_horizontal_scrollbar
+                and styles.overflow_y == "auto" and styles.overflow_x == "hidden"
+                and styles.scrollbar_size_vertical and size.height > height
+                and self.scroll_y <= size.height - height):
+            return False
+        self._scrollbar_changes.clear()
+        bar = self.vertical_scrollbar
+        bar.set_reactive(ScrollBar.window_virtual_size, size.height)
+        bar.set_reactive(ScrollBar.window_size, height)
+        bar.refresh()
         return True
 
     def _rebuild(self, width: int) -> None:

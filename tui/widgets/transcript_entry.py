@@ -26,6 +26,20 @@ Rendered = tuple[list[Strip], bool]
 
 
 @dataclass
+class GrownTail:
+    """The live tail as last rendered, when it was one plain paragraph whose lines are known
+    to hold its words in order: the lines before the last one stay as the paragraph grows
+    (word wrapping is greedy), so only the text from the last line on is rendered again."""
+
+    text: str
+    width: int
+    kept: list[Strip]
+    """The rendered lines but the last."""
+    last_line: int
+    """Where the last line starts in `text`."""
+
+
+@dataclass
 class Entry:
     """One item of the transcript."""
 
@@ -51,6 +65,7 @@ class Entry:
     """Segment index → its estimated height (without the blank line after it)."""
     nonempty: list[bool] = field(default_factory=list, repr=False)
     """Per segment: whether it renders to any line (a segment of blank lines does not)."""
+    grown: GrownTail | None = field(default=None, repr=False)
 
     @property
     def tail(self) -> str:
@@ -90,3 +105,4 @@ class Entry:
         """The width or the theme changed: every part is rendered (or estimated) again."""
         self.rendered.clear()
         self.estimates.clear()
+        self.grown = None

@@ -9,16 +9,20 @@ is never interpreted (markdown goes to Rich's Markdown, everything else is `Text
 
 from __future__ import annotations
 
+import re
+
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
 from ...core.safety.sanitize import terminal_safe
 from ..format import first_line
 from .markdown_blocks import wrapped_lines, estimate_lines, gap_after, markdown
-from .transcript_entry import HEAD, TAIL, Entry, Rendered
+from .plain_scrollbar import plain_vertical_scrollbar
+from .transcript_entry import HEAD, TAIL, Entry, GrownTail, Rendered
 
 TITLE_CLASSES = {"done": "transcript--title-done", "failed": "transcript--title-failed",
                  "solution": "transcript--title-solution"}
@@ -27,10 +31,18 @@ TITLE_CLASSES = {"done": "transcript--title-done", "failed": "transcript--title-
 class TranscriptLines(ScrollView, can_focus=False):
     """The rendering half of `Transcript`: a part of an entry → its strips, or its estimate."""
 
+    _base_style = Style()
+    """The widget's style, kept by `Transcript` while its width and theme hold (DOMNode.rich_style
+    walks every ancestor's styles each time it is asked)."""
+
     COMPONENT_CLASSES = {
         "transcript--title", "transcript--title-done", "transcript--title-failed",
         "transcript--title-solution", "transcript--history", "transcript--note",
     }
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        return plain_vertical_scrollbar(self)  # its thumb moves in most frames: drawn cheaply
 
     def _render_part(self, entry: Entry, part: int, width: int) -> Rendered:
         """The part's lines (cached on the entry until it changes or the width does)."""
@@ -39,10 +51,29 @@ class TranscriptLines(ScrollView, can_focus=False):
             return done
         if part == HEAD:
             done = (self._head_strips(entry, width), False)
+        elif part == TAIL:
+            done = self._tail_block(entry, width)
         else:
             done = self._markdown_block(entry.part_text(part), width)
         entry.rendered[part] = done
         return done
+
+    def _tail_block(self, entry: Entry, width: int) -> Rendered:
+        """The live tail's lines: while it is one plain paragraph that only grew since it was
+        last rendered, its lines but the last are kept and the rest is rendered (the same
+        lines as rendering it whole: tests/tui/test_streaming_cost.py)."""
+        text, grown = entry.tail, entry.grown
+        if not is_plain_paragraph(text):
+            entry.grown = None
+            return self._markdown_block(text, width)
+        if (grown is not None and grown.width == width and text.startswith(grown.text)
+                and is_plain_paragraph(text[grown.last_line:])):
+            strips, gap = self._markdown_block(text[grown.last_line:], width)
+            strips = grown.kept + strips
+        else:
+            strips, gap = self._markdown_block(text, width)
+        entry.grown = grown_tail(text, width, strips)
+        return strips, gap
 
     def _estimate_part(self, entry: Entry, part: int, width: int) -> int:
         """Lines the part will take (without the blank line after it), not rendering it."""
@@ -105,7 +136,7 @@ class TranscriptLines(ScrollView, can_focus=False):
         dark = getattr(self.app.current_theme, "dark", True)
         console = self.app.console
         options = console.options.update(width=width, height=None, highlight=False)
-        style = self.rich_style
+        style = self._base_style or self.rich_style
         md = markdown(text, "ansi_dark" if dark else "ansi_light")
         lines = console.render_lines(md, options, style=style, pad=False)
         return [Strip(Segment.simplify(line)).adjust_cell_length(width, style) for line in lines], gap_after(md)
@@ -116,3 +147,24 @@ class TranscriptLines(ScrollView, can_focus=False):
         base = self.rich_style + style
         lines = console.render_lines(text, options, style=base, pad=False)
         return [Strip(Segment.simplify(line)).adjust_cell_length(width, base) for line in lines]
+
+
+_PLAIN = re.compile(r"[ ]{0,3}[A-Za-z][A-Za-z0-9,.;:'\"?!()/% ]*")
+"""Prose that markdown leaves as it is, in a paragraph: no markup, escapes, entities or links,
+and (starting with a letter after at most three spaces) no list item, heading, quote or
+indented code wherever a line starts."""
+
+
+def is_plain_paragraph(text: str) -> bool:
+    return _PLAIN.fullmatch(text) is not None and "  " not in text
+
+
+def grown_tail(text: str, width: int, strips: list[Strip]) -> GrownTail | None:
+    """What a later, longer tail keeps of these lines, when they are known to hold the words of
+    `text` in order, one space between lines (no word was folded across two lines)."""
+    words = ["".join(segment.text for segment in strip).rstrip() for strip in strips]
+    if not words or not all(words) or " ".join(words) != text.strip():
+        return None
+    lead = len(text) - len(text.lstrip())
+    last_line = lead + len(" ".join(words[:-1])) + 1 if len(words) > 1 else 0
+    return GrownTail(text, width, strips[:-1], last_line)

@@ -1,0 +1,140 @@
+"""What spares a frame's work must draw what Textual would have drawn.
+
+`PlainScrollBar` makes a transcript's scrollbar lines from `ScrollBarRender.render_bar`
+directly (tui/widgets/plain_scrollbar.py): compared here with Textual's own drawing of the
+same scrollbar at every thumb position, with and without the ANSI colour filter, hovered
+and not. `KeptLines` hands back a widget's last lines while nothing changed
+(tui/widgets/kept_lines.py): a label and a gauge that change must show the change, and so
+must a pane's status line, which repaints only its row.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.geometry import Region
+from textual.scrollbar import ScrollBar
+from textual.widgets import Static
+
+from moot.core.events import CallStarted, ContributionAdded, Token
+from moot.core.models.state import CallMetadata, Contribution, TierTokens
+from moot.tui.app import create_app
+from moot.tui.format import dom_id
+from moot.tui.theming import VARIABLE_DEFAULTS
+from moot.tui.widgets.agent_pane import AgentPane
+from moot.tui.widgets.kept_lines import KeptLabel
+from moot.tui.widgets.plain_scrollbar import PlainScrollBar
+from moot.tui.widgets.token_gauge import TokenGauge
+from moot.tui.widgets.transcript import Entry, Transcript
+from tests.tui.scripted import ScriptedRuntime
+
+from .conftest import fixed_clock, settle
+from .test_streaming_cost import streaming
+
+PROSE = ("The cache keeps hot keys close to the edge while writes go through a queue, so that "
+         "latency stays flat under load and the database only sees batched traffic. ")
+
+
+class TranscriptApp(App[None]):
+    CSS = "Transcript { height: 12; width: 40; }"
+
+    def compose(self) -> ComposeResult:
+        yield Transcript()
+
+
+def lines_of(strips: list) -> list[list]:  # type: ignore[type-arg]
+    return [list(strip) for strip in strips]
+
+
+async def test_plain_scrollbar_draws_what_textual_draws() -> None:
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 12))
+        await pilot.pause()
+        bar = transcript.vertical_scrollbar
+        assert isinstance(bar, PlainScrollBar) and bar.display
+        compared = 0
+        for hovered in (False, True):
+            bar.mouse_over = hovered
+            for y in range(0, int(transcript.max_scroll_y) + 1, 3):
+                transcript.scroll_to(y=y, animate=False, immediate=True)
+                await pilot.pause()
+                whole = Region(0, 0, *bar.size)
+                ours = bar.render_lines(whole)
+                assert bar.render_lines(whole) is not None
+                bar.refresh()  # Textual's drawing from a clean cache
+                theirs = ScrollBar.render_lines(bar, whole)
+                assert lines_of(ours) == lines_of(theirs), (hovered, y)
+                part = Region(0, 2, bar.size.width, 3)
+                assert lines_of(bar.render_lines(part)) == lines_of(theirs[2:5])
+                compared += 1
+        assert compared > 10
+        # Without the ANSI filter (a terminal that takes truecolor as it is): still the same.
+        app.ansi_color = True
+        await pilot.pause()
+        bar.refresh()
+        assert lines_of(bar.render_lines(Region(0, 0, *bar.size))) == lines_of(
+            ScrollBar.render_lines(bar, Region(0, 0, *bar.size)))
+
+
+class LabelApp(App[None]):
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return VARIABLE_DEFAULTS
+
+    def compose(self) -> ComposeResult:
+        yield KeptLabel("first words", id="label")
+        yield TokenGauge(id="gauge")
+        yield Static("below")
+
+
+def text_of(strips: list) -> str:  # type: ignore[type-arg]
+    return "".join(segment.text for strip in strips for segment in strip)
+
+
+async def test_kept_lines_show_every_change() -> None:
+    app = LabelApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        label = app.query_one("#label", KeptLabel)
+        gauge = app.query_one("#gauge", TokenGauge)
+        await pilot.pause()
+        region = Region(0, 0, *label.size)
+        first = label.render_lines(region)
+        assert label.render_lines(region) is first  # nothing changed: the same lines
+        assert "first words" in text_of(first)
+        label.update(Text("other words"), layout=False)
+        await pilot.pause()
+        assert "other words" in text_of(label.render_lines(Region(0, 0, *label.size)))
+        assert "other words" in "".join(text_of([s]) for s in app.screen._compositor.render_strips())
+
+        whole = Region(0, 0, *gauge.size)
+        before = text_of(gauge.render_lines(whole))
+        gauge.update_view(TierTokens(system=500, history=1000, task=600, total=2100), 7000)
+        await pilot.pause()
+        after = text_of(gauge.render_lines(Region(0, 0, *gauge.size)))
+        assert before != after and "2.1k / 7k" in after
+
+
+async def test_a_panes_status_line_follows_its_calls(recorded4) -> None:  # type: ignore[no-untyped-def]
+    """The bottom border alone is repainted when the status changes: what the screen shows
+    there is the new status, the rest of the pane as it was."""
+    events = streaming(recorded4)
+    runtime = ScriptedRuntime(events=events, clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, runtime)
+        agent = next(e.agent_id for e in events if isinstance(e, Token))
+        pane = app.screen.query_one(f"#{dom_id('pane', agent)}", AgentPane)
+
+        def bottom_row() -> str:
+            strips = app.screen._compositor.render_strips()
+            return text_of([strips[pane.region.bottom - 1]])[pane.region.x:pane.region.right]
+
+        assert "● streaming" in bottom_row()
+        call = next(e for e in events if isinstance(e, CallStarted) and e.view.agent_id == agent)
+        c = Contribution(id="c-1", agent_id=agent, role=pane.info.role, type="proposal", round=1,
+                         content="A finished proposal about the rate limiter's buckets.",
+                         metadata=CallMetadata(call_id=call.view.call_id))
+        runtime.push(ContributionAdded(contribution=c))
+        await settle(pilot, runtime)
+        assert "✓ done" in bottom_row() and "streaming" not in bottom_row()
