@@ -3,6 +3,7 @@
 Run: .venv/bin/python bench/memory.py            # 1,000 and 10,000 turns
      .venv/bin/python bench/memory.py --full     # 1,000, 10,000, 20,000 and 100,000 turns (an hour or more)
      .venv/bin/python bench/memory.py --turns 1000,20000
+     .venv/bin/python bench/memory.py --resume DIR    # only the resume, of the debate in folder DIR
      .venv/bin/python bench/memory.py --readers DIR   # only the readers, on a debate folder already made
 
 Each size is one `moot run --headless --protocol conversation --provider demo --demo-delay 0`
@@ -15,7 +16,8 @@ turn costs between the first size and the last (start-up left out).
 Resume at the largest size: its folder cut inside the last turn, as a crash there leaves it at
 worst (the log up to that turn's start; the snapshot as old as the writer lets it get: the log
 has grown by `SNAPSHOT_SPAN` snapshots' worth since, or threefold, whichever is less): `moot
-resume` start → its first request, and that process's peak RSS until then.
+resume` start → its first request, and that process's peak RSS until then; the search index
+copied as the crash leaves it, then once more deleted (a resume rebuilds it from the whole log).
 
 Reading the largest back, one process each (`READERS`, output thrown away): the peak RSS of
 the markdown and HTML reports, `moot show --json`, `moot context --turn` (first and last turn)
@@ -38,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from moot.core.search.index import INDEX_FILE  # noqa: E402
 from moot.core.storage.folder import DebateFolder  # noqa: E402
 from moot.core.storage.log_writer import CHECKPOINT_GROWTH, MIN_CHECKPOINT_BYTES  # noqa: E402
 
@@ -106,7 +109,20 @@ def cut_in_last_turn(folder: Path, into: Path) -> tuple[Path, int]:
     state.log_offset = covered
     (target / "events.jsonl").write_bytes(data[:end])
     (target / "state.json").write_text(state.model_dump_json(exclude_defaults=True))
+    # The search index is fed as events are emitted, so a crash leaves it holding at least what
+    # the log holds (the resume trims the rest).
+    if (folder / INDEX_FILE).exists():
+        shutil.copyfile(folder / INDEX_FILE, target / INDEX_FILE)
     return target, end - covered
+
+
+def own_peak_mb(pid: int) -> float:
+    """A live process's own peak RSS (`VmHWM`). Not `wait4`'s: a child's `ru_maxrss` starts from its
+    parent's peak when it execs, and this script has read the whole log to cut it by then."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
 
 
 def resume(folder: Path) -> tuple[float, float]:
@@ -123,6 +139,7 @@ def resume(folder: Path) -> tuple[float, float]:
                 fh.seek(before)
                 if b'"call_started"' in fh.read():
                     first = time.perf_counter() - t0
+                    peak = own_peak_mb(proc.pid)
                     break
             if proc.poll() is not None:
                 raise RuntimeError(f"moot resume exited {proc.returncode} before its first request")
@@ -132,8 +149,23 @@ def resume(folder: Path) -> tuple[float, float]:
     finally:
         if proc.returncode is None:
             proc.kill()
-    _, peak, _ = wait_usage(proc)
+    wait_usage(proc)
     return first, peak
+
+
+def resumes(folder: Path, where: str, tmp: Path) -> None:
+    """`moot resume` of `folder`'s debate cut inside its last turn: with the search index the crash
+    leaves, then with none (rebuilt from the whole log before the first request)."""
+    cut, tail = cut_in_last_turn(folder, tmp / "cut")
+    lost = tmp / "lost" / cut.name
+    shutil.copytree(cut, lost)
+    (lost / INDEX_FILE).unlink(missing_ok=True)
+    first, peak = resume(cut)
+    print(f"moot resume in {where} (snapshot {tail / 1e6:.1f} MB of log behind): first request "
+          f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
+    first, peak = resume(lost)
+    print(f"  the same with its search index deleted (rebuilt from the whole log first): first request "
+          f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
 
 
 READERS = [
@@ -171,8 +203,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="1,000, 10,000, 20,000 and 100,000 turns")
     ap.add_argument("--turns", help="comma-separated sizes (default 1000,10000)")
+    ap.add_argument("--keep", type=Path, help="copy the largest debate's folder here (to profile it later)")
+    ap.add_argument("--resume", type=Path, metavar="DIR", help="only measure resuming the debate in folder DIR")
+    ap.add_argument("--no-readers", action="store_true", help="leave out reading the largest back")
     ap.add_argument("--readers", type=Path, metavar="DIR", help="only read back the debate in folder DIR")
     args = ap.parse_args()
+    if args.resume is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            resumes(args.resume.resolve(), args.resume.name, Path(tmp))
+        return
     if args.readers is not None:
         print(f"reading back {args.readers.name} ({(args.readers / 'events.jsonl').stat().st_size / 1e6:.1f} MB log)")
         readers(args.readers.resolve())
@@ -200,13 +239,13 @@ def main() -> None:
             print(f"CPU a turn between {base.turns:,} and {last.turns:,} turns: {marginal:.2f} ms "
                   f"(at {base.turns:,}: {base.cpu_s / base.turns * 1000:.2f} ms a turn, start-up included)")
         largest = runs[-1]
-        print(f"reading back the {largest.turns:,}-turn debate ({largest.log_bytes / 1e6:.1f} MB log), one process each:")
-        readers(largest.folder)
-        cut, tail = cut_in_last_turn(largest.folder, Path(tmp) / "cut")
-        first, peak = resume(cut)
-        print(f"moot resume in turn {largest.turns:,} (snapshot {tail / 1e6:.1f} MB of log behind): first request "
-              f"after {first:.2f} s, peak RSS {peak:.1f} MB", flush=True)
-
+        if args.keep:
+            shutil.copytree(largest.folder, args.keep / largest.folder.name)
+        if not args.no_readers:  # (before the cut: see `own_peak_mb`)
+            print(f"reading back the {largest.turns:,}-turn debate ({largest.log_bytes / 1e6:.1f} MB log), "
+                  "one process each:")
+            readers(largest.folder)
+        resumes(largest.folder, f"turn {largest.turns:,}", Path(tmp))
 
 if __name__ == "__main__":
     main()

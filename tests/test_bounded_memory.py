@@ -20,8 +20,10 @@ from moot.core.config import Overrides, build_config
 from moot.core.context.inspect import calls_at_turn_in_log
 from moot.core.context.view import render_messages
 from moot.core.context.index import DebateIndex
-from moot.core.models.state import Contribution, DebateState
+from moot.core.context.recall_tier import WORDS_KEPT, Recaller
+from moot.core.models.state import AgentInfo, Contribution, DebateState, Summary
 from moot.core.search.archived import ArchivedContributions
+from moot.core.search.index import SearchIndex
 from moot.core.session import SessionOptions, new_session, resume_session
 from moot.core.storage import archive
 from moot.core.storage.folder import DebateFolder
@@ -205,3 +207,44 @@ def test_fresh_summaries_keep_every_round(tmp_path: Path, small_memory: None) ->
     """`fresh` re-reads an agent's whole perspective each round: nothing can be let go."""
     state, _ = _rounds(tmp_path, strategy="fresh")
     assert state.status == "completed" and state.archived_rounds == 0 and len(state.rounds) == 8
+
+
+def test_the_index_lets_go_of_the_summaries_of_steps_it_archived() -> None:
+    # A shared rolling summary every 4 turns of a 400-turn conversation: after the index lets go of
+    # turns 1..380 it holds the summaries made after them and the newest before (which a view at
+    # a later turn still reads), not one per 4 turns since the start, and answers as before.
+    judge = AgentInfo(id="judge", name="Judge", role="judge", model="gpt-4o-mini", provider="openai",
+                      temperature=0.2, budget=8000)
+    index = DebateIndex(DebateState(id="d", problem=PROBLEM, protocol="conversation", judge=judge))
+    for turn in range(1, 401):
+        index.add_contribution(Contribution(id=f"c{turn}", agent_id="judge", role="judge", type="message",
+                                            round=turn, content=f"Turn {turn} weighs token buckets per tenant."))
+        if turn % 4 == 2:
+            index.add_summary(Summary(id=f"s{turn}", agent_id="judge", role="judge", round=turn + 1,
+                                      summary=f"So far, through turn {turn}, the tenants share one bucket.",
+                                      method="llm", strategy="rolling", trigger="turns",
+                                      covered_through=f"c{turn}", scope="conversation", ts=float(turn)))
+    asked = [(t, p) for t in range(381, 402) for p in (0, 1)]
+    before = [index.summary_at("judge", at) for at in asked]
+    index.archive(380)
+    assert [index.summary_at("judge", at) for at in asked] == before
+    held = index._summaries_of["judge"]  # (what grew by one per summary for the whole debate)
+    assert [s.id for s in held] == ["s378", "s382", "s386", "s390", "s394", "s398"]
+    assert set(index.summaries) == {s.id for s in held}
+    assert [c.id for c in index.uncovered_items("judge", before[-1])] == ["c399", "c400"]
+
+
+def test_the_recall_tiers_caches_keep_the_most_recently_used(tmp_path: Path) -> None:
+    # An item's words take ~10 KB: 20,000 of them were ~200 MB of a long conversation's memory.
+    recaller = Recaller(SearchIndex(tmp_path / "search.sqlite"), DebateIndex())
+    items = [Contribution(id=f"c{i}", agent_id="architect", role="architect", type="message", round=i,
+                          content=f"Turn {i}: tenant {i} gets its own bucket of {i * 7} requests a minute.")
+             for i in range(1, 2001)]
+    window = items[:20]
+    for c in items:
+        recaller.words(c)
+        for w in window:  # a window's items are asked for at every call: they stay
+            recaller.words(w)
+    assert len(recaller._words) == WORDS_KEPT  # (the cache itself: what grew)
+    assert all(w.id in recaller._words for w in window)
+    assert {"tenant", "bucket", "7"} <= recaller.words(items[0])

@@ -81,3 +81,17 @@ def test_a_quoted_limit_is_taken(debate: Any) -> None:
     answer = RecallTool.for_view(search, index, turn_call(state, 30)).run({"query": "lease quota shard",
                                                                           "limit": "2"})
     assert answer.ok and answer.text.count("### ") <= 2
+
+
+def test_a_match_the_log_cannot_give_back_is_said_not_dropped_in_silence(debate: Any) -> None:
+    """A damaged log: the index finds the old message, reading it back fails. The model (and the
+    tool call's record) is told so, rather than getting an answer that looks complete."""
+    state, _, search = debate
+    record = turn_call(state, 30)
+    plant = next(c for c in state.all_contributions() if c.type == "message" and c.round == 3)
+    index = DebateIndex(state)
+    del index.contributions[plant.id]  # held nowhere and no log to read it from
+    answer = RecallTool.for_view(search, index, record).run({"query": f"what was the {planted(1).name} lease?"})
+    assert plant.content.strip() not in answer.text
+    assert "1 more matched but could not be read back from the debate's log" in answer.text
+    assert "could not be read back" in answer.summary

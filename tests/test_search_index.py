@@ -123,7 +123,7 @@ def test_an_index_of_an_older_schema_is_rebuilt_and_one_without_passages_gains_t
                                                                                      tmp_path: Path) -> None:
     """One index serves recall and the reference passages. An index written before texts kept
     their sequence numbers (schema 1) is started again from the log; one written before the
-    reference passages had a table (schema 2 without `passages`) keeps its texts and gains it."""
+    reference passages had a table (no `passages`) keeps its texts and gains it."""
     import sqlite3
 
     folder = _copy(debate, tmp_path)
@@ -143,3 +143,41 @@ def test_an_index_of_an_older_schema_is_rebuilt_and_one_without_passages_gains_t
     assert kept.count() == n and kept.catch_up(folder / "events.jsonl") == 0
     added = kept.index_references("set-1", [("notes/plan.md", "The ingest queue drains every night.\n")])
     assert added == 1 and [p.path for p in kept.passages("ingest queue")] == ["notes/plan.md"]
+
+
+def test_a_document_is_found_by_its_id_without_reading_the_table_and_trimmed_with_it(debate: Path,
+                                                                                     tmp_path: Path) -> None:
+    """Recall looks up each archived item it brings back by id (`seq_of`, `text`): through
+    `doc_rows`, an index by primary key, not a scan of the FTS table (an UNINDEXED column is read
+    row by row). An index of schema 2, which had no such table, is started again from the log."""
+    import sqlite3
+
+    folder = _copy(debate, tmp_path)
+    old = sqlite3.connect(folder / INDEX_FILE)
+    old.executescript(
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE VIRTUAL TABLE docs USING fts5(body, doc_id UNINDEXED, kind UNINDEXED, agent_id UNINDEXED,"
+        " step UNINDEXED, seq UNINDEXED, tokenize='porter unicode61');"
+        "INSERT INTO meta VALUES ('version', '2'), ('last_seq', '999999');")
+    old.close()
+    index = SearchIndex.for_folder(folder)
+    assert index.last_seq == 0
+    index.catch_up(folder / "events.jsonl")
+    rows = index._db.execute("SELECT doc_id, seq, body FROM docs ORDER BY rowid").fetchall()
+    first: dict[str, tuple[int, str]] = {}
+    for doc_id, seq, body in rows:
+        first.setdefault(doc_id, (int(seq), body))
+    assert len(first) >= 40
+    for doc_id, (seq, body) in first.items():
+        assert index.seq_of(doc_id) == seq and index.text(doc_id) == body
+    assert index.seq_of("no-such-id") is None and index.text("no-such-id") is None
+    plan = index._db.execute("EXPLAIN QUERY PLAN SELECT row FROM doc_rows WHERE doc_id = ?", ("x",)).fetchall()
+    assert any("PRIMARY KEY" in str(step[-1]) for step in plan)
+
+    cut = sorted({seq for seq, _ in first.values()})[len(first) // 2]
+    index.trim_after(cut)
+    for doc_id, (seq, body) in first.items():
+        assert index.seq_of(doc_id) == (seq if seq <= cut else None)
+    index.catch_up(folder / "events.jsonl")  # the log still holds them: they come back, findable again
+    for doc_id, (seq, body) in first.items():
+        assert index.seq_of(doc_id) == seq and index.text(doc_id) == body

@@ -234,7 +234,14 @@ class DebateIndex:
             ordered.drop_before(through + 1)
         for cid in [k for k, c in self.contributions.items() if c.round <= through]:
             del self.contributions[cid]
+        # Of each agent's summaries made in those steps, only the newest can still be read: a view
+        # is built at a later step, where it qualifies (`summary_at`: made no later, covering items
+        # before it), so the scan never reaches one older than it.
+        for mine in self._summaries_of.values():
+            first_kept = max(0, bisect_right([s.round for s in mine], through) - 1)
+            del mine[:first_kept]
         latest = {s.id for s in self.latest_summary.values()}
+        latest.update(mine[0].id for mine in self._summaries_of.values() if mine)
         self.summaries = {k: s for k, s in self.summaries.items() if s.round > through or k in latest}
         self._covered = {k: v for k, v in self._covered.items() if k in self.summaries}
 

@@ -39,6 +39,7 @@ beside it.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -56,6 +57,12 @@ MAX_ITEMS = 8
 HEADER_MARGIN = 12
 """Tokens of the message's own framing on top of its blocks (role, joints)."""
 PASSAGE = "passage"
+WORDS_KEPT = 512
+"""Items whose words are kept, the most recently asked for: those of the windows, asked for at
+every call (a few dozen a reader). One item's words take ~10 KB: at 20,000 the cache was the
+largest thing a long debate held (~200 MB)."""
+BLOCKS_KEPT = 4096
+"""Token counts of recalled blocks kept, the most recently asked for (a few hundred bytes each)."""
 
 Label = Callable[[Contribution], str]
 
@@ -169,17 +176,19 @@ class Recaller:
         self.index = index
         self.warn = warn
         """(agent id, message): an item found that could not be read back (never skipped silently)."""
-        self._tokens: dict[tuple[str, tuple[int, int] | None, str, str], int] = {}
+        self._tokens: OrderedDict[tuple[str, tuple[int, int] | None, str, str], int] = OrderedDict()
         """(item, passage, label, model) → tokens of its block (items never change once written)."""
-        self._words: dict[str, frozenset[str]] = {}
+        self._words: OrderedDict[str, frozenset[str]] = OrderedDict()
 
     def words(self, c: Contribution) -> frozenset[str]:
         """The words of an item (cached: items never change once written)."""
         found = self._words.get(c.id)
-        if found is None:
-            if len(self._words) >= 20_000:
-                self._words.clear()
-            found = self._words[c.id] = text_words(c.content)
+        if found is not None:
+            self._words.move_to_end(c.id)
+            return found
+        found = self._words[c.id] = text_words(c.content)
+        if len(self._words) > WORDS_KEPT:
+            self._words.popitem(last=False)
         return found
 
     def choose(self, record: ViewRecord, request: RecallRequest, texts: Sequence[str], label: Label,
@@ -235,10 +244,12 @@ class Recaller:
     def _block_tokens(self, c: Contribution, span: tuple[int, int] | None, label: str, model: str) -> int:
         key = (c.id, span, label, model)
         n = self._tokens.get(key)
-        if n is None:
-            if len(self._tokens) >= 20_000:
-                self._tokens.clear()
-            n = self._tokens[key] = tokens.count_text(item_block(c, span, label), model) + 2
+        if n is not None:
+            self._tokens.move_to_end(key)
+            return n
+        n = self._tokens[key] = tokens.count_text(item_block(c, span, label), model) + 2
+        if len(self._tokens) > BLOCKS_KEPT:
+            self._tokens.popitem(last=False)
         return n
 
     def _fit_passage(self, c: Contribution, terms: Sequence[str], room: int, label: str,

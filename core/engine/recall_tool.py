@@ -108,12 +108,14 @@ class RecallTool:
                                 False, "no words")
         ranking = rank(self.search, words, self.scope, exclude=self.in_view, rare=SCAN, share=1.0)
         blocks: list[str] = []
+        unread = 0  # found by the index, but not read back from the log (a damaged log)
         left = self.result_tokens
         for found in ranking.found:
             if len(blocks) >= limit or left < 64:
                 break
             c = self.index.contributions.get(found.doc_id)
             if c is None:
+                unread += 1
                 continue
             block = item_block(c, None, self.label(c))
             n = tokens.count_text(block, self.model)
@@ -125,8 +127,10 @@ class RecallTool:
                     continue
             blocks.append(block)
             left -= n
+        lost = (f" ({unread} more matched but could not be read back from the debate's log)" if unread else "")
         if not blocks:
-            return RecallAnswer(f"no earlier message out of your context matches {query[:80]!r}", True, "no match")
-        head = f"{len(blocks)} earlier message{'s' if len(blocks) != 1 else ''} (verbatim, best match first):"
+            return RecallAnswer(f"no earlier message out of your context matches {query[:80]!r}{lost}", True,
+                                f"no match{lost}")
+        head = f"{len(blocks)} earlier message{'s' if len(blocks) != 1 else ''} (verbatim, best match first){lost}:"
         return RecallAnswer("\n\n".join([head, *blocks]), True,
-                            f"{len(blocks)} match{'es' if len(blocks) != 1 else ''} for {query[:40]!r}")
+                            f"{len(blocks)} match{'es' if len(blocks) != 1 else ''} for {query[:40]!r}{lost}")
