@@ -59,18 +59,18 @@ async def run(turns: int, state_dir: Path) -> dict[str, object]:
     per_turn: dict[int, float] = {}
     inner_build, inner_overflow = builder.build, protocol._overflow
 
-    def timed_build(record, history, budget):  # type: ignore[no-untyped-def]
+    def timed_build(record, history, budget, stretch=0):  # type: ignore[no-untyped-def]
         t = time.perf_counter()
         try:
-            return inner_build(record, history, budget)
+            return inner_build(record, history, budget, stretch)
         finally:
             if record.phase == "turn":
                 per_turn[record.round] = per_turn.get(record.round, 0.0) + time.perf_counter() - t
 
-    def timed_overflow(record, window):  # type: ignore[no-untyped-def]
+    def timed_overflow(record, window, held=None):  # type: ignore[no-untyped-def]
         t = time.perf_counter()
         try:
-            return inner_overflow(record, window)
+            return inner_overflow(record, window, held)
         finally:
             per_turn[record.round] = per_turn.get(record.round, 0.0) + time.perf_counter() - t
 
