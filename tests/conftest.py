@@ -17,6 +17,7 @@ import pytest
 from moot.core.config import Overrides, build_config
 from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session
+from moot.core.storage import archive
 from moot.core.storage.folder import DebateFolder
 from tests.loopback import Faults, LoopbackServer
 
@@ -93,3 +94,11 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 __all__ = ["Faults", "LoopbackServer", "make_server", "moot", "read_jsonl", "run_debate"]
+
+
+@pytest.fixture
+def small_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long debate's thresholds lowered (`storage.archive`) so that one of a few dozen steps
+    lets go of most of them and reads them back from its log."""
+    monkeypatch.setattr(archive, "HOLD", 24)
+    monkeypatch.setattr(archive, "KEEP", 6)

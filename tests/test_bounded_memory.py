@@ -37,12 +37,6 @@ PROBLEM = "Design a rate limiter for a public API that thousands of tenants shar
 AGENTS = ["architect", "performance", "kiss"]
 
 
-@pytest.fixture
-def small_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(archive, "HOLD", 24)
-    monkeypatch.setattr(archive, "KEEP", 6)
-
-
 def _conversation(state_dir: Path, url: str, turns: int = 72) -> tuple[DebateState, DebateFolder]:
     cfg = build_config({"debate": {"protocol": "conversation", "turns": turns,
                                    "conversation": {"recent_messages": 6, "summary_every": 6}}},

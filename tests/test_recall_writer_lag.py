@@ -17,43 +17,25 @@ from typing import Any
 import pytest
 
 import moot.core.session as session_module
-from moot.core.config import Overrides, build_config
 from moot.core.event_bus import Subscription
 from moot.core.events import Event, Warning_
 from moot.core.models.state import DebateState
 from moot.core.search import archived
-from moot.core.search.log_scan import last_logged_seq
-from moot.core.session import SessionOptions, new_session
 from moot.core.storage import archive
+from moot.core.search.log_scan import last_logged_seq
 from moot.core.storage.folder import DebateFolder
 from moot.core.storage.log import numbered_events
 from moot.core.storage.log_writer import EventLogWriter
 from tests.loopback import LoopbackServer
 from tests.prose import FactScript, planted
+from tests.test_bounded_memory import AGENTS, _bodies, _conversation as conversation
 
-PROBLEM = "Design a rate limiter for a public API that thousands of tenants share"
-AGENTS = ["architect", "performance", "kiss"]
 PLANT, MENTION = 2, 50
 """Turn 2 plants a fact that turn 50 names again: turn 51's view recalls turn 2."""
 
 
-@pytest.fixture
-def small_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(archive, "HOLD", 24)
-    monkeypatch.setattr(archive, "KEEP", 6)
-
-
 def _conversation(state_dir: Path, url: str) -> tuple[DebateState, DebateFolder]:
-    cfg = build_config({"debate": {"protocol": "conversation", "turns": 60,
-                                   "conversation": {"recent_messages": 6, "summary_every": 6}}},
-                       Overrides(provider="openai", base_url=url, roles=AGENTS))
-    session = new_session(PROBLEM, cfg, SessionOptions(state_dir=state_dir, deterministic_ids=True,
-                                                       debate_id="conv"))
-    return asyncio.run(session.run()), session.folder
-
-
-def _bodies(srv: LoopbackServer) -> list[list[dict[str, Any]]]:
-    return [body["messages"] for body in srv.requests if "messages" in body]
+    return conversation(state_dir, url, turns=60)
 
 
 def _turn(sent: list[list[dict[str, Any]]], turn: int) -> str:

@@ -21,7 +21,6 @@ from moot.core.report.html_parts import anchor_id
 from moot.core.report.markdown import render_report, report_chunks
 from moot.core.safety.sanitize import UNSAFE
 from moot.core.session import SessionOptions, new_session
-from moot.core.storage import archive
 from moot.core.storage.folder import DebateFolder
 from tests.conftest import cli
 from tests.loopback import LoopbackServer
@@ -29,12 +28,6 @@ from tests.test_report_html import HOSTILE, KEY, Page, hostile_server_reply, sel
 
 PROBLEM = "Design a rate limiter for a public API that thousands of tenants share"
 AGENTS = ["architect", "performance", "kiss"]
-
-
-@pytest.fixture
-def small_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(archive, "HOLD", 24)
-    monkeypatch.setattr(archive, "KEEP", 6)
 
 
 def _run(state_dir: Path, debate: dict[str, Any], *, debate_id: str, base_url: str | None = None,
