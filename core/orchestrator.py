@@ -8,6 +8,9 @@ the ones that were in flight.
 
 Commands come in through `request_summary`, `pause`, `resume`, `stop` and `inject`,
 each honoured at the next call boundary (the gate), never in the middle of a call.
+
+Just over 400 lines: the run's phases (clarify, protocol, convergence, synthesis) share the gate
+and the fold; moving clarify and convergence to a module of their own is the next split.
 """
 
 from __future__ import annotations
