@@ -45,6 +45,15 @@ def test_version_in_process_and_as_a_command() -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == f"moot {__version__}" and not proc.stderr
 
 
+def test_version_is_the_newest_release_in_the_changelog() -> None:
+    """`moot --version`, the package's metadata and CHANGELOG.md's newest release say the same."""
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", changelog, re.M)
+    assert releases and releases[0] == __version__, (releases[:1], __version__)
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(rf'^version = "{re.escape(__version__)}"$', pyproject, re.M)
+
+
 # ---------------------------------------------------------------- moot list
 
 
