@@ -273,6 +273,7 @@ def _search(orch: Orchestrator, folder: DebateFolder, writer: EventLogWriter, lo
     if log_seq is not None:
         live.open(log_seq)
     orch.attach_search(live, lambda: writer.written_seq)
+    writer.on_written = live.flush  # what the log has, another process's `moot search` finds
     return live
 
 

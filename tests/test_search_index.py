@@ -181,3 +181,43 @@ def test_a_document_is_found_by_its_id_without_reading_the_table_and_trimmed_wit
     index.catch_up(folder / "events.jsonl")  # the log still holds them: they come back, findable again
     for doc_id, (seq, body) in first.items():
         assert index.seq_of(doc_id) == seq and index.text(doc_id) == body
+
+
+def test_held_texts_are_found_here_at_once_and_by_other_processes_after_a_flush(debate: Path, tmp_path: Path) -> None:
+    """The running debate writes its index in batches: its own views recall a text as soon as it is
+    added; another process (`moot search`) sees it once the batch is committed, and a batch that
+    never is (a kill) is caught up from the log."""
+    from moot.core.storage.log import read_events
+
+    folder = _copy(debate, tmp_path)
+    events = list(read_events(folder / "events.jsonl"))
+    texts = [e for e in events if e.type == "contribution_added"]
+    last = texts[-1]
+    writer = SearchIndex.for_folder(folder)
+    writer.add_events(events[: events.index(last)])
+    writer.add_events([last], hold=True)
+    assert writer.holding and writer.text(last.contribution.id) == last.contribution.content
+    reader = SearchIndex(folder / INDEX_FILE, readonly=True)
+    assert reader.text(last.contribution.id) is None and reader.text(texts[0].contribution.id) is not None
+    writer.flush()
+    assert not writer.holding and reader.text(last.contribution.id) == last.contribution.content
+    reader.close()
+
+    writer.add_events(events[events.index(last) + 1:], hold=True)
+    os.unlink(folder / INDEX_FILE)  # held, never committed: as if the process had been killed
+    for suffix in ("-wal", "-shm"):
+        Path(f"{folder / INDEX_FILE}{suffix}").unlink(missing_ok=True)
+    again = SearchIndex.for_folder(folder)
+    again.sync(folder / "events.jsonl")
+    assert again.text(last.contribution.id) == last.contribution.content
+    assert again.last_seq == events[-1].seq
+
+
+def test_a_new_index_uses_small_pages_and_a_long_wal(tmp_path: Path) -> None:
+    """Each commit writes the pages it changed whole: small pages, and checkpoints far apart."""
+    from moot.core.search.index import PAGE_SIZE, WAL_PAGES
+
+    (tmp_path / "d").mkdir()
+    index = SearchIndex.for_folder(tmp_path / "d")
+    assert index._db.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE < 4096
+    assert index._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_PAGES > 1000

@@ -13,9 +13,10 @@ that can always be rebuilt from the log:
 - on open, `catch_up` reads only the part of the log past the last event the index holds
   (found by a binary search over the log's sequence numbers), so a resume after a kill -9
   mid-write re-indexes what the log has and the index lacks, and a deleted index is rebuilt;
-- one SQLite transaction per event: an index is never half-written, and since it is derived it
-  runs with `synchronous=OFF` (a power cut may lose its tail, which the next catch-up restores; a
-  file SQLite cannot read is deleted and rebuilt).
+- the running debate's texts are written in batches, one SQLite transaction a batch (`hold`,
+  `flush`): an index is never half-written, a page many events change is written once a batch,
+  and since the index is derived it runs with `synchronous=OFF` (a kill or a power cut may lose
+  its tail, which the next catch-up restores; a file SQLite cannot read is deleted and rebuilt).
 
 Appending costs the same at turn 10,000 as at turn 10 (FTS5 merges its segments
 incrementally). Queries come from people and from models: `match_expression` turns any text
@@ -50,6 +51,11 @@ SCHEMA_VERSION = "3"
 by its id (an FTS5 column marked UNINDEXED is searched by reading the whole table: 170 ms a lookup
 at 100,000 texts, and recall looks up every archived item it brings back). An older index is
 started again from the log."""
+PAGE_SIZE = 1024
+"""SQLite's page size for a new index (its default is 4,096)."""
+WAL_PAGES = 4096
+"""Pages the WAL grows to before they are copied into the index (SQLite's default is 1,000): a
+page that many commits change is copied once a checkpoint, so fewer checkpoints write less."""
 MAX_QUERY_TERMS = 48
 """A query is cut to its first distinct terms: a 10 KB query is still one quick lookup."""
 MAX_TERM_CHARS = 64
@@ -195,7 +201,11 @@ class SearchIndex:
         for attempt in (1, 2):
             try:
                 db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+                # Small pages: each commit writes every page it changed, whole, to the WAL, and a
+                # debate's commits are small (a few texts). Takes effect only on a new file.
+                db.execute(f"PRAGMA page_size={PAGE_SIZE}")
                 db.execute("PRAGMA journal_mode=WAL")
+                db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
                 db.execute("PRAGMA synchronous=OFF")
                 db.executescript(
                     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -226,6 +236,7 @@ class SearchIndex:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
+        self.flush()
         self._db.close()
 
     # ------------------------------------------------------------------ writing
@@ -239,13 +250,19 @@ class SearchIndex:
         """Index one event's texts (once: an event at or before `last_seq` is skipped)."""
         self.add_events([event])
 
-    def add_events(self, events: Iterable[Event | int]) -> int:
+    def add_events(self, events: Iterable[Event | int], *, hold: bool = False) -> int:
         """Index events in one transaction (an int stands for a logged event with no text: only
         its sequence number counts); returns how many texts were added. Safe beside another
-        process catching up the same index: what is already held is read inside the transaction."""
+        process catching up the same index: what is already held is read inside the transaction.
+
+        `hold`: leave the transaction open for more events (`flush` commits it). This connection's
+        own queries see what it holds; other processes see the last commit. A page that several
+        events change is then written once per flush instead of once per event."""
         batch = list(events)
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        held = db.in_transaction
+        if not held:
+            db.execute("BEGIN IMMEDIATE")
         try:
             last = newest = self.last_seq
             rows: list[tuple[str, str, str, str, int, int]] = []
@@ -258,7 +275,8 @@ class SearchIndex:
                              for doc_id, kind, agent, step, text in _texts_of(event)]
                 newest = max(newest, seq)
             if newest == last and not rows:
-                db.execute("ROLLBACK")
+                if not held and not hold:
+                    db.execute("ROLLBACK")
                 return 0
             top = db.execute("SELECT rowid FROM docs ORDER BY rowid DESC LIMIT 1").fetchone()
             first = (int(top[0]) if top else 0) + 1
@@ -268,15 +286,27 @@ class SearchIndex:
             db.executemany("INSERT OR IGNORE INTO doc_rows VALUES (?, ?)",
                            [(row[1], first + i) for i, row in enumerate(rows)])
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(newest),))
-            db.execute("COMMIT")
+            if not hold:
+                db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
         return len(rows)
 
+    @property
+    def holding(self) -> bool:
+        """Whether texts added with `hold` wait for a `flush`."""
+        return self._db.in_transaction
+
+    def flush(self) -> None:
+        """Commit what `add_events(…, hold=True)` holds (nothing when it holds nothing)."""
+        if self._db.in_transaction:
+            self._db.execute("COMMIT")
+
     def trim_after(self, seq: int) -> int:
         """Forget the texts of events after `seq` (the log was cut there: a kill before the log
         writer caught up with the index); returns how many were removed."""
+        self.flush()
         if self.last_seq <= seq:
             return 0
         db = self._db
@@ -356,6 +386,7 @@ class SearchIndex:
     def index_references(self, fingerprint: str, files: Iterable[tuple[str, str]]) -> int:
         """Hold these reference files' passages (path, text), replacing any others, unless the
         index already holds the set with this `fingerprint`; returns how many passages were added."""
+        self.flush()
         db = self._db
         row = db.execute("SELECT value FROM meta WHERE key='references'").fetchone()
         if row is not None and row[0] == fingerprint:

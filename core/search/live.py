@@ -14,6 +14,7 @@ never a reason to stop the debate: one warning, and its views recall nothing fro
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
 
@@ -21,6 +22,12 @@ from ..errors import StoreError
 from ..events import ContributionAdded, Event, NoteInjected, SummaryAdded
 from ..storage.folder import DebateFolder
 from .index import INDEX_FILE, SearchIndex, open_index
+
+FLUSH_EVERY = 64
+"""Texts held in one transaction at most: a page that many texts change is written once a batch,
+not once a text (a debate's index wrote ~14× its own size a turn at one transaction a text)."""
+FLUSH_AFTER_S = 1.0
+"""...and for at most this long, so `moot search` from another shell is never far behind."""
 
 
 class LiveIndex:
@@ -33,6 +40,8 @@ class LiveIndex:
         self.failed: str | None = None
         self._waiting: list[Event] = []
         self._unsaid: str | None = None
+        self._held = 0
+        self._timer: asyncio.TimerHandle | None = None
 
     def open(self, log_seq: int) -> None:
         """Open a published folder's index and make it hold exactly what the log holds (`log_seq`:
@@ -73,8 +82,30 @@ class LiveIndex:
                 return
         try:
             waiting, self._waiting = self._waiting, []
-            self.index.add_events([*waiting, event])
+            self.index.add_events([*waiting, event], hold=True)
         except (sqlite3.Error, OSError) as exc:
+            self._fail(exc)
+            return
+        self._held += 1 + len(waiting)
+        if self._held >= FLUSH_EVERY:
+            self.flush()
+        elif self._timer is None:
+            try:
+                self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self.flush)
+            except RuntimeError:  # no event loop (a tool or test feeding events by hand): now
+                self.flush()
+
+    def flush(self) -> None:
+        """Commit the texts held since the last flush, so other processes (`moot search`) see them."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._held = 0
+        if self.index is None:
+            return
+        try:
+            self.index.flush()
+        except sqlite3.Error as exc:
             self._fail(exc)
 
     def _fail(self, exc: BaseException) -> None:
@@ -107,6 +138,12 @@ class LiveIndex:
             return None
 
     def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self.index is not None:
-            self.index.close()
+            try:
+                self.index.close()
+            except sqlite3.Error as exc:
+                self._fail(exc)
             self.index = None

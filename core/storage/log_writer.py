@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 
 import aiofiles
 from pydantic import ValidationError
@@ -48,6 +49,8 @@ class EventLogWriter:
         self._checkpoint_at = self._next_checkpoint(snapshot)
         self.snapshots = 0
         self.snapshot_error: OSError | None = None
+        self.on_written: Callable[[], None] | None = None
+        """Called after each batch reaches the log (the search index commits what it holds then)."""
         self.written_seq = 0
         """The sequence number of the last event this writer has put in the log (written and flushed:
         a reader opening the file sees it). What comes after it may still wait in its queue."""
@@ -99,6 +102,8 @@ class EventLogWriter:
 
     async def _written(self, terminal: bool, n: int, fd: int) -> None:
         """Count bytes that are in the log; checkpoint at the end and when the log has grown."""
+        if self.on_written is not None:
+            self.on_written()
         self.bytes_written += n
         self.log_bytes += n
         if terminal or self.log_bytes >= self._checkpoint_at:
