@@ -2,7 +2,7 @@
 
 `Orchestrator.run()` records the start (or the resume), asks the clarifying questions
 when configured, runs the protocol's steps, lets the judge synthesize and records
-the end. Every change to the state is an event folded by `moot.core.storage.state.apply`, so
+the end. Every change to the state is an event folded by `moot.core.storage.state.apply` (through `Fold`, as the live TUI folds them), so
 a debate resumed from its log skips every call whose result was recorded and redoes
 the ones that were in flight.
 
@@ -23,6 +23,7 @@ from . import prompts
 from .agents import find_agent
 from .clock import SYSTEM_CLOCK, Clock
 from .config import ResolvedAgent, public_config, resolve_agent
+from .context.fold import Fold
 from .context.index import DebateIndex
 from .control.commands import ControlCommand
 from .context.recall_tier import Recaller
@@ -45,7 +46,6 @@ from .events import (
     NoteInjected,
     SeatAnswered,
     SummaryRequested,
-    Token,
     ToolsReady,
     Warning_,
 )
@@ -62,7 +62,7 @@ from .providers.pool import ProviderPool
 from .search.archived import ArchivedContributions
 from .search.live import LiveIndex
 from .safety.secrets import redact
-from .storage.state import apply, new_state
+from .storage.state import new_state
 from .tools.references import changed_files
 from .trace_ids import new_trace_id
 
@@ -121,6 +121,8 @@ class Orchestrator:
         seats = PROTOCOLS[config.debate.protocol].seats(config)
         self.agents = [resolve_agent(a, config, default_provider) for a in seats]
         self.judge = resolve_agent(config.judge, config, default_provider)
+        self.fold = Fold(self.state, self.index, on_archive=self.builder.forget_archived)
+        """The state and the index, kept current by every event (the live TUI folds the same way)."""
         self.bus.listen(self._fold)
         self.desk = HumanDesk(secrets=lambda: providers.secrets)
         """The people's open turns (`--human`): their answers come in through `say`."""
@@ -275,14 +277,7 @@ class Orchestrator:
         return self.bus.emit(event)
 
     def _fold(self, event: Event) -> None:
-        if isinstance(event, Token):
-            return  # (most events: streamed text, which changes neither the state nor the index)
-        archived = self.state.archived_rounds
-        apply(self.state, event)
-        self.index.on_event(event)
-        if self.state.archived_rounds != archived:  # older steps were let go: they are in the log
-            self.index.archive(self.state.archived_rounds)
-            self.builder.forget_archived()
+        self.fold.apply(event)
 
     # ------------------------------------------------------------------ the debate
 

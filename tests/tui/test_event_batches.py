@@ -120,3 +120,28 @@ async def test_agents_finishing_together_reach_the_screen_as_one_batch(recorded4
             assert done is not None and done.state == "done" and done.text.endswith("And ends here.")
             live = pane.transcript.get(call.view.call_id + "-next")
             assert live is not None and live.text == "Reviewing the proposal, the queue is the weak point."
+
+
+async def test_the_screen_folds_events_exactly_as_the_engine_does(tmp_path, small_memory) -> None:  # type: ignore[no-untyped-def]
+    """The live screen's state and index come from the same fold as the engine's, old steps let
+    go included: after a long conversation both hold the same state and the same transcript."""
+    from .conftest import make_session
+
+    session = make_session(tmp_path / "state", roles=["architect", "kiss", "security"],
+                           debate={"protocol": "conversation", "turns": 40})
+    events: list[Event] = []
+    session.bus.listen(events.append)
+    session.start_writer()
+    await session.run()
+    engine = session.orchestrator
+    assert engine.state.archived_rounds > 0  # the fold let old turns go
+    runtime = ScriptedRuntime(events=events, clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, runtime)
+        screen = app.screen
+        assert isinstance(screen, DebateScreen)
+        assert screen.state.model_dump() == engine.state.model_dump()
+        assert screen.index.message_count == engine.index.message_count
+        assert [c.id for c in screen.index.messages_after(None, 41)] == \
+               [c.id for c in engine.index.messages_after(None, 41)]

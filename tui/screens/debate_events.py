@@ -12,6 +12,7 @@ from typing import assert_never
 
 from textual import on
 
+from ...core.context.fold import Fold
 from ...core.context.index import DebateIndex
 from ...core.events import (
     BudgetReached,
@@ -47,7 +48,6 @@ from ...core.events import (
 )
 from ...core.models.state import DebateState
 from ...core.models.terms import JUDGE_ID
-from ...core.storage.state import apply
 from ..activity import calls_in_flight
 from ..bridge import Bridge, DebateLoaded, EngineBatch, RuntimeFailed, TokenChunk
 from ..followups import Followups
@@ -70,6 +70,8 @@ class DebateEvents(DebateLayout):
     def __init__(self, runtime: Runtime, *, speed: float | None = None) -> None:
         super().__init__(runtime, speed=speed)
         self.index = DebateIndex()
+        self.fold = Fold(self.state, self.index)
+        """The state and index, moved by each event exactly as the engine moves its own."""
         self.loaded = False
         self.bridge = Bridge(runtime, self)
         self.followups = Followups()
@@ -80,7 +82,8 @@ class DebateEvents(DebateLayout):
     async def _debate_loaded(self, message: DebateLoaded) -> None:
         snap = message.snapshot
         self.state = snap.state
-        self.index = DebateIndex(self.state)
+        self.fold = Fold(self.state)
+        self.index = self.fold.index
         log = self.query_one(EventLog)
         if self.state.problem:
             log.start_ts = self.state.created_at
@@ -131,11 +134,7 @@ class DebateEvents(DebateLayout):
                 if isinstance(item, TokenChunk):
                     self._stream(item)
                     continue
-                archived = self.state.archived_rounds
-                apply(self.state, item)
-                self.index.on_event(item)
-                if self.state.archived_rounds != archived:  # a long debate's old steps: in its log only
-                    self.index.archive(self.state.archived_rounds)
+                self.fold.apply(item)
                 log.add_event(item)
                 if (line := self.followups.on_event(item)) is not None:
                     self.feedback(line)
