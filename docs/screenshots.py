@@ -117,6 +117,48 @@ async def bench_dashboard(work: Path, out: Path) -> None:
         print(f"wrote {out / 'bench-dashboard'}.svg", file=sys.stderr)
 
 
+def _moot(*args: str, cwd: Path) -> None:
+    """The real command, as a person runs it (the demo provider: no key, no network)."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY")}
+    env["MOOT_DEMO_DELAY"] = "0"
+    subprocess.run([sys.executable, "-m", "moot", *args], cwd=cwd, env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def bench_plot(work: Path, out: Path) -> None:
+    """`moot bench … -o results.md` draws accuracy against tokens a question beside the table."""
+    import shutil
+
+    work.mkdir(parents=True)
+    _moot("bench", "arithmetic:6", "--protocols", "single,vote,simultaneous", "--provider", "demo", "--headless",
+          "-o", "results.md", "--state-dir", "debates", cwd=work)
+    shutil.copy(work / "results.svg", out / "bench-plot.svg")
+    print(f"wrote {out / 'bench-plot'}.svg", file=sys.stderr)
+
+
+async def html_report(work: Path, out: Path) -> None:
+    """`moot report ID --html`: the page, drawn by headless Chromium (skipped without it)."""
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        print("html-report: no chromium on the PATH, skipped", file=sys.stderr)
+        return
+    work.mkdir(parents=True)
+    _moot("run", "Design a URL shortener", "--headless", "-r", "1", "-a", "architect,kiss,security",
+          "--state-dir", "debates", cwd=work)
+    debate = next((work / "debates").iterdir()).name
+    _moot("report", debate, "--html", "-o", "report.html", "--state-dir", "debates", cwd=work)
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--window-size=1200,900", f"--screenshot={out / 'html-report.png'}",
+                    (work / "report.html").as_uri()], check=True, capture_output=True, timeout=120)
+    print(f"wrote {out / 'html-report'}.png", file=sys.stderr)
+
+
 SHOTS: dict[str, Shot] = {
     "live-debate": live_debate,
     "context-overview": context_overview,
@@ -125,6 +167,8 @@ SHOTS: dict[str, Shot] = {
     "conversation": conversation,
     "saved-debates": saved_debates,
     "bench-dashboard": bench_dashboard,
+    "bench-plot": bench_plot,
+    "html-report": html_report,
 }
 
 

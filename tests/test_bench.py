@@ -134,6 +134,11 @@ def test_bench_outputs_markdown_with_plot_and_csv(tmp_path: Path) -> None:
     assert "![accuracy against tokens per question](r.svg)" in md
     svg = ET.fromstring((tmp_path / "r.svg").read_text())  # well-formed, one point per protocol
     assert len([e for e in svg.iter() if e.tag.endswith("circle")]) == 3
+    width = float(svg.get("width", 0))
+    for label in (e for e in svg.iter() if e.tag.endswith("text") and "%" in (e.text or "") and e.get("y")):
+        # A point's label stays on the plot: one that starts in the right half is drawn leftwards.
+        if label.get("text-anchor") != "end" and float(label.get("x", 0)) > width / 2:
+            raise AssertionError(f"label {label.text!r} runs right from x={label.get('x')} of {width}")
     code, _, err = _bench("arithmetic:4", "--provider", "demo", "--headless", "--state-dir", str(sd),
                           "-o", str(tmp_path / "r.csv"))
     assert code == 0, err

@@ -181,7 +181,12 @@ def render_svg(doc: dict[str, Any]) -> str:
         lo, hi = py(max(0.0, s.accuracy - s.stderr)), py(min(1.0, s.accuracy + s.stderr))
         out.append(f'<line x1="{x}" y1="{lo}" x2="{x}" y2="{hi}" stroke="#1f77b4" stroke-width="2"/>')
         out.append(f'<circle cx="{x}" cy="{y}" r="5" fill="#1f77b4"/>')
-        out.append(f'<text x="{x + 8}" y="{y - 6}">{html.escape(p)} {_pct(s.accuracy)}%</text>')
+        # A point in the right half is labelled to its left: the label never runs off the plot.
+        label = f"{html.escape(p)} {_pct(s.accuracy)}%"
+        if x > (left + w - right) / 2:
+            out.append(f'<text x="{x - 8}" y="{y - 6}" text-anchor="end">{label}</text>')
+        else:
+            out.append(f'<text x="{x + 8}" y="{y - 6}">{label}</text>')
     title = html.escape(one_line_safe(doc["dataset"], 80)) + (" · DEMO" if doc.get("demo") else "")
     out.append(f'<text x="{left}" y="18" font-weight="bold">{title}</text>')
     out.append("</svg>")
