@@ -284,6 +284,20 @@ def _classify(rel: str, path: Path, root: Path, max_bytes: int) -> RefFile | str
     return RefFile(path=rel, real=real, root=root, size=size, sha256=digest)
 
 
+def _credential_root(real: Path) -> str | None:
+    """Why a root (resolved) is refused: the walk's filter of credential folders and secret-looking
+    names holds for the roots and for files named directly, not only for what lies below them
+    (`--ref ~/.ssh`, `--ref .docker/config.json` and a link to either are credentials too)."""
+    folder = next((part for part in real.parts[:-1] if part.lower() in SECRET_DIRS), None)
+    if real.name.lower() in SECRET_DIRS:
+        return f"{terminal_safe(real.name)} is a credential folder"
+    if folder is not None:
+        return f"it lies in the credential folder {terminal_safe(folder)}"
+    if real.is_file() and is_secret_name(real.name):
+        return "a secret-looking file name"
+    return None
+
+
 def _root_names(roots: Sequence[Path]) -> list[str]:
     names: list[str] = []
     for r in roots:
@@ -310,6 +324,9 @@ def scan(paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES,
             raise InputError(f"--ref {p}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
         if not (real.is_dir() or real.is_file()):
             raise InputError(f"--ref {p}: not a regular file or folder")
+        refused = _credential_root(real)
+        if refused:
+            raise InputError(f"--ref {p}: left out, {refused}; credentials are never given to agents")
         roots.append(real)
     refs = ReferenceSet(roots=list(dict.fromkeys(roots)), max_file_bytes=max_file_bytes)
     single_folder = len(refs.roots) == 1 and refs.roots[0].is_dir()
@@ -317,8 +334,6 @@ def scan(paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES,
         if root.is_file():
             entries: Iterator[tuple[str, Path, str | None]] = iter([(root.name, root, None)])
             base, prefix = root.parent, ""
-            if is_secret_name(root.name):
-                raise InputError(f"--ref {root}: a secret-looking file is never given to agents")
         else:
             entries, base, prefix = _walk(root), root, "" if single_folder else f"{name}/"
         links: list[tuple[str, Path]] = []
