@@ -1,7 +1,7 @@
 """The reference set: the files a debate's agents may read, chosen once when the debate starts.
 
 `--ref PATH` names files and folders. A folder is walked respecting every `.gitignore` in it
-(`pathspec`, git's own matching rules); binary files, files over the size cap and
+(`pathspec`, git's own matching rules, matched in linear time: `ignore`); binary files, files over the size cap and
 secret-looking files (`.env*`, `*.pem`, `*.key`, `id_rsa`, …) are left out, as are
 symbolic links that point outside their root or to a file the walk leaves out (in `.git`,
 ignored, secret), link loops, FIFOs, sockets and devices. What
@@ -22,20 +22,25 @@ import fnmatch
 import hashlib
 import os
 import stat
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import pathspec
 
 from ..errors import InputError
-from ..safety.sanitize import terminal_safe
+from ..safety.sanitize import one_line_safe, terminal_safe
+from .ignore import Ignores
 
 MAX_FILE_BYTES = 1 << 20
 """Files larger than this are listed as skipped, never read (`tools.max_file_bytes`)."""
 MAX_FILES = 5000
 """A reference set holds at most this many files (the rest are counted as skipped)."""
 SNIFF_BYTES = 8192
+PROGRESS_AFTER_S = 2.0
+PROGRESS_EVERY_S = 5.0
+_now = time.monotonic
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache"})
 SECRET_NAMES = pathspec.GitIgnoreSpec.from_lines([
     ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx",
@@ -209,34 +214,25 @@ def _binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
-class _Ignores:
-    """The `.gitignore` files met on the way down, each matching paths relative to its folder."""
+class _Progress:
+    """A line now and then while a scan is long (a huge tree, a slow disk): the start never sits
+    silent. Nothing is said for a scan shorter than `PROGRESS_AFTER_S`."""
 
-    def __init__(self) -> None:
-        self.specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    def __init__(self, say: Callable[[str], None] | None) -> None:
+        self.say, self.seen, self.start = say, 0, _now()
+        self.next = self.start + PROGRESS_AFTER_S
 
-    def load(self, folder: Path, rel: str) -> None:
-        gi = folder / ".gitignore"
-        try:
-            if gi.is_file() and not gi.is_symlink() and gi.stat().st_size < 1 << 20:
-                lines = gi.read_text("utf-8", errors="replace").splitlines()
-                self.specs.append((rel, pathspec.GitIgnoreSpec.from_lines(lines)))
-        except OSError:
-            pass
-
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        for base, spec in self.specs:
-            if base and not rel.startswith(base + "/"):
-                continue
-            sub = rel[len(base) + 1:] if base else rel
-            if spec.match_file(sub + "/" if is_dir else sub):
-                return True
-        return False
+    def tick(self, where: str) -> None:
+        self.seen += 1
+        if self.say is not None and (now := _now()) >= self.next:
+            self.next = now + PROGRESS_EVERY_S
+            self.say(f"scanning the references: {self.seen:,} entries looked at in {now - self.start:.0f}s, "
+                     f"now in {one_line_safe(terminal_safe(where), 80) or '.'}")
 
 
-def _walk(root: Path) -> Iterator[tuple[str, Path, str | None]]:
+def _walk(root: Path, progress: _Progress) -> Iterator[tuple[str, Path, str | None]]:
     """(path relative to `root`, real path, None or why it is skipped) for every file below."""
-    ignores = _Ignores()
+    ignores = Ignores()
     for folder, dirs, names in os.walk(root, followlinks=False):
         here = Path(folder)
         rel_dir = here.relative_to(root).as_posix()
@@ -245,6 +241,7 @@ def _walk(root: Path) -> Iterator[tuple[str, Path, str | None]]:
         keep: list[str] = []
         for d in sorted(dirs):
             rel = f"{rel_dir}/{d}" if rel_dir else d
+            progress.tick(rel)
             if d in ALWAYS_SKIPPED_DIRS or d.lower() in SECRET_DIRS or ignores.ignored(rel, True):
                 continue
             if (here / d).is_symlink():
@@ -254,6 +251,7 @@ def _walk(root: Path) -> Iterator[tuple[str, Path, str | None]]:
         dirs[:] = keep
         for name in sorted(names):
             rel = f"{rel_dir}/{name}" if rel_dir else name
+            progress.tick(rel)
             if ignores.ignored(rel, False):
                 continue
             yield rel, here / name, None
@@ -310,9 +308,10 @@ def _root_names(roots: Sequence[Path]) -> list[str]:
 
 
 def scan(paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES,
-         max_files: int = MAX_FILES) -> ReferenceSet:
+         max_files: int = MAX_FILES, progress: Callable[[str], None] | None = None) -> ReferenceSet:
     """The reference set of `paths` (files and folders). A path that does not exist, or is
-    neither a file nor a folder, is an `InputError` (one line, exit 2)."""
+    neither a file nor a folder, is an `InputError` (one line, exit 2). A long scan says where
+    it is through `progress` every few seconds."""
     roots: list[Path] = []
     for p in paths:
         path = Path(p).expanduser()
@@ -330,12 +329,13 @@ def scan(paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES,
         roots.append(real)
     refs = ReferenceSet(roots=list(dict.fromkeys(roots)), max_file_bytes=max_file_bytes)
     single_folder = len(refs.roots) == 1 and refs.roots[0].is_dir()
+    looked = _Progress(progress)
     for root, name in zip(refs.roots, _root_names(refs.roots), strict=True):
         if root.is_file():
             entries: Iterator[tuple[str, Path, str | None]] = iter([(root.name, root, None)])
             base, prefix = root.parent, ""
         else:
-            entries, base, prefix = _walk(root), root, "" if single_folder else f"{name}/"
+            entries, base, prefix = _walk(root, looked), root, "" if single_folder else f"{name}/"
         links: list[tuple[str, Path]] = []
         regular: set[Path] = set()
         for rel, path, why in entries:
