@@ -2,12 +2,16 @@
 
 `--ref PATH` names files and folders. A folder is walked respecting every `.gitignore` in it
 (`pathspec`, git's own matching rules, matched in linear time: `ignore`); binary files, files over the size cap and
-secret-looking files (`.env*`, `*.pem`, `*.key`, `id_rsa`, …) are left out, as are
+secret-looking files (`.env*`, `*.pem`, `*.key`, `id_rsa`, …) and files holding a private key
+whatever their names are left out, as are
 symbolic links that point outside their root or to a file the walk leaves out (in `.git`,
 ignored, secret), link loops, FIFOs, sockets and devices. What
 is left is the set: each file under a *virtual path* (relative to its root; with several
 roots, under the root's name), with its size and content hash, recorded in the debate so
 a resume can say which files changed.
+
+A file's text is masked before anything reads it: the secrets `safety/found_secrets` finds in
+it become `***`.
 
 The tools read only files in the set (nothing else exists for them), and `open_checked`
 opens each again from its root one folder at a time, following no link, and refuses anything
@@ -30,6 +34,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from ..errors import InputError
+from ..safety.found_secrets import holds_private_key, mask_found
 from ..safety.sanitize import one_line_safe, terminal_safe
 from .ignore import Ignores
 
@@ -109,11 +114,15 @@ class ReferenceSet:
         return found
 
     def text(self, ref: RefFile) -> str:
-        """The file's text (undecodable bytes replaced), read through `open_checked`."""
+        """The file's text (undecodable bytes replaced, secrets found in it masked), read through
+        `open_checked`."""
         cached = self._text.get(ref.path)
         if cached is None:
             data = open_checked(ref, self.max_file_bytes)
             cached = data.decode("utf-8", errors="replace")
+            if holds_private_key(cached):
+                raise RefUnreadable("it now holds a private key")
+            cached = mask_found(cached, ref.path)  # before any tool, index or log sees it
             if sum(len(t) for t in self._text.values()) < 64 << 20:  # keep reads cheap, memory bounded
                 self._text[ref.path] = cached
         return cached
@@ -184,7 +193,7 @@ def _open_beneath(root: Path, real: Path, flags: int) -> int:
 
 
 def _hash_regular(path: Path, max_bytes: int) -> tuple[int, str, bytes] | str:
-    """(size, sha256, first bytes) of a regular file, or why it is left out."""
+    """(size, sha256, content) of a regular file, or why it is left out."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags)
@@ -197,15 +206,14 @@ def _hash_regular(path: Path, max_bytes: int) -> tuple[int, str, bytes] | str:
         if info.st_size > max_bytes:
             return f"larger than {max_bytes:,} bytes"
         digest = hashlib.sha256()
-        head = b""
+        chunks: list[bytes] = []
         while True:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
-            if not head:
-                head = chunk[:SNIFF_BYTES]
+            chunks.append(chunk)
             digest.update(chunk)
-        return info.st_size, digest.hexdigest(), head
+        return info.st_size, digest.hexdigest(), b"".join(chunks)
     finally:
         os.close(fd)
 
@@ -276,9 +284,11 @@ def _classify(rel: str, path: Path, root: Path, max_bytes: int) -> RefFile | str
     found = _hash_regular(real, max_bytes)
     if isinstance(found, str):
         return found
-    size, digest, head = found
-    if _binary(head):
+    size, digest, data = found
+    if _binary(data[:SNIFF_BYTES]):
         return "binary"
+    if holds_private_key(data.decode("utf-8", errors="replace")):  # whatever its name: a hard link to ~/.ssh/id_*
+        return "a secret: it holds a private key"
     return RefFile(path=rel, real=real, root=root, size=size, sha256=digest)
 
 
