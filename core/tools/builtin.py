@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,9 @@ LIST_ENTRIES = 200
 SEARCH_MATCHES = 20
 RESULT_TOKENS = 2000
 EXCERPT_CHARS = 160
+TIMEOUT_S = 30.0
+HALT_EVERY_LINES = 2048
+"""How often a search looks whether it was told to stop (a deadline, a pause, a stop, a signal)."""
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -33,6 +37,8 @@ class Limits:
     list_entries: int = LIST_ENTRIES
     search_matches: int = SEARCH_MATCHES
     result_tokens: int = RESULT_TOKENS
+    timeout_s: float = TIMEOUT_S
+    """Deadline of one call: past it the call is stopped and answered with a tool error."""
 
 
 LIST_FILES = ToolDef(
@@ -168,7 +174,16 @@ def _excerpt(line: str, at: int) -> str:
     return ("…" if lo else "") + line[lo: lo + EXCERPT_CHARS] + ("…" if lo + EXCERPT_CHARS < len(line) else "")
 
 
-def search(refs: ReferenceSet, limits: Limits, args: dict[str, Any]) -> ToolOutput:
+class Halted(Exception):
+    """The call was told to stop (see `reference_tools`); nobody reads what it would have answered."""
+
+
+def _check(halt: threading.Event | None) -> None:
+    if halt is not None and halt.is_set():
+        raise Halted
+
+
+def search(refs: ReferenceSet, limits: Limits, args: dict[str, Any], halt: threading.Event | None = None) -> ToolOutput:
     query = (string_arg(args, "query", required=True) or "").strip()
     if not query:
         raise ToolError("the query is empty")
@@ -185,11 +200,14 @@ def search(refs: ReferenceSet, limits: Limits, args: dict[str, Any]) -> ToolOutp
     exact: list[tuple[str, int, str]] = []
     partial: list[tuple[int, str, int, str]] = []
     for ref in files:
+        _check(halt)
         try:
             text = refs.text(ref)
         except RefUnreadable:
             continue
         for n, line in enumerate(text.splitlines(), 1):
+            if n % HALT_EVERY_LINES == 0:
+                _check(halt)
             low = line.lower()
             at = low.find(phrase)
             if at >= 0:
@@ -215,13 +233,27 @@ _BUILTIN_FNS = {"list_files": list_files, "read_file": read_file, "search": sear
 
 
 def reference_tools(refs: ReferenceSet, limits: Limits = Limits()) -> Toolbox:
-    """The three built-in tools over `refs` (run in a worker thread: a big read never holds the loop)."""
+    """The three built-in tools over `refs`, each call in a worker thread (a big read never holds
+    the loop) under the deadline `limits.timeout_s`. A thread cannot be killed, so a call is told
+    to stop instead: when the deadline passes or the call is cancelled (a pause or stop that
+    interrupts it, a signal ending the debate) its `halt` is set, and a search looks at it every
+    file and every few thousand lines. Nothing is left running that would hold the exit."""
     box = Toolbox()
     for tool in BUILTIN:
         fn = _BUILTIN_FNS[tool.name]
 
         async def run(name: str, args: dict[str, Any], fn: Any = fn) -> ToolOutput:
-            out: ToolOutput = await asyncio.to_thread(fn, refs, limits, args)
+            halt = threading.Event()
+            work = (lambda: fn(refs, limits, args, halt)) if fn is search else (lambda: fn(refs, limits, args))
+            try:
+                out: ToolOutput = await asyncio.wait_for(asyncio.to_thread(work), limits.timeout_s)
+            except TimeoutError:
+                raise ToolError(f"{name} did not finish within {limits.timeout_s:g}s (tools.timeout_s); narrow the "
+                                "query or the path") from None
+            except Halted:  # told to stop by someone who no longer waits for it
+                raise ToolError(f"{name} was stopped") from None
+            finally:
+                halt.set()
             return out
 
         box.add(tool, run)
