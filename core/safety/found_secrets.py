@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 MASK = "***"
+HALT_EVERY_LINES = 1024
 _DETECTORS = (
     "PrivateKeyDetector", "AWSKeyDetector", "AzureStorageKeyDetector", "ArtifactoryDetector", "BasicAuthDetector",
     "DiscordBotTokenDetector", "GitHubTokenDetector", "GitLabTokenDetector", "JwtTokenDetector", "KeywordDetector",
@@ -103,13 +105,22 @@ def found_in_line(line: str, filename: str) -> set[str]:
     return found
 
 
-def mask_found(text: str, filename: str) -> str:
+class ScanHalted(Exception):
+    """`mask_found` was told to stop (whoever asked no longer waits for the text)."""
+
+
+def mask_found(text: str, filename: str, halted: Callable[[], bool] | None = None) -> str:
     """`text` with every secret the detectors find replaced by `***` (the token around it too).
     A value found on one line is masked on every line of the file: a password assigned once
-    and quoted again in a connection string goes in both places."""
+    and quoted again in a connection string goes in both places. `halted` is asked every few
+    thousand lines (a large file takes seconds); when it says so, `ScanHalted` is raised."""
     lines = text.split("\n")
-    found = {i: found_in_line(line, filename) for i, line in enumerate(lines)
-             if len(line.strip()) >= 8}  # nothing shorter is a secret worth a detector's time
+    found: dict[int, set[str]] = {}
+    for i, line in enumerate(lines):
+        if halted is not None and i % HALT_EVERY_LINES == 0 and halted():
+            raise ScanHalted
+        if len(line.strip()) >= 8:  # nothing shorter is a secret worth a detector's time
+            found[i] = found_in_line(line, filename)
     everywhere = sorted({v for values in found.values() for v in values if len(v) >= _MIN_EVERYWHERE},
                         key=len, reverse=True)
     if not everywhere and not any(found.values()):

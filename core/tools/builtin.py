@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import tokens
+from ..safety.found_secrets import ScanHalted
 from .references import ReferenceSet, RefFile, RefUnreadable
 from .registry import ToolDef, ToolError, ToolOutput, Toolbox, int_arg, string_arg
 
@@ -132,19 +133,22 @@ def _file(refs: ReferenceSet, virtual: str) -> RefFile:
     return ref
 
 
-def _text(refs: ReferenceSet, ref: RefFile) -> str:
+def _text(refs: ReferenceSet, ref: RefFile, halt: threading.Event | None = None) -> str:
     try:
-        return refs.text(ref)
+        return refs.text(ref, halt.is_set if halt is not None else None)
     except RefUnreadable as exc:
         raise ToolError(f"{ref.path!r} cannot be read: {exc}") from None
+    except ScanHalted:
+        raise Halted from None
 
 
-def read_file(refs: ReferenceSet, limits: Limits, args: dict[str, Any]) -> ToolOutput:
+def read_file(refs: ReferenceSet, limits: Limits, args: dict[str, Any],
+              halt: threading.Event | None = None) -> ToolOutput:
     virtual = normalize(string_arg(args, "path", required=True) or "", refs)
     ref = _file(refs, virtual)
     start = int_arg(args, "start_line", 1) or 1
     end = int_arg(args, "end_line")
-    lines = _text(refs, ref).splitlines()
+    lines = _text(refs, ref, halt).splitlines()
     total = len(lines)
     if total == 0:
         return ToolOutput(f"{ref.path} is empty", True, f"{ref.path}: empty")
@@ -202,8 +206,8 @@ def search(refs: ReferenceSet, limits: Limits, args: dict[str, Any], halt: threa
     for ref in files:
         _check(halt)
         try:
-            text = refs.text(ref)
-        except RefUnreadable:
+            text = _text(refs, ref, halt)
+        except ToolError:  # unreadable now: searched as if absent
             continue
         for n, line in enumerate(text.splitlines(), 1):
             if n % HALT_EVERY_LINES == 0:
@@ -244,7 +248,7 @@ def reference_tools(refs: ReferenceSet, limits: Limits = Limits()) -> Toolbox:
 
         async def run(name: str, args: dict[str, Any], fn: Any = fn) -> ToolOutput:
             halt = threading.Event()
-            work = (lambda: fn(refs, limits, args, halt)) if fn is search else (lambda: fn(refs, limits, args))
+            work = (lambda: fn(refs, limits, args)) if fn is list_files else (lambda: fn(refs, limits, args, halt))
             try:
                 out: ToolOutput = await asyncio.wait_for(asyncio.to_thread(work), limits.timeout_s)
             except TimeoutError:

@@ -113,16 +113,16 @@ class ReferenceSet:
                      or fnmatch.fnmatch(PurePosixPath(f.path).name, pattern)]
         return found
 
-    def text(self, ref: RefFile) -> str:
+    def text(self, ref: RefFile, halted: Callable[[], bool] | None = None) -> str:
         """The file's text (undecodable bytes replaced, secrets found in it masked), read through
-        `open_checked`."""
+        `open_checked`; `halted` may stop the masking of a large file (`ScanHalted`)."""
         cached = self._text.get(ref.path)
         if cached is None:
             data = open_checked(ref, self.max_file_bytes)
             cached = data.decode("utf-8", errors="replace")
             if holds_private_key(cached):
                 raise RefUnreadable("it now holds a private key")
-            cached = mask_found(cached, ref.path)  # before any tool, index or log sees it
+            cached = mask_found(cached, ref.path, halted)  # before any tool, index or log sees it
             if sum(len(t) for t in self._text.values()) < 64 << 20:  # keep reads cheap, memory bounded
                 self._text[ref.path] = cached
         return cached
