@@ -7,6 +7,7 @@ so the disk side is the same however a debate is watched.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -188,6 +189,11 @@ def _cancelling() -> bool:
     return bool(task is not None and task.cancelling())
 
 
+def _say(line: str) -> None:
+    """A line on stderr before the debate starts (no screen is up yet to show it)."""
+    print(f"moot: {line}", file=sys.stderr, flush=True)
+
+
 def _references(config: MootConfig, *, resuming: bool = False) -> ReferenceSet | None:
     """The debate's reference set, its paths saved absolute (a resume may run from elsewhere).
     A resume keeps the roots that still exist (the changed-files warning names what went)."""
@@ -198,7 +204,7 @@ def _references(config: MootConfig, *, resuming: bool = False) -> ReferenceSet |
         paths = [p for p in paths if Path(p).exists()] or paths[:0]
         if not paths:
             return None
-    refs = scan(paths, max_file_bytes=config.tools.max_file_bytes)
+    refs = scan(paths, max_file_bytes=config.tools.max_file_bytes, progress=_say)
     if not resuming:
         config.debate.references = [str(r) for r in refs.roots]
     return refs

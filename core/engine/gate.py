@@ -26,6 +26,8 @@ class Gate:
         self.totals = totals
         self._running = asyncio.Event()
         self._running.set()
+        self._halted = asyncio.Event()
+        """Set while paused or stopping: what can be cut short (a tool call) waits on it."""
         self._stop = False
         self.spending_allowed = False
         """True while the judge synthesizes: the caps stop new work, not the final answer."""
@@ -45,12 +47,15 @@ class Gate:
         if not self._running.is_set():
             return False
         self._running.clear()
+        self._halted.set()
         return True
 
     def resume(self) -> bool:
         if self._running.is_set():
             return False
         self._running.set()
+        if not self._stop:
+            self._halted.clear()
         return True
 
     def stop(self) -> bool:
@@ -58,7 +63,12 @@ class Gate:
             return False
         self._stop = True
         self._running.set()
+        self._halted.set()
         return True
+
+    async def halted(self) -> None:
+        """Return once a pause or a stop is asked for (at once if one is in force)."""
+        await self._halted.wait()
 
     async def wait(self) -> None:
         """Pass the boundary: wait while paused, raise StopRequested or BudgetExhausted."""

@@ -85,7 +85,7 @@ class Grounding:
               open_index: Callable[[], SearchIndex] | None = None) -> Grounding:
         g = cls(config.tools, refs, open_index)
         limits = Limits(config.tools.read_lines, config.tools.list_entries, config.tools.search_matches,
-                        config.tools.result_tokens)
+                        config.tools.result_tokens, config.tools.timeout_s)
         builtin = reference_tools(refs, limits) if refs is not None and refs.files else None
         for agent in agents:
             own = agent.config.tools

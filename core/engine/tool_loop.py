@@ -14,7 +14,8 @@ tokens per tier. The loop is covered as a call is:
 - **errors**: arguments that are not JSON, an unknown tool, a path that leaves the references, a
   server that died: a tool error the model reads and can recover from.
 - **pause/stop**: between turns the gate is passed again (a pause holds the call there, and is
-  reported as effective; a stop ends the debate, resumable, and the call is redone).
+  reported as effective; a stop ends the debate, resumable, and the call is redone). A tool
+  running when a pause or stop is asked for is cut short at once: after a pause it runs again.
 - **text-written calls**: a reply that is nothing but a JSON call of an offered tool is taken
   as the call, recorded `from_text`.
 - **keys and control characters**: results are masked and cleaned before the model (and the
@@ -23,6 +24,7 @@ tokens per tier. The loop is covered as a call is:
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -159,7 +161,7 @@ class ToolLoop:
                                  "answer with what you have", False, "over the tool-call limit")
             else:
                 self.used += 1
-                out = await self.box.call(call.name, call.arguments)
+                out = await self._call(call)
             text = self._clean(out.text)
             tool = self.box.get(call.name)
             result = ToolResultRecord(call_id=ident, name=name, ok=out.ok, content=text,
@@ -170,6 +172,25 @@ class ToolLoop:
             self.emit(ToolReturned(call_id=record.call_id, agent_id=self.agent.id, tool_call_id=ident, name=name,
                                    ok=out.ok, summary=result.summary, tokens=result.tokens))
         return step
+
+    async def _call(self, call: ToolCall) -> ToolOutput:
+        """Run one tool call; a pause or a stop asked for while it runs cuts it short at once. After
+        a pause the same call runs again once resumed (the model never knows); a stop ends the call
+        here, as at a boundary (the debate is resumable and the call redone)."""
+        gate = self.engine.gate
+        while True:
+            work = asyncio.ensure_future(self.box.call(call.name, call.arguments))
+            halted = asyncio.ensure_future(gate.halted())
+            try:
+                await asyncio.wait({work, halted}, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # a signal cancels the debate here too: the tool is told to stop either way
+                halted.cancel()
+                if not work.done():
+                    work.cancel()
+                    await asyncio.wait({work})
+            if not work.cancelled():
+                return work.result()
+            await self._boundary()
 
     def _clean(self, text: str) -> str:
         """Without control characters, then masked (a file may hold the configured key), capped."""

@@ -51,6 +51,9 @@ class ToolsConfig(_Strict):
     search_matches: int = Field(20, ge=1, le=500)
     max_file_bytes: int = Field(1 << 20, ge=1024, le=64 << 20)
     """Reference files larger than this are skipped."""
+    timeout_s: float = Field(30.0, gt=0, le=600, allow_inf_nan=False)
+    """Deadline of one built-in tool call (`list_files`, `read_file`, `search`), as an MCP server's
+    `timeout_s` is of its calls: past it the call is stopped and answered with a tool error."""
     mcp: list[McpServerConfig] = Field(default_factory=list)
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from .. import tokens
+from ..safety.found_secrets import ScanHalted
 from .references import ReferenceSet, RefFile, RefUnreadable
 from .registry import ToolDef, ToolError, ToolOutput, Toolbox, int_arg, string_arg
 
@@ -22,6 +24,9 @@ LIST_ENTRIES = 200
 SEARCH_MATCHES = 20
 RESULT_TOKENS = 2000
 EXCERPT_CHARS = 160
+TIMEOUT_S = 30.0
+HALT_EVERY_LINES = 2048
+"""How often a search looks whether it was told to stop (a deadline, a pause, a stop, a signal)."""
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -33,6 +38,8 @@ class Limits:
     list_entries: int = LIST_ENTRIES
     search_matches: int = SEARCH_MATCHES
     result_tokens: int = RESULT_TOKENS
+    timeout_s: float = TIMEOUT_S
+    """Deadline of one call: past it the call is stopped and answered with a tool error."""
 
 
 LIST_FILES = ToolDef(
@@ -126,19 +133,22 @@ def _file(refs: ReferenceSet, virtual: str) -> RefFile:
     return ref
 
 
-def _text(refs: ReferenceSet, ref: RefFile) -> str:
+def _text(refs: ReferenceSet, ref: RefFile, halt: threading.Event | None = None) -> str:
     try:
-        return refs.text(ref)
+        return refs.text(ref, halt.is_set if halt is not None else None)
     except RefUnreadable as exc:
         raise ToolError(f"{ref.path!r} cannot be read: {exc}") from None
+    except ScanHalted:
+        raise Halted from None
 
 
-def read_file(refs: ReferenceSet, limits: Limits, args: dict[str, Any]) -> ToolOutput:
+def read_file(refs: ReferenceSet, limits: Limits, args: dict[str, Any],
+              halt: threading.Event | None = None) -> ToolOutput:
     virtual = normalize(string_arg(args, "path", required=True) or "", refs)
     ref = _file(refs, virtual)
     start = int_arg(args, "start_line", 1) or 1
     end = int_arg(args, "end_line")
-    lines = _text(refs, ref).splitlines()
+    lines = _text(refs, ref, halt).splitlines()
     total = len(lines)
     if total == 0:
         return ToolOutput(f"{ref.path} is empty", True, f"{ref.path}: empty")
@@ -168,7 +178,16 @@ def _excerpt(line: str, at: int) -> str:
     return ("…" if lo else "") + line[lo: lo + EXCERPT_CHARS] + ("…" if lo + EXCERPT_CHARS < len(line) else "")
 
 
-def search(refs: ReferenceSet, limits: Limits, args: dict[str, Any]) -> ToolOutput:
+class Halted(Exception):
+    """The call was told to stop (see `reference_tools`); nobody reads what it would have answered."""
+
+
+def _check(halt: threading.Event | None) -> None:
+    if halt is not None and halt.is_set():
+        raise Halted
+
+
+def search(refs: ReferenceSet, limits: Limits, args: dict[str, Any], halt: threading.Event | None = None) -> ToolOutput:
     query = (string_arg(args, "query", required=True) or "").strip()
     if not query:
         raise ToolError("the query is empty")
@@ -185,11 +204,14 @@ def search(refs: ReferenceSet, limits: Limits, args: dict[str, Any]) -> ToolOutp
     exact: list[tuple[str, int, str]] = []
     partial: list[tuple[int, str, int, str]] = []
     for ref in files:
+        _check(halt)
         try:
-            text = refs.text(ref)
-        except RefUnreadable:
+            text = _text(refs, ref, halt)
+        except ToolError:  # unreadable now: searched as if absent
             continue
         for n, line in enumerate(text.splitlines(), 1):
+            if n % HALT_EVERY_LINES == 0:
+                _check(halt)
             low = line.lower()
             at = low.find(phrase)
             if at >= 0:
@@ -215,13 +237,27 @@ _BUILTIN_FNS = {"list_files": list_files, "read_file": read_file, "search": sear
 
 
 def reference_tools(refs: ReferenceSet, limits: Limits = Limits()) -> Toolbox:
-    """The three built-in tools over `refs` (run in a worker thread: a big read never holds the loop)."""
+    """The three built-in tools over `refs`, each call in a worker thread (a big read never holds
+    the loop) under the deadline `limits.timeout_s`. A thread cannot be killed, so a call is told
+    to stop instead: when the deadline passes or the call is cancelled (a pause or stop that
+    interrupts it, a signal ending the debate) its `halt` is set, and a search looks at it every
+    file and every few thousand lines. Nothing is left running that would hold the exit."""
     box = Toolbox()
     for tool in BUILTIN:
         fn = _BUILTIN_FNS[tool.name]
 
         async def run(name: str, args: dict[str, Any], fn: Any = fn) -> ToolOutput:
-            out: ToolOutput = await asyncio.to_thread(fn, refs, limits, args)
+            halt = threading.Event()
+            work = (lambda: fn(refs, limits, args)) if fn is list_files else (lambda: fn(refs, limits, args, halt))
+            try:
+                out: ToolOutput = await asyncio.wait_for(asyncio.to_thread(work), limits.timeout_s)
+            except TimeoutError:
+                raise ToolError(f"{name} did not finish within {limits.timeout_s:g}s (tools.timeout_s); narrow the "
+                                "query or the path") from None
+            except Halted:  # told to stop by someone who no longer waits for it
+                raise ToolError(f"{name} was stopped") from None
+            finally:
+                halt.set()
             return out
 
         box.add(tool, run)

@@ -1,13 +1,17 @@
 """The reference set: the files a debate's agents may read, chosen once when the debate starts.
 
 `--ref PATH` names files and folders. A folder is walked respecting every `.gitignore` in it
-(`pathspec`, git's own matching rules); binary files, files over the size cap and
-secret-looking files (`.env*`, `*.pem`, `*.key`, `id_rsa`, …) are left out, as are
+(`pathspec`, git's own matching rules, matched in linear time: `ignore`); binary files, files over the size cap and
+secret-looking files (`.env*`, `*.pem`, `*.key`, `id_rsa`, …) and files holding a private key
+whatever their names are left out, as are
 symbolic links that point outside their root or to a file the walk leaves out (in `.git`,
 ignored, secret), link loops, FIFOs, sockets and devices. What
 is left is the set: each file under a *virtual path* (relative to its root; with several
 roots, under the root's name), with its size and content hash, recorded in the debate so
 a resume can say which files changed.
+
+A file's text is masked before anything reads it: the secrets `safety/found_secrets` finds in
+it become `***`.
 
 The tools read only files in the set (nothing else exists for them), and `open_checked`
 opens each again from its root one folder at a time, following no link, and refuses anything
@@ -22,20 +26,26 @@ import fnmatch
 import hashlib
 import os
 import stat
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import pathspec
 
 from ..errors import InputError
-from ..safety.sanitize import terminal_safe
+from ..safety.found_secrets import holds_private_key, mask_found
+from ..safety.sanitize import one_line_safe, terminal_safe
+from .ignore import Ignores
 
 MAX_FILE_BYTES = 1 << 20
 """Files larger than this are listed as skipped, never read (`tools.max_file_bytes`)."""
 MAX_FILES = 5000
 """A reference set holds at most this many files (the rest are counted as skipped)."""
 SNIFF_BYTES = 8192
+PROGRESS_AFTER_S = 2.0
+PROGRESS_EVERY_S = 5.0
+_now = time.monotonic
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache"})
 SECRET_NAMES = pathspec.GitIgnoreSpec.from_lines([
     ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx",
@@ -103,12 +113,16 @@ class ReferenceSet:
                      or fnmatch.fnmatch(PurePosixPath(f.path).name, pattern)]
         return found
 
-    def text(self, ref: RefFile) -> str:
-        """The file's text (undecodable bytes replaced), read through `open_checked`."""
+    def text(self, ref: RefFile, halted: Callable[[], bool] | None = None) -> str:
+        """The file's text (undecodable bytes replaced, secrets found in it masked), read through
+        `open_checked`; `halted` may stop the masking of a large file (`ScanHalted`)."""
         cached = self._text.get(ref.path)
         if cached is None:
             data = open_checked(ref, self.max_file_bytes)
             cached = data.decode("utf-8", errors="replace")
+            if holds_private_key(cached):
+                raise RefUnreadable("it now holds a private key")
+            cached = mask_found(cached, ref.path, halted)  # before any tool, index or log sees it
             if sum(len(t) for t in self._text.values()) < 64 << 20:  # keep reads cheap, memory bounded
                 self._text[ref.path] = cached
         return cached
@@ -179,7 +193,7 @@ def _open_beneath(root: Path, real: Path, flags: int) -> int:
 
 
 def _hash_regular(path: Path, max_bytes: int) -> tuple[int, str, bytes] | str:
-    """(size, sha256, first bytes) of a regular file, or why it is left out."""
+    """(size, sha256, content) of a regular file, or why it is left out."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags)
@@ -192,15 +206,14 @@ def _hash_regular(path: Path, max_bytes: int) -> tuple[int, str, bytes] | str:
         if info.st_size > max_bytes:
             return f"larger than {max_bytes:,} bytes"
         digest = hashlib.sha256()
-        head = b""
+        chunks: list[bytes] = []
         while True:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
-            if not head:
-                head = chunk[:SNIFF_BYTES]
+            chunks.append(chunk)
             digest.update(chunk)
-        return info.st_size, digest.hexdigest(), head
+        return info.st_size, digest.hexdigest(), b"".join(chunks)
     finally:
         os.close(fd)
 
@@ -209,34 +222,25 @@ def _binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
-class _Ignores:
-    """The `.gitignore` files met on the way down, each matching paths relative to its folder."""
+class _Progress:
+    """A line now and then while a scan is long (a huge tree, a slow disk): the start never sits
+    silent. Nothing is said for a scan shorter than `PROGRESS_AFTER_S`."""
 
-    def __init__(self) -> None:
-        self.specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    def __init__(self, say: Callable[[str], None] | None) -> None:
+        self.say, self.seen, self.start = say, 0, _now()
+        self.next = self.start + PROGRESS_AFTER_S
 
-    def load(self, folder: Path, rel: str) -> None:
-        gi = folder / ".gitignore"
-        try:
-            if gi.is_file() and not gi.is_symlink() and gi.stat().st_size < 1 << 20:
-                lines = gi.read_text("utf-8", errors="replace").splitlines()
-                self.specs.append((rel, pathspec.GitIgnoreSpec.from_lines(lines)))
-        except OSError:
-            pass
-
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        for base, spec in self.specs:
-            if base and not rel.startswith(base + "/"):
-                continue
-            sub = rel[len(base) + 1:] if base else rel
-            if spec.match_file(sub + "/" if is_dir else sub):
-                return True
-        return False
+    def tick(self, where: str) -> None:
+        self.seen += 1
+        if self.say is not None and (now := _now()) >= self.next:
+            self.next = now + PROGRESS_EVERY_S
+            self.say(f"scanning the references: {self.seen:,} entries looked at in {now - self.start:.0f}s, "
+                     f"now in {one_line_safe(terminal_safe(where), 80) or '.'}")
 
 
-def _walk(root: Path) -> Iterator[tuple[str, Path, str | None]]:
+def _walk(root: Path, progress: _Progress) -> Iterator[tuple[str, Path, str | None]]:
     """(path relative to `root`, real path, None or why it is skipped) for every file below."""
-    ignores = _Ignores()
+    ignores = Ignores()
     for folder, dirs, names in os.walk(root, followlinks=False):
         here = Path(folder)
         rel_dir = here.relative_to(root).as_posix()
@@ -245,6 +249,7 @@ def _walk(root: Path) -> Iterator[tuple[str, Path, str | None]]:
         keep: list[str] = []
         for d in sorted(dirs):
             rel = f"{rel_dir}/{d}" if rel_dir else d
+            progress.tick(rel)
             if d in ALWAYS_SKIPPED_DIRS or d.lower() in SECRET_DIRS or ignores.ignored(rel, True):
                 continue
             if (here / d).is_symlink():
@@ -254,6 +259,7 @@ def _walk(root: Path) -> Iterator[tuple[str, Path, str | None]]:
         dirs[:] = keep
         for name in sorted(names):
             rel = f"{rel_dir}/{name}" if rel_dir else name
+            progress.tick(rel)
             if ignores.ignored(rel, False):
                 continue
             yield rel, here / name, None
@@ -278,10 +284,26 @@ def _classify(rel: str, path: Path, root: Path, max_bytes: int) -> RefFile | str
     found = _hash_regular(real, max_bytes)
     if isinstance(found, str):
         return found
-    size, digest, head = found
-    if _binary(head):
+    size, digest, data = found
+    if _binary(data[:SNIFF_BYTES]):
         return "binary"
+    if holds_private_key(data.decode("utf-8", errors="replace")):  # whatever its name: a hard link to ~/.ssh/id_*
+        return "a secret: it holds a private key"
     return RefFile(path=rel, real=real, root=root, size=size, sha256=digest)
+
+
+def _credential_root(real: Path) -> str | None:
+    """Why a root (resolved) is refused: the walk's filter of credential folders and secret-looking
+    names holds for the roots and for files named directly, not only for what lies below them
+    (`--ref ~/.ssh`, `--ref .docker/config.json` and a link to either are credentials too)."""
+    folder = next((part for part in real.parts[:-1] if part.lower() in SECRET_DIRS), None)
+    if real.name.lower() in SECRET_DIRS:
+        return f"{terminal_safe(real.name)} is a credential folder"
+    if folder is not None:
+        return f"it lies in the credential folder {terminal_safe(folder)}"
+    if real.is_file() and is_secret_name(real.name):
+        return "a secret-looking file name"
+    return None
 
 
 def _root_names(roots: Sequence[Path]) -> list[str]:
@@ -296,9 +318,10 @@ def _root_names(roots: Sequence[Path]) -> list[str]:
 
 
 def scan(paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES,
-         max_files: int = MAX_FILES) -> ReferenceSet:
+         max_files: int = MAX_FILES, progress: Callable[[str], None] | None = None) -> ReferenceSet:
     """The reference set of `paths` (files and folders). A path that does not exist, or is
-    neither a file nor a folder, is an `InputError` (one line, exit 2)."""
+    neither a file nor a folder, is an `InputError` (one line, exit 2). A long scan says where
+    it is through `progress` every few seconds."""
     roots: list[Path] = []
     for p in paths:
         path = Path(p).expanduser()
@@ -310,17 +333,19 @@ def scan(paths: Sequence[str | Path], *, max_file_bytes: int = MAX_FILE_BYTES,
             raise InputError(f"--ref {p}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
         if not (real.is_dir() or real.is_file()):
             raise InputError(f"--ref {p}: not a regular file or folder")
+        refused = _credential_root(real)
+        if refused:
+            raise InputError(f"--ref {p}: left out, {refused}; credentials are never given to agents")
         roots.append(real)
     refs = ReferenceSet(roots=list(dict.fromkeys(roots)), max_file_bytes=max_file_bytes)
     single_folder = len(refs.roots) == 1 and refs.roots[0].is_dir()
+    looked = _Progress(progress)
     for root, name in zip(refs.roots, _root_names(refs.roots), strict=True):
         if root.is_file():
             entries: Iterator[tuple[str, Path, str | None]] = iter([(root.name, root, None)])
             base, prefix = root.parent, ""
-            if is_secret_name(root.name):
-                raise InputError(f"--ref {root}: a secret-looking file is never given to agents")
         else:
-            entries, base, prefix = _walk(root), root, "" if single_folder else f"{name}/"
+            entries, base, prefix = _walk(root, looked), root, "" if single_folder else f"{name}/"
         links: list[tuple[str, Path]] = []
         regular: set[Path] = set()
         for rel, path, why in entries:
