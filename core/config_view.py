@@ -176,4 +176,10 @@ def config_schema() -> dict[str, Any]:
     """The JSON Schema of a config file (`moot.toml` or JSON): every key, its type, default and
     description (the models' field docstrings), for editors (taplo's `#:schema`) and the docs."""
     schema = MootConfig.model_json_schema()
+    # The judge is an agent whose id may be left out (it is `judge`).
+    judge = json.loads(json.dumps(schema["$defs"]["AgentConfig"]))
+    judge["required"] = [r for r in judge.get("required", []) if r != "id"]
+    judge["title"] = "JudgeConfig"
+    schema["$defs"]["JudgeConfig"] = judge
+    schema["properties"]["judge"] = {**schema["properties"]["judge"], "$ref": "#/$defs/JudgeConfig"}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "moot.toml"}

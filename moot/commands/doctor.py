@@ -137,8 +137,11 @@ async def _endpoint(base_url: str | None, model: str, key: str, deadline_s: floa
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     found = _checks(args)
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
-    marks = MARKS if encoding.startswith("utf") else ASCII_MARKS
+    try:  # words instead of marks where the terminal's encoding has no ✔ (a Latin-1 console)
+        "".join(MARKS.values()).encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+        marks = MARKS
+    except (UnicodeEncodeError, LookupError):
+        marks = ASCII_MARKS
     for finding in found:
         print(f"{marks[finding.mark]} {finding.text}")
     ok = not any(f.mark == "fail" for f in found)
