@@ -4,6 +4,9 @@ effective configuration with the source of each value, and the JSON Schema of th
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -124,3 +127,31 @@ def test_the_schema_describes_every_key_and_accepts_what_init_writes(tmp_path: P
     jsonschema.validate(tomllib.loads((tmp_path / "moot.toml").read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"debate": {"rounds": "three"}}, schema)
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_init_in_a_terminal_asks_for_each_choice(tmp_path: Path) -> None:
+    """In a terminal with no flags, `moot init` asks: provider, base URL, model, agents, protocol
+    (a wrong answer is asked again)."""
+    main, side = os.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY")}
+    proc = subprocess.Popen([sys.executable, "-m", "moot", "init"], stdin=side, stdout=side, stderr=side,
+                            cwd=tmp_path, env=env)
+    os.close(side)
+    os.write(main, b"openai\nhttp://127.0.0.1:8080/v1\nqwen2.5\nkiss,architect\ndebate\nvote\n")
+    seen = b""
+    while True:
+        try:
+            piece = os.read(main, 4096)
+        except OSError:  # the terminal closed: the process has ended
+            break
+        if not piece:
+            break
+        seen += piece
+    assert proc.wait(timeout=60) == 0, seen.decode(errors="replace")
+    os.close(main)
+    shown = seen.decode(errors="replace")
+    assert "Provider" in shown and "Model [gpt-4o-mini]" in shown and "one of rounds, conversation" in shown
+    data = tomllib.loads((tmp_path / "moot.toml").read_text())
+    assert [a["id"] for a in data["agents"]] == ["kiss", "architect"] and data["debate"]["protocol"] == "vote"
+    assert data["judge"] == {"provider": "openai", "model": "qwen2.5", "base_url": "http://127.0.0.1:8080/v1"}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import openai
+from openai.types.chat import ChatCompletionMessageParam
 
 from ..safety.secrets import one_line
 from ..tokens import count_messages
@@ -30,7 +31,7 @@ PROBE_CAP = 1 << 20
 LIST_CAP = 4 << 20
 """Bytes read of `GET /models` (OpenRouter lists every model it serves)."""
 
-_ASK = [{"role": "user", "content": "Reply with one word: ready."}]
+_ASK: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Reply with one word: ready."}]
 _TOOL = {"type": "function", "function": {
     "name": "read_file", "description": "Read a text file of the references.",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
@@ -91,8 +92,7 @@ class Checkup:
             return _Outcome(error=self._safe(f"{type(exc).__name__}: {exc}"))
 
     async def _chat(self, **extra: Any) -> Any:
-        return await self.client.chat.completions.create(model=self.model, messages=_ASK,  # type: ignore[call-overload]  # the probe's extra fields vary
-                                                         max_tokens=16, **extra)
+        return await self.client.chat.completions.create(model=self.model, messages=_ASK, max_tokens=16, **extra)
 
     async def _stream_usage(self) -> bool:
         """True when a streamed answer ends with a usage chunk (`stream_options.include_usage`)."""

@@ -8,7 +8,6 @@ import argparse
 import asyncio
 import importlib.util
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +45,8 @@ def register(sub: Subcommands) -> None:
 
 def _state_dir(path: Path) -> Finding:
     """Whether debates can be saved under `path` (made when the first debate starts; only probed here)."""
+    import tempfile
+
     from moot.core.providers.checkup import Finding
     from moot.core.safety.secrets import one_line
 
