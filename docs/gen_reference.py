@@ -167,12 +167,14 @@ def config_page() -> str:
             nested = _nested(info.annotation)
             path = title.strip("[]") if title != "moot.toml" else ""
             key = f"{path}.{name}" if path else name
-            description = info.description or docs.get(name, "") or (f"See `{key}` below." if nested else "")
-            out.append(f"| `{name}` | {_cell(_type(info.annotation))} | {_cell(_default(info))} | "
-                       f"{_cell(description)} |\n")
+            heading = ""
             if nested is not None:
                 kind, inner = nested
-                later.append((f"[[{key}]]" if kind == "array" else f'{key}."…"' if kind == "map" else key, inner))
+                heading = f"[[{key}]]" if kind == "array" else f'{key}."…"' if kind == "map" else key
+                later.append((heading, inner))
+            description = info.description or docs.get(name, "") or (f"See `{heading}` below." if heading else "")
+            out.append(f"| `{name}` | {_cell(_type(info.annotation))} | {_cell(_default(info))} | "
+                       f"{_cell(description)} |\n")
         for sub_title, inner in later:
             section(sub_title, inner)
 
