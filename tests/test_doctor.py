@@ -84,4 +84,7 @@ def test_an_unwritable_state_dir_fails(tmp_path: Path) -> None:
     r = cli("doctor", "--provider", "demo", "--state-dir", str(tmp_path / "a-file" / "debates"))
     assert r.returncode == 1
     assert _lines(r.stdout)["state"].startswith("✘ state dir ")
-    assert cli("doctor", "--provider", "demo").returncode == 0
+    r = cli("doctor", "--provider", "demo")
+    assert r.returncode == 0 and "✔ configuration loads (defaults: no ./moot.toml;" in r.stdout
+    r = cli("doctor", "--provider", "demo", "--timeout", "0")
+    assert r.returncode == 2 and r.stderr == "moot: --timeout must be above 0 seconds\n"

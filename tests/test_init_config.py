@@ -63,6 +63,9 @@ def test_init_never_replaces_a_file_unless_forced(tmp_path: Path) -> None:
 def test_a_debate_runs_on_the_config_init_wrote(tmp_path: Path) -> None:
     with LoopbackServer() as server:
         assert cli("init", "--base-url", server.base_url, "--model", "loopback-model", "-a", "kiss").returncode == 0
+        r = cli("doctor")  # reads the endpoint and the model from ./moot.toml
+        assert r.returncode == 0 and "✔ configuration loads (./moot.toml;" in r.stdout
+        assert f"✔ endpoint {server.base_url} answers" in r.stdout and "✔ model loopback-model answers" in r.stdout
         r = cli("run", PROBLEM, "-r", "1", "--headless", "--state-dir", str(tmp_path / "debates"))
         assert r.returncode == 0, r.stderr
         assert server.calls >= 2 and {b["model"] for b in server.requests} == {"loopback-model"}

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from moot.core.errors import ExitCode, MootError
+from moot.core.errors import ExitCode, InputError, MootError
 
 from .flags import add_state_dir, completes, finite_seconds
 
@@ -82,7 +82,7 @@ def _extras() -> list[Finding]:
 
 def _checks(args: argparse.Namespace) -> list[Finding]:
     from moot.core.config import load_config, resolve_agent
-    from moot.core.config_view import key_origin
+    from moot.core.config_view import find_config, key_origin
     from moot.core.providers.checkup import Finding
     from moot.core.providers.keys import LOCAL_PLACEHOLDER_KEY, is_local_url, resolve_api_key
     from moot.core.providers.pool import default_provider_name
@@ -96,7 +96,9 @@ def _checks(args: argparse.Namespace) -> list[Finding]:
         config = load_config(args.config, overrides(args))
     except MootError as exc:
         return [Finding("fail", f"config: {one_line(str(exc), 300, known_secrets())}")]
-    found.append(Finding("ok", "configuration loads (see it with `moot config`)"))
+    where = find_config(args.config).label
+    found.append(Finding("ok", f"configuration loads ({'defaults: no ./moot.toml' if where == 'default' else where};"
+                               " see it with `moot config`)"))
     default = default_provider_name(next((a.base_url for a in config.agents if a.base_url), None))
     models = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
     first = next((a for a in models if not a.is_person), models[-1])
@@ -119,7 +121,7 @@ def _checks(args: argparse.Namespace) -> list[Finding]:
         if origin or is_local_url(base_url):
             key = resolve_api_key(base_url) or LOCAL_PLACEHOLDER_KEY
             window = first.context.max_context_tokens
-            found += asyncio.run(_endpoint(base_url, model, key, float(args.timeout) or 10.0, window))
+            found += asyncio.run(_endpoint(base_url, model, key, float(args.timeout), window))
     found.append(_state_dir(Path(args.state_dir) if args.state_dir else default_state_dir()))
     return found + _extras()
 
@@ -137,6 +139,8 @@ async def _endpoint(base_url: str | None, model: str, key: str, deadline_s: floa
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.timeout <= 0:
+        raise InputError("--timeout must be above 0 seconds")
     found = _checks(args)
     try:  # words instead of marks where the terminal's encoding has no ✔ (a Latin-1 console)
         "".join(MARKS.values()).encode(getattr(sys.stdout, "encoding", None) or "utf-8")
