@@ -58,6 +58,9 @@ def test_init_never_replaces_a_file_unless_forced(tmp_path: Path) -> None:
     assert 'provider = "demo"' in (tmp_path / "moot.toml").read_text()
     r = cli("init", "--provider", "demo", "--model", "qwen2.5", "-o", "other.toml")
     assert r.returncode == 2 and "takes no --base-url or --model" in r.stderr
+    r = cli("init", "--model", "qwen\x1b[2J\x7f", "-o", "other.toml")
+    assert r.returncode == 2 and r.stderr == "moot: --model cannot be empty or hold control or invisible characters\n"
+    assert not (tmp_path / "other.toml").exists()
 
 
 def test_a_debate_runs_on_the_config_init_wrote(tmp_path: Path) -> None:

@@ -94,6 +94,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     said = any(v is not None for v in (args.provider, args.model, args.base_url, args.agents, args.protocol))
     if not said and sys.stdin.isatty() and sys.stdout.isatty():
         choice = _interactive(choice)
+    from moot.core.safety.sanitize import UNSAFE
+
+    for flag, value in (("--model", choice.model), ("--base-url", choice.base_url)):
+        if value is not None and (UNSAFE.search(value) or not value.strip()):
+            raise InputError(f"{flag} cannot be empty or hold control or invisible characters")
     if choice.provider == "demo" and (choice.base_url or choice.model):
         raise InputError("--provider demo runs offline: it takes no --base-url or --model")
     path = Path(args.output)
