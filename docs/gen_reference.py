@@ -7,7 +7,8 @@ Each page comes from the one place the thing it documents is defined: the subcom
 flags from the argument parser (`moot.cli.build_parser`), the config keys from the pydantic
 models (`MootConfig`, with each field's docstring), the events from the event union, the slash
 commands from the command registry, and the keys of each screen from its `BINDINGS`.
-`tests/test_reference_docs.py` fails when a committed page differs from what this writes.
+The JSON Schema of `moot.toml` is written beside them. `tests/test_reference_docs.py` fails
+when a committed page differs from what this writes.
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ def config_page() -> str:
     out = [HEADER, "# Configuration keys\n\n",
            "Every key of `moot.toml` (or a JSON config), its type, default and meaning, from the models that "
            "validate it. Unknown keys are errors. `moot config` shows the values in effect and where each came "
-           "from; `moot config --schema` prints the same as a JSON Schema.\n"]
+           "from; `moot config --schema` prints the same as a JSON Schema ([moot.schema.json](moot.schema.json), "
+           "for an editor: `#:schema` on the first line of the file, as `moot init` writes it).\n"]
     seen: set[tuple[str, type]] = set()
 
     def section(title: str, model: type[BaseModel]) -> None:
@@ -264,8 +266,17 @@ def keys_page() -> str:
     return "".join(out)
 
 
+def schema_file() -> str:
+    import json
+
+    from moot.core.config_view import config_schema
+
+    return json.dumps(config_schema(), indent=2) + "\n"
+
+
 PAGES: dict[str, Callable[[], str]] = {"cli.md": cli_page, "config.md": config_page, "events.md": events_page,
-                                       "slash-commands.md": slash_page, "keys.md": keys_page}
+                                       "slash-commands.md": slash_page, "keys.md": keys_page,
+                                       "moot.schema.json": schema_file}
 
 
 def render() -> dict[str, str]:
