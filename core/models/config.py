@@ -17,7 +17,8 @@ from .terms import (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # Each field's docstring is its description in the JSON Schema (`moot config --schema`).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 
 
 _M = TypeVar("_M", bound=BaseModel)

@@ -13,7 +13,8 @@ ToolsMode = Literal["auto", "call", "retrieve", "off"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # Each field's docstring is its description in the JSON Schema (`moot config --schema`).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 
 
 class McpServerConfig(_Strict):
