@@ -262,6 +262,9 @@ class CallEngine:
         extra_room = 0
         spent: list[Completion] = []
         recalled = self.recall(spec)
+        # Latency runs from the first attempt: refused, cut and empty attempts are part of the
+        # call (their tokens and cost are counted in it), so is the time they took.
+        started = self.clock.monotonic()
         while True:
             fit = self.fit(agent, spec.context_tokens, spec.max_tokens, model)
             budget = min(spec.budget, fit.input_budget) if spec.budget else fit.input_budget
@@ -314,7 +317,6 @@ class CallEngine:
             # A tool loop goes on changing its record: the event gets the record as it starts (its
             # steps follow in `call_continued`).
             self.emit(CallStarted(view=record.model_copy(deep=True) if loop is not None else record))
-            started = self.clock.monotonic()
             try:
                 if loop is not None:
                     completion = await loop.run(request, spent)
