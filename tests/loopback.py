@@ -396,6 +396,22 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(200, {"object": "list", "data": [model]})
 
     def do_POST(self) -> None:
+        """A chat request counts as in flight from its arrival until its reply's last event is
+        about to be sent (llama.cpp frees a slot before the client has read the end of it)."""
+        self._working = self.path.rstrip("/").endswith("/chat/completions")
+        if self._working:
+            self.server.owner._in_flight(+1)
+        try:
+            self._post()
+        finally:
+            self._done_working()
+
+    def _done_working(self) -> None:
+        if getattr(self, "_working", False):
+            self._working = False
+            self.server.owner._in_flight(-1)
+
+    def _post(self) -> None:
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -497,6 +513,7 @@ class _Handler(BaseHTTPRequestHandler):
                 payload["usage"] = usage
             if timings is not None:
                 payload["timings"] = timings
+            self._done_working()
             self._send_json(200, payload)
             owner._answered()
 
@@ -538,6 +555,7 @@ class _Handler(BaseHTTPRequestHandler):
                   {"timings": timings} if timings is not None else None)
             if include_usage and (usage is not None or owner.faults.usage is not KEEP):
                 event([], {"usage": usage, **({"timings": timings} if timings is not None else {})})
+            self._done_working()
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")  # end of the chunked body; the connection stays open
             owner._answered()
@@ -577,6 +595,7 @@ class _Handler(BaseHTTPRequestHandler):
             if include_usage:
                 event({}, None, {"usage": {"prompt_tokens": prompt, "completion_tokens": 10 + sent // 4,
                                            "total_tokens": prompt + 10 + sent // 4}})
+            self._done_working()
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
@@ -639,6 +658,9 @@ class LoopbackServer:
         self.sent: dict[str, int] = {}
         """Bytes of never-ending probe answers sent so far, by path (what the client let through)."""
         self.hangups: list[str] = []
+        self.most_in_flight = 0
+        """The most chat requests the server held at once (arrived, their reply not yet ended)."""
+        self._now_in_flight = 0
         """Paths of answers the client stopped reading before their end (hostile answers never end)."""
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -650,6 +672,11 @@ class LoopbackServer:
             self._headers.append(headers)
             self._answered_before.append(self.answered)
             return len(self._requests)
+
+    def _in_flight(self, change: int) -> None:
+        with self._lock:
+            self._now_in_flight += change
+            self.most_in_flight = max(self.most_in_flight, self._now_in_flight)
 
     def _answered(self) -> None:
         with self._lock:

@@ -32,6 +32,7 @@ from ..context.recall_tier import QUERY_ITEMS, Recaller, RecallRequest, query_te
 from ..context.view import ViewBuilder, history_ids, item_label, render_task
 from .gate import Gate, StopRequested
 from .grounding import Grounding
+from .limits import EndpointLimits
 from .tool_loop import ToolLoop
 from .windows import Fit, Windows, reply_floor
 from ..context.view import ViewTooLarge
@@ -139,6 +140,9 @@ class CallEngine:
     prices: Mapping[str, PriceOverride] = field(default_factory=dict)
     endpoint_limits: dict[str, int] = field(default_factory=dict)
     """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
+    limits: EndpointLimits = field(default_factory=EndpointLimits)
+    """Where calls wait for their endpoint's limit and their llama.cpp slot: this debate's own,
+    or one shared by the debates of a benchmark (one limit per endpoint across all of them)."""
     windows: Windows = field(default_factory=Windows)
     grounding: Grounding | None = None
     """The references and tools calls may read (None: a debate without them)."""
@@ -148,7 +152,6 @@ class CallEngine:
     def __post_init__(self) -> None:
         self.slots: dict[str, int] = {}
         """Agent id → the llama.cpp slot it keeps (see `discover`)."""
-        self._slot_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self.in_flight = 0
         """Calls past the gate and not yet ended."""
@@ -156,7 +159,15 @@ class CallEngine:
         """Of those, the turns waiting for a person: no model runs for them, so a pause is in
         effect without waiting for them (the person may still answer)."""
         self._pause_reported = False
-        self._endpoint_sems = {e: asyncio.Semaphore(n) for e, n in self.endpoint_limits.items()}
+        for e, n in self.endpoint_limits.items():
+            self.limits.set(e, n)
+
+    def share(self, limits: EndpointLimits) -> None:
+        """Wait in `limits`, shared with other debates, rather than in this debate's own (before
+        any call: this debate's configured limits are set there unless one is already)."""
+        for e, n in self.endpoint_limits.items():
+            limits.set(e, n)
+        self.limits = limits
 
     @property
     def secrets(self) -> list[str]:
@@ -195,7 +206,7 @@ class CallEngine:
                 # The server runs this many requests at once: more would only queue there (and
                 # a queued request's deadline runs while it waits).
                 self.endpoint_limits[key[0]] = slots
-                self._endpoint_sems[key[0]] = asyncio.Semaphore(slots)
+                self.limits.set(key[0], slots)
         self._keep_slots(agents)
 
     def _keep_slots(self, agents: Sequence[ResolvedAgent]) -> None:
@@ -232,9 +243,7 @@ class CallEngine:
         # The endpoint's own limit first: a call queued behind it holds none of the shared slots.
         # A person's turn takes no model slot at all (it may wait for minutes). A speaker that keeps
         # a llama.cpp slot waits for it here, before either.
-        slot = self.slots.get(agent.id)
-        slot_lock = _NO_LIMIT if slot is None else self._slot_locks.setdefault((endpoint, slot), asyncio.Lock())
-        async with slot_lock, self._endpoint_sems.get(endpoint, _NO_LIMIT), (
+        async with self.limits.slot(endpoint, self.slots.get(agent.id)), self.limits.of(endpoint), (
                 _NO_LIMIT if agent.is_person else self._sem):
             await self.gate.wait()
             self.in_flight += 1
