@@ -373,6 +373,12 @@ class CallEngine:
                                                        f"{record.max_tokens + extra_room}", "more")
                 continue
             break
+        # A reply that stopped short of its limit with `length` was ended by the server: the request
+        # filled its window (llama.cpp stops generating when its slot is full, and says `truncated`).
+        truncated = completion.truncated or (
+            loop is None and completion.finish_reason == "length" and not completion.usage_estimated
+            and completion.clipped_at is None and completion.completion_tokens < record.max_tokens)
+        reply_tokens, server_prompt = completion.completion_tokens, completion.prompt_tokens
         for earlier in spent:  # what the cut attempt cost is part of this call's cost
             completion.prompt_tokens += earlier.prompt_tokens
             completion.completion_tokens += earlier.completion_tokens
@@ -385,7 +391,7 @@ class CallEngine:
             latency_ms=latency, model=model, provider=agent.provider, call_id=record.call_id,
             attempts=completion.attempts, finish_reason=completion.finish_reason,
             usage_estimated=completion.usage_estimated, clipped_at=completion.clipped_at,
-            cached_tokens=completion.cached_tokens,
+            cached_tokens=completion.cached_tokens, server_truncated=truncated,
             cost_usd=self.cost(agent, model, completion.prompt_tokens, completion.completion_tokens,
                                completion.cached_tokens),
         )
@@ -396,6 +402,9 @@ class CallEngine:
             self.emit(Warning_(message=f"{agent.id}: the {reply_name(record.phase)} ran far past its limit of "
                                        f"{record.max_tokens} tokens; moot stopped reading it at "
                                        f"{completion.clipped_at:,} bytes and kept what came before",
+                               agent_id=agent.id))
+        elif truncated:
+            self.emit(Warning_(message=self.truncation_message(agent, record, fit, server_prompt, reply_tokens),
                                agent_id=agent.id))
         elif completion.finish_reason == "length":
             self.emit(Warning_(message=f"{agent.id}: the {reply_name(record.phase)} was cut at its limit of "
@@ -475,6 +484,17 @@ class CallEngine:
         return (f"{what}, more than the {fit.window:,}-token window the server gives {record.model} ({how}{ratio}); "
                 f"give the model a larger window per request on the server (llama.cpp: a larger --ctx-size, or "
                 f"fewer --parallel slots); raising {setting} does not help")
+
+    @staticmethod
+    def truncation_message(agent: ResolvedAgent, record: ViewRecord, fit: Fit, prompt: int, reply: int) -> str:
+        """What a reply the server ended short of its limit means, in its own counts."""
+        what = (f"{agent.id}: the server ended the {reply_name(record.phase)} at {reply:,} tokens, "
+                f"short of its limit of ")
+        counts = f"{prompt:,} prompt + {reply:,} reply tokens by its count"
+        if prompt + reply >= fit.window - 8:
+            return (f"{what}{record.max_tokens:,}: the request filled its {fit.window:,}-token window ({counts}, "
+                    f"where moot had budgeted ×{fit.ratio:g} its own count); later views allow more for its count")
+        return f"{what}{record.max_tokens:,} ({counts}): a limit of the server's own"
 
     def _again(self, record: ViewRecord, agent_id: str, why: str, suffix: str) -> ViewRecord:
         """End an attempt whose answer is not kept (views show it failed) and start the next one's
