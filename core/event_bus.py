@@ -11,7 +11,9 @@ from .events import Event, Token
 
 
 class Subscription:
-    """One subscriber's queue. Token events are dropped when it falls behind; others never.
+    """One subscriber's queue. Token deltas are dropped when it falls behind; other events never,
+    nor a token that restarts a call's text (a view that missed it would keep the failed
+    attempt's text in front of the retry's).
 
     With a `limit`, the debate waits at its next call boundary while more than that many
     events wait here (`EventBus.caught_up`): a consumer slower than the engine (the event
@@ -31,7 +33,7 @@ class Subscription:
 
     def offer(self, event: Event) -> None:
         queue = self.queue
-        if isinstance(event, Token):
+        if isinstance(event, Token) and not event.restart:
             if queue.qsize() > self.TOKEN_BACKLOG:
                 self.dropped_tokens += 1
             else:

@@ -16,6 +16,7 @@ from pathlib import Path
 from .clock import SYSTEM_CLOCK, Clock
 from .config import Overrides, ResolvedAgent, build_config
 from .engine.grounding import Grounding
+from .engine.limits import EndpointLimits
 from .control.commands import Inbox
 from .errors import ConfigError, StoreError
 from .event_bus import EventBus, Subscription
@@ -50,6 +51,9 @@ class SessionOptions:
     """Wall and monotonic time (tests freeze both)."""
     clarifier: Clarifier | None = None
     """Answers clarifying questions; None: no answers."""
+    limits: EndpointLimits | None = None
+    """Endpoint limits shared with the other debates running beside this one (a benchmark's);
+    None: the debate has its own."""
 
 
 @dataclass
@@ -243,6 +247,8 @@ def new_session(
     grounding = _grounding(config, _references(config), lambda: made[0])
     orch = Orchestrator(config, problem, debate_id=debate_id, providers=providers, default_provider=default, ids=ids,
                         clock=opts.clock, clarifier=opts.clarifier, grounding=grounding)
+    if opts.limits is not None:
+        orch.engine.share(opts.limits)
     # Fail on a missing key before anything runs, and before an empty folder is left behind.
     for agent in [*orch.agents, orch.judge]:
         providers.get(agent)
@@ -306,6 +312,8 @@ def resume_session(debate_id: str, opts: SessionOptions, overrides: Overrides | 
                             ids=Ids(seed=f"r{state.last_seq}-" if opts.deterministic_ids else None),
                             clock=opts.clock, clarifier=opts.clarifier,
                             grounding=_grounding(config, _references(config, resuming=True), lambda: folder))
+        if opts.limits is not None:
+            orch.engine.share(opts.limits)
         for agent in [*orch.agents, orch.judge]:
             providers.get(agent)
         writer = EventLogWriter(folder, bounded=state.archived_rounds > 0)

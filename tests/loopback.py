@@ -112,17 +112,34 @@ class ModelServer:
     """State the window (llama.cpp `GET /props`, vLLM `GET /v1/models` `max_model_len`)."""
     count_scale: float = 1.0
     """The server's tokenizer counts this many times moot's tiktoken count."""
+    digit_tokens: float = 0.0
+    """Tokens it spends on each digit beyond that (SmolLM2's tokenizer splits numbers into single
+    digits, tiktoken keeps up to three together): a text full of figures costs it more."""
     json_modes: frozenset[str] = frozenset({"json_schema", "json_object"})
     """`response_format` types it accepts; any other is a 400 naming response_format."""
     honor_max_tokens: bool = True
     """Cut a reply at the request's max_tokens and say so (`finish_reason: length`)."""
     slots: int = 4
     """llama.cpp's `total_slots` in `GET /props`."""
+    stop_when_full: bool = False
+    """Stop a reply when prompt and reply fill the window, whatever `max_tokens` asked, with
+    `finish_reason: length` and `truncated: true` on the last chunk, as llama-server does (it logs
+    `truncated = 1`). Off by default: most tests look at what moot sends, not at what comes back."""
     supports_tools: bool | None = None
     """Say in `/props` whether the model's template takes tools (llama.cpp `chat_template_caps`)."""
 
     def prompt_tokens(self, body: dict[str, Any]) -> int:
-        return int(count_messages(body.get("messages") or [], str(body.get("model") or "")) * self.count_scale)
+        messages = body.get("messages") or []
+        digits = sum(ch.isdigit() for m in messages if isinstance(m, dict)
+                     for ch in str(m.get("content") or "")) if self.digit_tokens else 0
+        counted = count_messages(messages, str(body.get("model") or ""))
+        return int(counted * self.count_scale + digits * self.digit_tokens)
+
+    def room(self, body: dict[str, Any]) -> int | None:
+        """The reply tokens left in a llama.cpp slot after the prompt, when `stop_when_full`."""
+        if not self.stop_when_full or self.style != "llama.cpp" or self.window is None:
+            return None
+        return max(0, self.window - self.prompt_tokens(body))
 
     def refusal(self, body: dict[str, Any]) -> dict[str, Any] | None:
         """The 400 body for a request over the window, in the server's own words (None: it fits)."""
@@ -396,6 +413,22 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(200, {"object": "list", "data": [model]})
 
     def do_POST(self) -> None:
+        """A chat request counts as in flight from its arrival until its reply's last event is
+        about to be sent (llama.cpp frees a slot before the client has read the end of it)."""
+        self._working = self.path.rstrip("/").endswith("/chat/completions")
+        if self._working:
+            self.server.owner._in_flight(+1)
+        try:
+            self._post()
+        finally:
+            self._done_working()
+
+    def _done_working(self) -> None:
+        if getattr(self, "_working", False):
+            self._working = False
+            self.server.owner._in_flight(-1)
+
+    def _post(self) -> None:
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -458,6 +491,10 @@ class _Handler(BaseHTTPRequestHandler):
             cut_reply = truncate_to_tokens(reply, int(body["max_tokens"]), model)
             if cut_reply != reply:
                 reply, finish = cut_reply, "length"
+        truncated = False
+        room = served.room(body) if served is not None else None
+        if room is not None and count_text(reply, model) > room:
+            reply, finish, truncated = truncate_to_tokens(reply, room, model), "length", True
         usage = {
             "prompt_tokens": (served.prompt_tokens(body) if served else count_messages(body.get("messages") or [], model))
             + faults.usage_offset,
@@ -481,7 +518,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._endless_reply(n, model)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish, timings)
+            self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish, timings,
+                         truncated)
         elif cut:
             self._abort()
         else:
@@ -497,12 +535,13 @@ class _Handler(BaseHTTPRequestHandler):
                 payload["usage"] = usage
             if timings is not None:
                 payload["timings"] = timings
+            self._done_working()
             self._send_json(200, payload)
             owner._answered()
 
     def _stream(
         self, n: int, model: str, reply: str, usage: Any, include_usage: bool, cut: bool, finish: str = "stop",
-        timings: dict[str, Any] | None = None,
+        timings: dict[str, Any] | None = None, truncated: bool = False,
     ) -> None:
         owner = self.server.owner
         self.send_response(200)
@@ -533,11 +572,14 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._abort()
             if cut:  # a one-chunk reply: cut before the finish
                 return self._abort()
-            # llama.cpp sends its timings (with `cache_n`) on the last chunks
-            event([{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}],
-                  {"timings": timings} if timings is not None else None)
+            # llama.cpp sends its timings (with `cache_n`) on the last chunks, and `truncated`
+            # when the slot filled up before the reply's limit
+            last = {**({"timings": timings} if timings is not None else {}),
+                    **({"truncated": True} if truncated else {})}
+            event([{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}], last or None)
             if include_usage and (usage is not None or owner.faults.usage is not KEEP):
                 event([], {"usage": usage, **({"timings": timings} if timings is not None else {})})
+            self._done_working()
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")  # end of the chunked body; the connection stays open
             owner._answered()
@@ -577,6 +619,7 @@ class _Handler(BaseHTTPRequestHandler):
             if include_usage:
                 event({}, None, {"usage": {"prompt_tokens": prompt, "completion_tokens": 10 + sent // 4,
                                            "total_tokens": prompt + 10 + sent // 4}})
+            self._done_working()
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
@@ -639,6 +682,9 @@ class LoopbackServer:
         self.sent: dict[str, int] = {}
         """Bytes of never-ending probe answers sent so far, by path (what the client let through)."""
         self.hangups: list[str] = []
+        self.most_in_flight = 0
+        """The most chat requests the server held at once (arrived, their reply not yet ended)."""
+        self._now_in_flight = 0
         """Paths of answers the client stopped reading before their end (hostile answers never end)."""
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -650,6 +696,11 @@ class LoopbackServer:
             self._headers.append(headers)
             self._answered_before.append(self.answered)
             return len(self._requests)
+
+    def _in_flight(self, change: int) -> None:
+        with self._lock:
+            self._now_in_flight += change
+            self.most_in_flight = max(self.most_in_flight, self._now_in_flight)
 
     def _answered(self) -> None:
         with self._lock:

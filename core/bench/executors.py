@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..engine.limits import EndpointLimits
 from ..errors import ConfigError
 from .results import ResultRow
 from .runner import Job, OnDone, OnStart, failed_row, run_job_safely
@@ -38,12 +39,15 @@ class LocalExecutor:
     async def run(self, jobs: Sequence[Job], on_start: OnStart, on_done: OnDone) -> None:
         queue = list(jobs)
         queue.reverse()
+        # One limit per endpoint for all the debates at once: a server with 3 slots gets 3
+        # requests from the whole run, not 3 from each debate in flight.
+        limits = EndpointLimits()
 
         async def worker() -> None:
             while queue:
                 job = queue.pop()
                 on_start(job)
-                on_done(job, await run_job_safely(job))
+                on_done(job, await run_job_safely(job, limits))
 
         await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(jobs)))))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Overrides, build_config
+from ..engine.limits import EndpointLimits
 from ..errors import MootError
 from ..models.config import AnswerFormat, MootConfig
 from ..models.terms import ProtocolName
@@ -151,8 +152,9 @@ def failed_row(job: Job, error: str) -> ResultRow:
                      debate_id=job.debate_id, status="failed", decided_by="", error=error)
 
 
-async def run_job(job: Job) -> ResultRow:
-    """Read, resume or start the job's debate, run it to its end, and read its row back."""
+async def run_job(job: Job, limits: EndpointLimits | None = None) -> ResultRow:
+    """Read, resume or start the job's debate, run it to its end, and read its row back. `limits`:
+    endpoint limits shared with the jobs running beside it in this event loop."""
     sd = StateDir(job.state_dir)
     pending = sd.root / f".{job.debate_id}{PENDING_SUFFIX}"
     if pending.is_dir():
@@ -160,7 +162,7 @@ async def run_job(job: Job) -> ResultRow:
     done = finished_row(job)
     if done is not None:
         return done
-    opts = SessionOptions(state_dir=sd.root, debate_id=job.debate_id, demo_delay=job.demo_delay)
+    opts = SessionOptions(state_dir=sd.root, debate_id=job.debate_id, demo_delay=job.demo_delay, limits=limits)
     if (sd.root / job.debate_id / EVENTS_FILE).exists():
         session = resume_session(job.debate_id, opts)
     else:
@@ -169,10 +171,10 @@ async def run_job(job: Job) -> ResultRow:
     return read_row(job.question_id, job.expected, job.answer_format, session.folder, state)
 
 
-async def run_job_safely(job: Job) -> ResultRow:
+async def run_job_safely(job: Job, limits: EndpointLimits | None = None) -> ResultRow:
     """`run_job`, with a refusal or failure as a failed row (the others go on; a rerun retries it)."""
     try:
-        return await run_job(job)
+        return await run_job(job, limits)
     except MootError as exc:
         return failed_row(job, str(exc))
 

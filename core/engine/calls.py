@@ -32,6 +32,7 @@ from ..context.recall_tier import QUERY_ITEMS, Recaller, RecallRequest, query_te
 from ..context.view import ViewBuilder, history_ids, item_label, render_task
 from .gate import Gate, StopRequested
 from .grounding import Grounding
+from .limits import EndpointLimits
 from .tool_loop import ToolLoop
 from .windows import Fit, Windows, reply_floor
 from ..context.view import ViewTooLarge
@@ -139,6 +140,9 @@ class CallEngine:
     prices: Mapping[str, PriceOverride] = field(default_factory=dict)
     endpoint_limits: dict[str, int] = field(default_factory=dict)
     """Endpoint (see `endpoint_of`) → its own limit of calls in flight."""
+    limits: EndpointLimits = field(default_factory=EndpointLimits)
+    """Where calls wait for their endpoint's limit and their llama.cpp slot: this debate's own,
+    or one shared by the debates of a benchmark (one limit per endpoint across all of them)."""
     windows: Windows = field(default_factory=Windows)
     grounding: Grounding | None = None
     """The references and tools calls may read (None: a debate without them)."""
@@ -148,7 +152,6 @@ class CallEngine:
     def __post_init__(self) -> None:
         self.slots: dict[str, int] = {}
         """Agent id → the llama.cpp slot it keeps (see `discover`)."""
-        self._slot_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self.in_flight = 0
         """Calls past the gate and not yet ended."""
@@ -156,7 +159,15 @@ class CallEngine:
         """Of those, the turns waiting for a person: no model runs for them, so a pause is in
         effect without waiting for them (the person may still answer)."""
         self._pause_reported = False
-        self._endpoint_sems = {e: asyncio.Semaphore(n) for e, n in self.endpoint_limits.items()}
+        for e, n in self.endpoint_limits.items():
+            self.limits.set(e, n)
+
+    def share(self, limits: EndpointLimits) -> None:
+        """Wait in `limits`, shared with other debates, rather than in this debate's own (before
+        any call: this debate's configured limits are set there unless one is already)."""
+        for e, n in self.endpoint_limits.items():
+            limits.set(e, n)
+        self.limits = limits
 
     @property
     def secrets(self) -> list[str]:
@@ -195,7 +206,7 @@ class CallEngine:
                 # The server runs this many requests at once: more would only queue there (and
                 # a queued request's deadline runs while it waits).
                 self.endpoint_limits[key[0]] = slots
-                self._endpoint_sems[key[0]] = asyncio.Semaphore(slots)
+                self.limits.set(key[0], slots)
         self._keep_slots(agents)
 
     def _keep_slots(self, agents: Sequence[ResolvedAgent]) -> None:
@@ -232,9 +243,7 @@ class CallEngine:
         # The endpoint's own limit first: a call queued behind it holds none of the shared slots.
         # A person's turn takes no model slot at all (it may wait for minutes). A speaker that keeps
         # a llama.cpp slot waits for it here, before either.
-        slot = self.slots.get(agent.id)
-        slot_lock = _NO_LIMIT if slot is None else self._slot_locks.setdefault((endpoint, slot), asyncio.Lock())
-        async with slot_lock, self._endpoint_sems.get(endpoint, _NO_LIMIT), (
+        async with self.limits.slot(endpoint, self.slots.get(agent.id)), self.limits.of(endpoint), (
                 _NO_LIMIT if agent.is_person else self._sem):
             await self.gate.wait()
             self.in_flight += 1
@@ -262,6 +271,9 @@ class CallEngine:
         extra_room = 0
         spent: list[Completion] = []
         recalled = self.recall(spec)
+        # Latency runs from the first attempt: refused, cut and empty attempts are part of the
+        # call (their tokens and cost are counted in it), so is the time they took.
+        started = self.clock.monotonic()
         while True:
             fit = self.fit(agent, spec.context_tokens, spec.max_tokens, model)
             budget = min(spec.budget, fit.input_budget) if spec.budget else fit.input_budget
@@ -314,7 +326,6 @@ class CallEngine:
             # A tool loop goes on changing its record: the event gets the record as it starts (its
             # steps follow in `call_continued`).
             self.emit(CallStarted(view=record.model_copy(deep=True) if loop is not None else record))
-            started = self.clock.monotonic()
             try:
                 if loop is not None:
                     completion = await loop.run(request, spent)
@@ -362,6 +373,12 @@ class CallEngine:
                                                        f"{record.max_tokens + extra_room}", "more")
                 continue
             break
+        # A reply that stopped short of its limit with `length` was ended by the server: the request
+        # filled its window (llama.cpp stops generating when its slot is full, and says `truncated`).
+        truncated = completion.truncated or (
+            loop is None and completion.finish_reason == "length" and not completion.usage_estimated
+            and completion.clipped_at is None and completion.completion_tokens < record.max_tokens)
+        reply_tokens, server_prompt = completion.completion_tokens, completion.prompt_tokens
         for earlier in spent:  # what the cut attempt cost is part of this call's cost
             completion.prompt_tokens += earlier.prompt_tokens
             completion.completion_tokens += earlier.completion_tokens
@@ -374,7 +391,7 @@ class CallEngine:
             latency_ms=latency, model=model, provider=agent.provider, call_id=record.call_id,
             attempts=completion.attempts, finish_reason=completion.finish_reason,
             usage_estimated=completion.usage_estimated, clipped_at=completion.clipped_at,
-            cached_tokens=completion.cached_tokens,
+            cached_tokens=completion.cached_tokens, server_truncated=truncated,
             cost_usd=self.cost(agent, model, completion.prompt_tokens, completion.completion_tokens,
                                completion.cached_tokens),
         )
@@ -385,6 +402,9 @@ class CallEngine:
             self.emit(Warning_(message=f"{agent.id}: the {reply_name(record.phase)} ran far past its limit of "
                                        f"{record.max_tokens} tokens; moot stopped reading it at "
                                        f"{completion.clipped_at:,} bytes and kept what came before",
+                               agent_id=agent.id))
+        elif truncated:
+            self.emit(Warning_(message=self.truncation_message(agent, record, fit, server_prompt, reply_tokens),
                                agent_id=agent.id))
         elif completion.finish_reason == "length":
             self.emit(Warning_(message=f"{agent.id}: the {reply_name(record.phase)} was cut at its limit of "
@@ -464,6 +484,17 @@ class CallEngine:
         return (f"{what}, more than the {fit.window:,}-token window the server gives {record.model} ({how}{ratio}); "
                 f"give the model a larger window per request on the server (llama.cpp: a larger --ctx-size, or "
                 f"fewer --parallel slots); raising {setting} does not help")
+
+    @staticmethod
+    def truncation_message(agent: ResolvedAgent, record: ViewRecord, fit: Fit, prompt: int, reply: int) -> str:
+        """What a reply the server ended short of its limit means, in its own counts."""
+        what = (f"{agent.id}: the server ended the {reply_name(record.phase)} at {reply:,} tokens, "
+                f"short of its limit of ")
+        counts = f"{prompt:,} prompt + {reply:,} reply tokens by its count"
+        if prompt + reply >= fit.window - 8:
+            return (f"{what}{record.max_tokens:,}: the request filled its {fit.window:,}-token window ({counts}, "
+                    f"where moot had budgeted ×{fit.ratio:g} its own count); later views allow more for its count")
+        return f"{what}{record.max_tokens:,} ({counts}): a limit of the server's own"
 
     def _again(self, record: ViewRecord, agent_id: str, why: str, suffix: str) -> ViewRecord:
         """End an attempt whose answer is not kept (views show it failed) and start the next one's

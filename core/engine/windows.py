@@ -6,8 +6,12 @@ to 19% more than moot for SmolLM2). Per endpoint and model, this keeps:
 - the window: the configured `max_context_tokens`, lowered to what the server says
   (`discovered` at start: llama.cpp `/props`, vLLM or OpenRouter `/models`, Ollama `/api/show`)
   or to what a refusal taught us (`learned`);
-- the count ratio: the server's prompt tokens over moot's count of the same messages, a
-  running maximum with a small margin, so views are built with `count × ratio` in mind.
+- the count ratio: the server's prompt tokens over moot's count of the same messages. The
+  next request's ratio is known only once the server has counted it, and two tokenizers
+  disagree more on some texts than on others (SmolLM2's server counted ×1.155, then ×1.20 in
+  one conversation), so views are built with `count × ratio` in mind where `ratio` is the
+  largest seen plus a margin: at least `MIN_MARGIN`, more when the ratios seen lie further
+  apart (up to `MAX_MARGIN`).
 A configured `max_context_tokens` lower than the server's window still wins.
 """
 
@@ -18,8 +22,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 WindowSource = Literal["configured", "discovered", "learned"]
-RATIO_MARGIN = 1.02
-"""Budget a little above the largest ratio seen: the next request's text tokenizes differently."""
+MIN_MARGIN = 0.05
+"""Budget at least this share above the largest ratio seen: the next request's text tokenizes
+differently (a 2% margin let a request 1.8% past the largest ratio overrun a 1,024-token slot)."""
+MAX_MARGIN = 0.10
+"""The margin grows with the spread of the ratios seen (largest over smallest), up to this."""
 REFUSAL_STEP = 0.8
 """A refusal that states no window lowers it to this share of what was tried."""
 MIN_OUTPUT = 128
@@ -40,6 +47,10 @@ class Window:
     """The server's window for this model, when known."""
     source: WindowSource = "configured"
     ratio: float = 1.0
+    """What views are budgeted with: the largest ratio seen and its margin (never below 1)."""
+    low: float | None = None
+    high: float = 1.0
+    """The smallest and largest ratios the server's counts have shown (the margin's measure)."""
 
 
 @dataclass(frozen=True)
@@ -110,8 +121,14 @@ class Windows:
         if counted <= 0 or reported <= 0:
             return False
         w = self.get(endpoint, model)
-        ratio = math.ceil(reported / counted * RATIO_MARGIN * 1000) / 1000
-        if ratio > w.ratio and reported > counted:
+        seen = reported / counted
+        w.low = seen if w.low is None else min(w.low, seen)
+        w.high = max(w.high, seen)
+        if w.high <= 1.0:  # the server never counted more than moot: nothing to allow for
+            return False
+        margin = min(MAX_MARGIN, max(MIN_MARGIN, w.high / max(1.0, w.low) - 1))
+        ratio = math.ceil(w.high * (1 + margin) * 1000) / 1000
+        if ratio > w.ratio:
             w.ratio = ratio
             return True
         return False

@@ -45,6 +45,9 @@ class CallMetadata(BaseModel):
     cached_tokens: int = 0
     """Of `prompt_tokens`, those the provider served from its prompt cache (priced at the cached
     rate); 0 when the server did not say."""
+    server_truncated: bool = False
+    """The server ended the reply short of its limit because the request filled its window (its
+    prompt count ran past what moot budgeted): `finish_reason` is `length`, but not `max_tokens`."""
 
 
 class Usage(BaseModel):

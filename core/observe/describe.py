@@ -93,6 +93,8 @@ def _s(n: int) -> str:
 def _cut(c: Contribution) -> str:
     if c.metadata.clipped_at is not None:
         return f" · clipped: read no further than {c.metadata.clipped_at:,} bytes"
+    if c.metadata.server_truncated:
+        return " · ended by the server: its window was full"
     return " · cut at its token limit" if c.metadata.finish_reason == "length" else ""
 
 

@@ -173,6 +173,8 @@ class PlainNarrator:
         cut = ""
         if c.metadata.clipped_at is not None:
             cut = "\n(The answer ran far past its limit; moot stopped reading it.)"
+        elif c.metadata.server_truncated:
+            cut = "\n(The server ended the answer early: the request filled its context window.)"
         elif c.metadata.finish_reason == "length":
             cut = "\n(The answer was cut at its length limit.)"
         body = c.content.strip() or "(no text)"

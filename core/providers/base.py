@@ -128,6 +128,8 @@ class Completion:
     cached_tokens: int = 0
     """Of `prompt_tokens`, those the server served from its prompt cache, as it reported them
     (`usage.prompt_tokens_details.cached_tokens`, or llama.cpp's `timings.cache_n`)."""
+    truncated: bool = False
+    """The server said it ended the reply because its window was full (llama.cpp's `truncated`)."""
 
 
 @dataclass(frozen=True)

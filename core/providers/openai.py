@@ -132,6 +132,8 @@ class _Attempt:
     """Reading stopped at this byte cap (`capped`): the text is what came before it."""
     cached: int | None = None
     """Prompt tokens the server served from its cache, when it said."""
+    truncated: bool = False
+    """The server said the reply ended because its window was full (llama.cpp `truncated`)."""
 
 
 def _retry_after(response: _httpx.Response) -> float | None:
@@ -339,6 +341,7 @@ class OpenAIProvider:
                     tool_calls=result.tools.result(),
                     clipped_at=result.clipped_at,
                     cached_tokens=min(result.cached or 0, prompt) if not estimated else 0,
+                    truncated=result.truncated,
                 ))
                 return
         assert last is not None
@@ -460,6 +463,8 @@ class OpenAIProvider:
         cache_n = _usage_number(_field(timings, "cache_n"))
         if cache_n is not None and result.cached is None:
             result.cached = cache_n
+        if getattr(chunk, "truncated", None) is True:
+            result.truncated = True
         choices = chunk.choices
         if choices is None:
             if usage is None:

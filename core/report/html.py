@@ -229,6 +229,8 @@ def _contribution(h: Html, state: DebateState, c: Contribution, names: dict[str,
     if m.clipped_at is not None:
         body.append(f'<p class="note">The answer ran far past its output limit; moot stopped reading it at '
                     f"{count(m.clipped_at)} bytes.</p>")
+    elif m.server_truncated:
+        body.append('<p class="note">The server ended the answer early: the request filled its context window.</p>')
     elif m.finish_reason == "length":
         body.append('<p class="note">The answer was cut at its output limit.</p>')
     view = rank_views.get(m.call_id or "") if c.type in RANKING else None

@@ -169,6 +169,8 @@ def _contribution(c: Contribution, verbose: bool, names: dict[str, str] | None =
     if c.metadata.clipped_at is not None:
         out += [f"_The model's answer ran far past its output limit; moot stopped reading it at "
                 f"{c.metadata.clipped_at:,} bytes._", ""]
+    elif c.metadata.server_truncated:
+        out += ["_The server ended the model's answer early: the request filled its context window._", ""]
     elif c.metadata.finish_reason == "length":
         out += ["_The model's answer was cut at its output limit._", ""]
     elif verbose:
