@@ -4,14 +4,19 @@ debate ran on, with the flags over each one's own settings."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..config import DEFAULT_DEMO_MODEL, DEFAULT_OPENAI_MODEL, describe_validation_error, read_config_file
+from ..config import describe_validation_error, read_config_file
+from ..models.provider_kinds import kind_of
 from ..errors import ConfigError
 from ..models.state import DebateState
 from ..providers.pool import default_provider_name
+
+
+_EvalProvider = Literal["openai", "demo"]
+"""A person's seat evaluates nothing: an evaluator runs on a model."""
 
 
 class EvaluatorConfig(BaseModel):
@@ -21,7 +26,7 @@ class EvaluatorConfig(BaseModel):
     id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
     name: str | None = None
     model: str | None = None
-    provider: Literal["openai", "demo"] | None = None
+    provider: _EvalProvider | None = None
     base_url: str | None = None
     temperature: float = Field(0.1, ge=0, le=2)
     system_prompt_path: str | None = None
@@ -68,7 +73,7 @@ def default_evaluators(state: DebateState, *, provider: str | None = None, model
             continue
         prov = provider or ("openai" if base_url else person.provider)
         kept = prov == person.provider
-        recorded.append(EvaluatorConfig(id="eval", provider="demo" if prov == "demo" else "openai",
+        recorded.append(EvaluatorConfig(id="eval", provider=cast(_EvalProvider, "openai" if kind_of(prov).person else prov),
                                         model=person.model if kept else None,
                                         base_url=urls.get(person.id) if kept else None))
     if not recorded:
@@ -87,6 +92,6 @@ def _resolved(evaluators: list[EvaluatorConfig], provider: str | None, model: st
     for ev in evaluators:
         url = base_url or ev.base_url
         prov = provider or ev.provider or default_provider_name(url)
-        mod = model or ev.model or (DEFAULT_DEMO_MODEL if prov == "demo" else DEFAULT_OPENAI_MODEL)
+        mod = model or ev.model or kind_of(prov).default_model
         out.append(ev.model_copy(update={"provider": prov, "model": mod, "base_url": url}))
     return out

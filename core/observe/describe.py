@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
+from ..models.provider_kinds import any_scripted, listed
 from ..events import (
     BudgetReached,
     CallFailed,
@@ -114,7 +115,7 @@ def describe(event: Event) -> Line | None:
 def _describe(event: Event) -> Line | None:
     match event:
         case DebateStarted():
-            demo = " · DEMO provider (offline, scripted answers)" if "demo" in event.provider_label else ""
+            demo = " · DEMO provider (offline, scripted answers)" if any_scripted(listed(event.provider_label)) else ""
             names = ", ".join(_safe(a.id) for a in event.agents)
             unit = "turn" if event.protocol == "conversation" else "round"
             steps = f"{event.total_rounds} {unit}{'' if event.total_rounds == 1 else 's'}"
