@@ -24,6 +24,7 @@ from ...core.models.state import AgentInfo, Clarification, Contribution, Converg
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
 from ..format import contribution_title, dom_id, k, solution_markdown, solution_title, usd
+from ..textual_compat import set_border_subtitle_text
 from .kept_lines import KeptHorizontal, KeptLabel, KeptLines
 from .label_text import update_label
 from .token_gauge import TokenGauge
@@ -156,7 +157,7 @@ class AgentPane(Vertical, KeptLines, can_focus=True):
         if not self.is_mounted or not height:
             self.border_subtitle = markup
             return
-        self._border_subtitle = self.render_str(markup).expand_tabs(4).split()[0]  # as Textual's setter stores it
+        set_border_subtitle_text(self, markup)
         offset = self.content_offset  # the region is in content coordinates
         self.refresh(Region(-offset.x, height - 1 - offset.y, width, 1))
 
