@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -60,17 +61,8 @@ from ..safety.secrets import StreamRedactor, redact, strip_userinfo
 STAND_IN = " ".join(["A quoted contribution of ordinary length, standing in for one not written yet."] * 12)
 
 
-class _NoLimit:
-    """The async context manager of an endpoint without a limit of its own."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-_NO_LIMIT = _NoLimit()
+_NO_LIMIT: AbstractAsyncContextManager[None] = nullcontext()
+"""What a call waits for where there is no limit (an endpoint without one of its own, a seat)."""
 
 
 @dataclass
