@@ -171,7 +171,7 @@ class AgentConfig(_Strict):
 
 
 class ConversationConfig(_Window):
-    """The turn-based conversation (seed 003): a shared transcript, each view = system prompt +
+    """The turn-based conversation: a shared transcript, each view = system prompt +
     rolling summary of everything older + the latest messages verbatim, under a token budget."""
 
     recent_messages: int = Field(50, ge=1, le=10_000)

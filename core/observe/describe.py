@@ -191,7 +191,7 @@ def _describe(event: Event) -> Line | None:
             return Line("manual", f"✉ moderator note (agents see it from their next call): {_safe(note.text, 400)}")
         case ConvergenceScored(score=score):
             value = score.confidence
-            # "convergence score", never "confidence": that word is the synthesis's own (issue 19).
+            # "convergence score", never "confidence": that word is the synthesis's own.
             return Line("summary", f"≈ convergence after round {score.round}: convergence score "
                                    f"{value if value is not None else 'not parsed'} (how far the agents agree)")
         case Converged(round=r, confidence=conf, threshold=threshold):
