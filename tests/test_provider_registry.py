@@ -77,7 +77,7 @@ def test_a_config_naming_a_provider_nobody_installed_is_one_line(tmp_path: Path)
             "--headless", "-r", "1", "--state-dir", str(tmp_path / "debates"))
     assert r.returncode == ExitCode.CONFIG
     assert r.stderr.strip().splitlines() == [
-        f"moot: {config}: agents[0].provider: Input should be 'openai', 'demo' or 'human' (got 'scribe')"]
+        f"moot: {config}: agents[0].provider: Input should be 'openai', 'demo', 'human' or 'openai-responses' (got 'scribe')"]
 
 
 def test_built_in_kinds_say_what_they_can_do() -> None:
@@ -86,7 +86,7 @@ def test_built_in_kinds_say_what_they_can_do() -> None:
     assert (person.billable, person.person, person.where("human")) == (False, True,
                                                                        "a person: typed answers, no model")
     assert (openai.billable, openai.per_base_url, openai.where("gpt-4o-mini")) == (True, True, "openai:gpt-4o-mini")
-    assert list(provider_kinds.ModelProviders()) == ["demo", "openai"]
+    assert list(provider_kinds.ModelProviders()) == ["demo", "openai", "openai-responses"]
     made = asyncio.run(_demo_kind())
     assert made is demo
 

@@ -4,19 +4,15 @@ debate ran on, with the flags over each one's own settings."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..config import describe_validation_error, read_config_file
+from ..models.config import KnownProvider
 from ..models.provider_kinds import kind_of
 from ..errors import ConfigError
 from ..models.state import DebateState
 from ..providers.pool import default_provider_name
-
-
-_EvalProvider = Literal["openai", "demo"]
-"""A person's seat evaluates nothing: an evaluator runs on a model."""
 
 
 class EvaluatorConfig(BaseModel):
@@ -26,7 +22,9 @@ class EvaluatorConfig(BaseModel):
     id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
     name: str | None = None
     model: str | None = None
-    provider: _EvalProvider | None = None
+    provider: KnownProvider | None = None
+    """Any provider that runs a model (a person's seat evaluates nothing: its debates are
+    evaluated on `openai`, or the demo without a key)."""
     base_url: str | None = None
     temperature: float = Field(0.1, ge=0, le=2)
     system_prompt_path: str | None = None
@@ -73,7 +71,7 @@ def default_evaluators(state: DebateState, *, provider: str | None = None, model
             continue
         prov = provider or ("openai" if base_url else person.provider)
         kept = prov == person.provider
-        recorded.append(EvaluatorConfig(id="eval", provider=cast(_EvalProvider, "openai" if kind_of(prov).person else prov),
+        recorded.append(EvaluatorConfig(id="eval", provider="openai" if kind_of(prov).person else prov,
                                         model=person.model if kept else None,
                                         base_url=urls.get(person.id) if kept else None))
     if not recorded:

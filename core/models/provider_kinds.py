@@ -51,10 +51,12 @@ class ProviderKind:
 
 
 OPENAI = ProviderKind("openai", DEFAULT_OPENAI_MODEL, per_base_url=True, uses_openai_sdk=True)
+RESPONSES = ProviderKind("openai-responses", DEFAULT_OPENAI_MODEL, per_base_url=True, uses_openai_sdk=True)
+"""OpenAI's Responses API (`providers/responses.py`): the same keys and endpoints as `openai`."""
 DEMO = ProviderKind("demo", DEFAULT_DEMO_MODEL, billable=False, scripted=True, shown="DEMO")
 PERSON = ProviderKind("human", "human", billable=False, person=True, header="a person: typed answers, no model")
 
-_KINDS: dict[str, ProviderKind] = {k.name: k for k in (OPENAI, DEMO, PERSON)}
+_KINDS: dict[str, ProviderKind] = {k.name: k for k in (OPENAI, DEMO, PERSON, RESPONSES)}
 _BUILT_IN = frozenset(_KINDS)
 
 

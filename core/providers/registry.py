@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from ..models.provider_kinds import DEMO, OPENAI, PERSON, ProviderKind, load_plugin, provider_names, register_kind
+from ..models.provider_kinds import DEMO, OPENAI, PERSON, RESPONSES, ProviderKind, load_plugin, provider_names, register_kind
 from .base import Provider
 from .keys import require_api_key, url_secrets
 
@@ -86,14 +86,29 @@ def _openai(ctx: ProviderContext, base_url: str | None) -> Provider:
     # The SDK is imported only when an openai agent exists (start-up time).
     from .openai import OpenAIProvider
 
+    api_key, extra = _keys(ctx, base_url)
+    return OpenAIProvider(api_key, base_url, timeout_s=ctx.timeout_s, max_retries=ctx.max_retries,
+                          backoff_base_s=ctx.backoff_base_s, secrets=extra)
+
+
+def _responses(ctx: ProviderContext, base_url: str | None) -> Provider:
+    from .responses import ResponsesProvider
+
+    api_key, extra = _keys(ctx, base_url)
+    return ResponsesProvider(api_key, base_url, timeout_s=ctx.timeout_s, max_retries=ctx.max_retries,
+                             backoff_base_s=ctx.backoff_base_s, secrets=extra)
+
+
+def _keys(ctx: ProviderContext, base_url: str | None) -> tuple[str, list[str]]:
+    """The key an OpenAI-style endpoint is sent and the secrets in its URL, all added to `ctx`."""
     api_key, secret = require_api_key(base_url)
     extra = url_secrets(base_url)
     for s in ([api_key] if secret else []) + extra:
         ctx.add_secret(s)
-    return OpenAIProvider(api_key, base_url, timeout_s=ctx.timeout_s, max_retries=ctx.max_retries,
-                          backoff_base_s=ctx.backoff_base_s, secrets=extra)
+    return api_key, extra
 
 
 register(ProviderSpec(PERSON, _person))
 register(ProviderSpec(DEMO, _demo))
 register(ProviderSpec(OPENAI, _openai))
+register(ProviderSpec(RESPONSES, _responses))
