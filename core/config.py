@@ -19,13 +19,12 @@ from .agents import did_you_mean
 from .errors import ConfigError, InputError
 from .inputs import MAX_CONFIG_BYTES, read_text_file
 from .models.config import AgentConfig, ContextConfig, MootConfig, SummarizationConfig, merge
-from .models.terms import HUMAN, JUDGE_ID, ROLES, ProviderName
+from .models.provider_kinds import PERSON, is_person, kind_of
+from .models.terms import JUDGE_ID, ROLES, ProviderName
 from .safety.sanitize import UNSAFE
 from .safety.secrets import strip_userinfo
 
 DEFAULT_ROLES = ("architect", "performance", "kiss")
-DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-DEFAULT_DEMO_MODEL = "demo"
 DEFAULT_CONFIG_NAME = "moot.toml"
 
 
@@ -101,7 +100,7 @@ def human_seat(name: str) -> dict[str, Any]:
     slug = re.sub(r"[^a-z0-9_.-]+", "-", shown.lower()).strip("-.")[:64]
     if not slug:
         raise InputError(f"--human {name!r}: a name needs a letter or a digit")
-    return {"id": slug, "name": shown[:80], "role": "generalist", "provider": HUMAN}
+    return {"id": slug, "name": shown[:80], "role": "generalist", "provider": PERSON.name}
 
 
 def _human_seats(names: list[str], data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -186,7 +185,7 @@ def build_config(data: dict[str, Any], ov: Overrides, *, source: str = "config")
     if not cfg.active_agents:
         raise ConfigError(f"{source}: agents: at least one enabled agent is needed")
     for agent in [*cfg.agents, cfg.judge]:
-        if agent.provider == HUMAN:
+        if is_person(agent.provider):
             continue  # a person's seat stays theirs whatever model the others run on
         if ov.provider:
             agent.provider = ov.provider
@@ -222,13 +221,13 @@ class ResolvedAgent:
     @property
     def is_person(self) -> bool:
         """A seat a person takes (`provider = "human"`): their turns are typed, never a model call."""
-        return self.provider == HUMAN
+        return kind_of(self.provider).person
 
 
 def resolve_agent(agent: AgentConfig, cfg: MootConfig, default_provider: str) -> ResolvedAgent:
     provider = agent.provider or default_provider
-    model = HUMAN if provider == HUMAN else agent.model or (
-        DEFAULT_DEMO_MODEL if provider == "demo" else DEFAULT_OPENAI_MODEL)
+    kind = kind_of(provider)
+    model = kind.default_model if kind.person else agent.model or kind.default_model
     try:
         return ResolvedAgent(
             config=agent,

@@ -165,6 +165,26 @@ class ModelServer:
                           "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
 
 
+def _as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API request as the chat request it stands for (messages, max_tokens,
+    response_format), so every fault, refusal and reply applies to both APIs alike."""
+    given = body.get("input")
+    messages = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
+    if isinstance(body.get("instructions"), str):
+        messages.insert(0, {"role": "system", "content": body["instructions"]})
+    chat = {k: v for k, v in body.items() if k not in ("input", "instructions", "max_output_tokens", "text")}
+    chat["messages"] = messages
+    if body.get("max_output_tokens"):
+        chat["max_tokens"] = body["max_output_tokens"]
+    fmt = (body.get("text") or {}).get("format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        chat["response_format"] = {"type": "json_schema", "json_schema": {"name": fmt.get("name"),
+                                                                           "schema": fmt.get("schema")}}
+    elif isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
+        chat["response_format"] = {"type": fmt["type"]}
+    return chat
+
+
 def _last_user_text(body: dict[str, Any]) -> str:
     for message in reversed(body.get("messages") or []):
         if message.get("role") == "user" and isinstance(message.get("content"), str):
@@ -432,7 +452,8 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        chat = self.path.rstrip("/").endswith("/chat/completions")
+        responses = self.path.rstrip("/").endswith("/responses")  # OpenAI's Responses API
+        chat = responses or self.path.rstrip("/").endswith("/chat/completions")
         if not chat:
             owner.note_probe("POST " + self.path)
         fault = self._probe_fault()
@@ -446,6 +467,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
         n = owner._record(body, {k.lower(): v for k, v in self.headers.items()})
+        if responses:  # recorded as sent; answered as the same request made to chat/completions
+            body = _as_chat(body)
         faults = owner.faults
         delay = owner.delay + (owner.latency(body) if owner.latency else 0.0)
         if delay and owner._stopping.wait(delay):
@@ -516,6 +539,8 @@ class _Handler(BaseHTTPRequestHandler):
             model = self._expand(faults.model_name)
         if body.get("stream") and faults.endless_reply:
             return self._endless_reply(n, model)
+        if responses:
+            return self._stream_response(n, model, reply, usage if owner.send_usage else None, cut, finish)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self._stream(n, model, reply, usage if owner.send_usage else None, include_usage, cut, finish, timings,
@@ -586,6 +611,55 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
+
+    def _stream_response(self, n: int, model: str, reply: str, usage: dict[str, Any] | None, cut: bool,
+                         finish: str) -> None:
+        """A reply as the Responses API streams it: typed events, the text in
+        `response.output_text.delta`s, the usage in the closing `response.completed` (or
+        `response.incomplete` when cut at `max_output_tokens`)."""
+        owner = self.server.owner
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        size = max(1, owner.chunk_chars)
+        pieces = [reply[i: i + size] for i in range(0, len(reply), size)]
+        response: dict[str, Any] = {"id": f"resp_loopback_{n}", "object": "response", "created_at": int(time.time()),
+                                    "model": model, "status": "in_progress", "output": []}
+        seq = iter(range(10**9))
+
+        def event(kind: str, **fields: Any) -> None:
+            payload = {"type": kind, "sequence_number": next(seq), **fields}
+            self._chunk(f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode())
+
+        try:
+            event("response.created", response=response)
+            for i, piece in enumerate(pieces):
+                if cut and i >= max(1, len(pieces) // 2):
+                    return self._abort()
+                event("response.output_text.delta", item_id=f"msg_{n}", output_index=0, content_index=0,
+                      delta=piece, logprobs=[])
+                if owner.chunk_delay and owner._stopping.wait(owner.chunk_delay):
+                    return self._abort()
+            if cut:
+                return self._abort()
+            done = finish == "stop"
+            message = {"id": f"msg_{n}", "type": "message", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": reply, "annotations": []}]}
+            final = {**response, "status": "completed" if done else "incomplete", "output": [message],
+                     "incomplete_details": None if done else {"reason": "max_output_tokens"}}
+            if isinstance(usage, dict) and {"prompt_tokens", "completion_tokens"} <= usage.keys():
+                final["usage"] = {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
+                                  "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
+                                  "input_tokens_details": {"cached_tokens": 0},
+                                  "output_tokens_details": {"reasoning_tokens": 0}}
+            elif usage is not None:
+                final["usage"] = usage  # whatever a faulty server sends
+            event("response.completed" if done else "response.incomplete", response=final)
+            self._chunk(b"")
+            owner._answered()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _stream_tool_calls(self, n: int, model: str, calls: list[dict[str, Any]], prompt: int,
                            include_usage: bool) -> None:

@@ -1,4 +1,4 @@
-"""Issue 19's command-line papercuts, each through the CLI (against the loopback server where a
+"""Command-line papercuts, each through the CLI (against the loopback server where a
 model answers): a killed debate's status, a carried proposal's context, the evaluation's title,
 where `moot list` looked, and which 0–100 number is the convergence score and which the confidence."""
 

@@ -1,7 +1,7 @@
 """Every event type survives the log: written with its optional fields absent or null, read back equal.
 
 A field that may be None but has no default was dropped on write (the log omits nulls)
-and then failed validation on read, which stopped a whole debate (issue 15).
+and then failed validation on read, which stopped a whole debate.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_a_score_that_was_not_parsed_round_trips() -> None:
 
 
 def test_convergence_with_a_judge_that_never_answers_json(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Issue 15: every round is scored "no score", the debate runs to its last round (exit 0),
+    """A judge that never answers JSON: every round is scored "no score", the debate runs to its last round (exit 0),
     the report says "not parsed", and the saved events read back (show, resume refusal)."""
     from moot.core.storage.state_dir import StateDir
     from tests.conftest import moot

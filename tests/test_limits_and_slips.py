@@ -1,4 +1,4 @@
-"""Issue 11, points 5, 6 and the rest of 10, through the CLI: non-finite durations, flags out
+"""Limits and slips, through the CLI: non-finite durations, flags out
 of range, resume while clarifying questions wait for answers, and the summaries a round
 keeps (made once, all listed).
 """

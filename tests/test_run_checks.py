@@ -1,5 +1,5 @@
-"""What `moot run` refuses or says before a debate starts (issue 19: items 6, 7, 12 and the
-`[providers]` README snippet): a problem with nothing visible, more agents than is sane, a
+"""What `moot run` refuses or says before a debate starts (and the
+README's `[providers]` snippet): a problem with nothing visible, more agents than is sane, a
 problem cut to fit, a config that leaves one agent alone."""
 
 from __future__ import annotations

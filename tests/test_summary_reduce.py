@@ -1,4 +1,4 @@
-"""Chunk-and-reduce keeps what the partial summaries say (issue 11, point 10).
+"""Chunk-and-reduce keeps what the partial summaries say.
 
 In a long demo debate, summaries collapsed once the perspective no longer fitted one
 summarization call (`6.2k → 535` then `7.5k → 28` tokens): the reduce step kept one line

@@ -1,4 +1,4 @@
-"""Tight windows never break a debate (issue 20).
+"""Tight windows never break a debate.
 
 The property: for a server window from 1,024 to 32,768 tokens whose tokenizer counts 1.0–1.5×
 moot's count, every protocol (rounds and simultaneous for 1–4 rounds, a conversation of up to

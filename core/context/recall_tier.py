@@ -1,7 +1,7 @@
 """The recall tier: old items a view's summary covers, brought back verbatim when the debate returns to them.
 
-Seed 003 names the price of a rolling summary: "agents may forget specific details from 500
-turns ago". The full transcript is on disk and in the debate's search index
+A rolling summary has a price: agents forget the specific details of what was said hundreds
+of turns ago. The full transcript is on disk and in the debate's search index
 (`moot.core.search`); this tier asks it, for each call, which items the summary covers that
 share the rare words of what is said now — the latest messages of the verbatim window and the
 call's task (`query_texts`) — and puts the best of them, verbatim, after the window (where

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -39,6 +40,7 @@ from ..context.view import ViewTooLarge
 from ..errors import ContextOverflow, ContextTooLong, ProviderError, ToolsRefused
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
 from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
+from ..models.provider_kinds import kind_of
 from ..pricing import PriceOverride, call_cost
 from .recall_tool import RecallTool
 from ..providers.base import (
@@ -60,17 +62,8 @@ from ..safety.secrets import StreamRedactor, redact, strip_userinfo
 STAND_IN = " ".join(["A quoted contribution of ordinary length, standing in for one not written yet."] * 12)
 
 
-class _NoLimit:
-    """The async context manager of an endpoint without a limit of its own."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-_NO_LIMIT = _NoLimit()
+_NO_LIMIT: AbstractAsyncContextManager[None] = nullcontext()
+"""What a call waits for where there is no limit (an endpoint without one of its own, a seat)."""
 
 
 @dataclass
@@ -117,7 +110,7 @@ def endpoint_of(agent: ResolvedAgent) -> str:
     a person's seat is an endpoint of its own (one call in flight: see `Orchestrator`)."""
     if agent.is_person:
         return f"{agent.provider}:{agent.id}"
-    return f"{agent.provider}:{agent.config.base_url or ''}" if agent.provider == "openai" else agent.provider
+    return f"{agent.provider}:{agent.config.base_url or ''}" if kind_of(agent.provider).per_base_url else agent.provider
 
 
 _REPLY_NAMES = {"answer": "answer", "summarize": "summary", "turn": "turn", "score": "convergence score",
@@ -174,7 +167,7 @@ class CallEngine:
         return self.providers.secrets
 
     def cost(self, agent: ResolvedAgent, model: str, prompt: int, completion: int, cached: int = 0) -> float:
-        if agent.provider == "demo" or agent.is_person:
+        if not kind_of(agent.provider).billable:
             return 0.0
         return call_cost(model, prompt, completion, self.prices, cached)
 
@@ -210,21 +203,16 @@ class CallEngine:
         self._keep_slots(agents)
 
     def _keep_slots(self, agents: Sequence[ResolvedAgent]) -> None:
-        """On a llama.cpp server with a slot for each of its speakers, each speaker keeps one, so
-        its next request finds its own previous prompt in that slot's cache (a request landing on
-        another speaker's slot recomputes its whole prompt). One speaker's calls then take turns
-        on its slot, waiting here rather than at the server, where their deadlines would run."""
-        speakers: dict[str, list[str]] = {}
-        agents = [a for a in agents if not a.is_person]
+        """Each endpoint's provider says which slot each of its speakers keeps (`Provider.keep_slots`:
+        llama.cpp's prompt cache); one speaker's calls then take turns on its slot, waiting here
+        rather than at the server, where their deadlines would run."""
+        speakers: dict[str, list[ResolvedAgent]] = {}
         for a in agents:
-            names = speakers.setdefault(endpoint_of(a), [])
-            if a.id not in names:
-                names.append(a.id)
-        for a in agents:
-            provider = self.providers.get(a)
-            names = speakers[endpoint_of(a)]
-            if provider.llama_cpp and provider.slots is not None and len(names) <= provider.slots:
-                self.slots[a.id] = names.index(a.id)
+            group = speakers.setdefault(endpoint_of(a), [])
+            if all(b.id != a.id for b in group):
+                group.append(a)
+        for group in speakers.values():
+            self.slots.update(self.providers.get(group[0]).keep_slots([a.id for a in group]))
 
     def _where(self, agent: ResolvedAgent) -> str:
         return redact(strip_userinfo(agent.config.base_url) or agent.provider, self.secrets)

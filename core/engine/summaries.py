@@ -6,8 +6,8 @@ it would not fit, with the rule-based fallback), prices it, warns when it fell b
 and records it as a `summary_added` event. Manual requests (`/summarize AGENT FOCUS`)
 wait here until the protocol reaches a boundary where it can honour them.
 
-A summary's caps come from the room of the views that will read it (`reader_cap`), as
-seed 002's `maxSafeTokens` does, not from fixed defaults alone: at a small window the
+A summary's caps come from the room of the views that will read it (`reader_cap`), a
+safe maximum drawn from the window, not from fixed defaults alone: at a small window the
 configured 1,000 tokens would not fit beside the prompts, and a summary dropped from a
 view helps no one. The summarization request itself reserves only the summary's cap for
 its answer, so it has the most room for input.

@@ -9,8 +9,8 @@ tokens per tier. The loop is covered as a call is:
   extra one, a tool error saying so); then the model is asked to answer without tools, and
   no tools are offered. A cost or token cap reached between turns does the same.
 - **context**: results are counted as the view's `tools` tier. When the next turn would not fit
-  the call's budget, the oldest results are replaced by their one-line extracts (seed 002's
-  priority trimming), then the oldest steps are left out with a marker: never an overflow.
+  the call's budget, the oldest results are replaced by their one-line extracts (priority
+  trimming: what ages goes first), then the oldest steps are left out with a marker: never an overflow.
 - **errors**: arguments that are not JSON, an unknown tool, a path that leaves the references, a
   server that died: a tool error the model reads and can recover from.
 - **pause/stop**: between turns the gate is passed again (a pause holds the call there, and is

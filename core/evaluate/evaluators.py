@@ -4,11 +4,12 @@ debate ran on, with the flags over each one's own settings."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..config import DEFAULT_DEMO_MODEL, DEFAULT_OPENAI_MODEL, describe_validation_error, read_config_file
+from ..config import describe_validation_error, read_config_file
+from ..models.config import KnownProvider
+from ..models.provider_kinds import kind_of
 from ..errors import ConfigError
 from ..models.state import DebateState
 from ..providers.pool import default_provider_name
@@ -21,7 +22,9 @@ class EvaluatorConfig(BaseModel):
     id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
     name: str | None = None
     model: str | None = None
-    provider: Literal["openai", "demo"] | None = None
+    provider: KnownProvider | None = None
+    """Any provider that runs a model (a person's seat evaluates nothing: its debates are
+    evaluated on `openai`, or the demo without a key)."""
     base_url: str | None = None
     temperature: float = Field(0.1, ge=0, le=2)
     system_prompt_path: str | None = None
@@ -68,7 +71,7 @@ def default_evaluators(state: DebateState, *, provider: str | None = None, model
             continue
         prov = provider or ("openai" if base_url else person.provider)
         kept = prov == person.provider
-        recorded.append(EvaluatorConfig(id="eval", provider="demo" if prov == "demo" else "openai",
+        recorded.append(EvaluatorConfig(id="eval", provider="openai" if kind_of(prov).person else prov,
                                         model=person.model if kept else None,
                                         base_url=urls.get(person.id) if kept else None))
     if not recorded:
@@ -87,6 +90,6 @@ def _resolved(evaluators: list[EvaluatorConfig], provider: str | None, model: st
     for ev in evaluators:
         url = base_url or ev.base_url
         prov = provider or ev.provider or default_provider_name(url)
-        mod = model or ev.model or (DEFAULT_DEMO_MODEL if prov == "demo" else DEFAULT_OPENAI_MODEL)
+        mod = model or ev.model or kind_of(prov).default_model
         out.append(ev.model_copy(update={"provider": prov, "model": mod, "base_url": url}))
     return out

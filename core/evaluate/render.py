@@ -7,6 +7,7 @@ import csv
 import io
 import json
 
+from ..models.provider_kinds import any_scripted
 from ..models.state import DebateState
 from ..report.markdown import cell, table
 from ..safety.sanitize import csv_cell, json_safe, terminal_safe
@@ -33,7 +34,7 @@ def render_markdown(state: DebateState, results: list[EvaluatorResult]) -> str:
     out = [f"# Evaluation: {title}", "",
            f"Debate `{state.id}` · judge's confidence {conf if conf is not None else 'n/a'} · "
            f"{len(results)} evaluator{'' if len(results) == 1 else 's'}, {len(ok)} with valid scores", ""]
-    if any(r.provider == "demo" for r in results):
+    if any_scripted(r.provider for r in results):
         out += ["> **DEMO** — scores from the offline demo provider are scripted, not a model's judgement.", ""]
     header = ["Criterion", *(r.id for r in results), "Average"]
     rows = [[c, *("error" if r.error else _shown(r.scores.get(c)) for r in results),
@@ -60,7 +61,7 @@ def render_json(state: DebateState, results: list[EvaluatorResult]) -> str:
                        "note": s.note} for c, s in r.scores.items()},
     } for r in results]
     data = {"debate_id": state.id, "problem": state.problem, "criteria": list(CRITERIA),
-            "demo": any(r.provider == "demo" for r in results), "evaluators": evaluators,
+            "demo": any_scripted(r.provider for r in results), "evaluators": evaluators,
             "averages": averages(results)}
     return json_safe(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n"
 

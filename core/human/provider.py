@@ -9,21 +9,24 @@ one thing at a time and nobody else waits for a model slot they hold.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
-from ..providers.base import ChatRequest, Completion, Finished, StreamItem
-from ..models.terms import HUMAN
+from ..models.provider_kinds import PERSON
+from ..providers.base import ChatRequest, Completion, Finished, JsonMode, StreamItem
 from ..tokens import count_text
 from .desk import HumanDesk
 
 
 class HumanProvider:
-    name = HUMAN
+    name = PERSON.name
+    kind = PERSON
     label = "a person (typed answers)"
     slots: int | None = None
     llama_cpp: bool = False
     supports_tools: bool | None = False
     """A person calls no tools: with references, their view gets the retrieval tier's passages."""
+    json_mode: JsonMode = "off"
+    """A person's answer is their words; a JSON answer asked of them is parsed as it comes."""
 
     def __init__(self, desk: HumanDesk) -> None:
         self.desk = desk
@@ -34,9 +37,12 @@ class HumanProvider:
             content=answer.text,
             prompt_tokens=0,  # a person reads the view; no model is sent it
             completion_tokens=count_text(answer.text, request.model),
-            model=HUMAN,
+            model=PERSON.name,
             finish_reason="stop",
         ))
+
+    def keep_slots(self, speakers: Sequence[str]) -> dict[str, int]:
+        return {}
 
     async def discover_window(self, model: str) -> int | None:
         return None

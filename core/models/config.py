@@ -8,12 +8,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .tools import ToolsConfig, ToolsOverrides
+from .provider_kinds import is_known, is_person, provider_names
 from .terms import (
-    HUMAN, JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
+    JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
 )
+
+
+def _known_provider(name: str) -> str:
+    """A provider a configuration may name: a built-in one or an installed plugin's (said as
+    pydantic says a value is not among the allowed ones)."""
+    if not is_known(name):
+        names = [repr(n) for n in provider_names()]
+        raise ValueError(f"Input should be {', '.join(names[:-1])} or {names[-1]}")
+    return name
+
+
+KnownProvider = Annotated[ProviderName, AfterValidator(_known_provider)]
 
 
 class _Strict(BaseModel):
@@ -132,7 +145,7 @@ class AgentConfig(_Strict):
     name: str | None = None
     role: Role = "generalist"
     model: str | None = None
-    provider: ProviderName | None = None
+    provider: KnownProvider | None = None
     """`openai`, `demo`, or `human`: a seat a person takes (their turns are typed; see the README)."""
     temperature: float = Field(0.5, ge=0, le=2)
     system_prompt_path: str | None = None
@@ -159,7 +172,7 @@ class AgentConfig(_Strict):
 
 
 class ConversationConfig(_Window):
-    """The turn-based conversation (seed 003): a shared transcript, each view = system prompt +
+    """The turn-based conversation: a shared transcript, each view = system prompt +
     rolling summary of everything older + the latest messages verbatim, under a token budget."""
 
     recent_messages: int = Field(50, ge=1, le=10_000)
@@ -302,7 +315,7 @@ class MootConfig(_Strict):
             if agent.id == self.judge.id:
                 raise ValueError(f"agent id {agent.id!r} is the judge's id")
             seen.add(agent.id)
-        if self.judge.provider == HUMAN:
+        if is_person(self.judge.provider):
             raise ValueError("the judge cannot be a person (provider \"human\"): its synthesis is a JSON "
                              "verdict; take a seat among the agents instead")
         return self

@@ -79,7 +79,7 @@ class Contribution(BaseModel):
     carried_from: str | None = None
     """Set when a proposal reuses an earlier refinement (no LLM call was made)."""
     reads: list[str] = Field(default_factory=list)
-    """What the agent read with tools while writing it: one extract per tool result (seed 002);
+    """What the agent read with tools while writing it: one extract per tool result;
     part of its perspective history, so summaries cover it."""
     ts: float = Field(default_factory=time.time)
 

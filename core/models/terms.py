@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .provider_kinds import PERSON
+
 ROLES: tuple[str, ...] = (
     "architect",
     "performance",
@@ -27,8 +29,10 @@ SummaryScope = Literal["shared", "per-agent"]
 SummaryMethod = Literal["llm", "rule-based", "hybrid"]
 SummaryStrategy = Literal["fresh", "rolling"]
 SummaryTrigger = Literal["chars", "tokens", "turns", "manual", "judge"]
-ProviderName = Literal["openai", "demo", "human"]
-HUMAN = "human"
+ProviderName = str
+"""A provider's name: a built-in one (`provider_kinds`) or an installed plugin's; a configuration's
+are checked as it is validated (`models.config.KnownProvider`)."""
+HUMAN = PERSON.name
 """The provider of a seat a person takes (`--human NAME`): their words, typed, never a model call."""
 DebateStatus = Literal["running", "completed", "failed", "interrupted", "stopped", "stopped_budget"]
 

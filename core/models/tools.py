@@ -87,7 +87,7 @@ class ToolResultRecord(BaseModel):
     content: str = ""
     """The text the model got (masked, control characters removed, capped)."""
     extract: str = ""
-    """Seed 002's one-line extract, shown in its place once older results must give way."""
+    """The result's one-line extract, shown in its place once older results must give way."""
     summary: str = ""
     tokens: int = 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
+from ..models.provider_kinds import any_scripted, listed
 from ..events import (
     BudgetReached,
     CallFailed,
@@ -116,7 +117,7 @@ def describe(event: Event) -> Line | None:
 def _describe(event: Event) -> Line | None:
     match event:
         case DebateStarted():
-            demo = " · DEMO provider (offline, scripted answers)" if "demo" in event.provider_label else ""
+            demo = " · DEMO provider (offline, scripted answers)" if any_scripted(listed(event.provider_label)) else ""
             names = ", ".join(_safe(a.id) for a in event.agents)
             unit = "turn" if event.protocol == "conversation" else "round"
             steps = f"{event.total_rounds} {unit}{'' if event.total_rounds == 1 else 's'}"
@@ -192,7 +193,7 @@ def _describe(event: Event) -> Line | None:
             return Line("manual", f"✉ moderator note (agents see it from their next call): {_safe(note.text, 400)}")
         case ConvergenceScored(score=score):
             value = score.confidence
-            # "convergence score", never "confidence": that word is the synthesis's own (issue 19).
+            # "convergence score", never "confidence": that word is the synthesis's own.
             return Line("summary", f"≈ convergence after round {score.round}: convergence score "
                                    f"{value if value is not None else 'not parsed'} (how far the agents agree)")
         case Converged(round=r, confidence=conf, threshold=threshold):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO, assert_never
 
+from ..models.provider_kinds import any_scripted, listed
 from ..event_bus import Subscription
 from ..events import (
     BudgetReached,
@@ -86,7 +87,7 @@ class PlainNarrator:
                 self.conversation = event.protocol == "conversation"
                 unit = ("turn" if self.conversation else "round") + ("" if event.total_rounds == 1 else "s")
                 demo = (" The demo provider is in use: every answer is scripted, not written by a model."
-                        if "demo" in event.provider_label else "")
+                        if any_scripted(listed(event.provider_label)) else "")
                 agents = ", ".join(self.name(a.id) for a in event.agents)
                 return (f"Debate {event.debate_id} started: protocol {event.protocol}, {event.total_rounds} {unit}. "
                         f"Agents: {agents}. Judge: {self.name(event.judge.id)}.{demo}\n"

@@ -1,4 +1,4 @@
-"""`conversation`: the seed's turn-based debate, built for 10,000 turns at a flat cost per turn.
+"""`conversation`: a turn-based debate, built for 10,000 turns at a flat cost per turn.
 
 Agents speak one at a time, round-robin in config order; each turn adds one message to
 the shared transcript (the full transcript stays on disk, in the event log). Each turn's

@@ -16,7 +16,8 @@ from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
 from ..models.config import AgentConfig, MootConfig
 from ..models.state import Contribution
-from ..models.terms import HUMAN, Phase, ProtocolName
+from ..models.provider_kinds import is_person
+from ..models.terms import Phase, ProtocolName
 from ..storage.state import find_contribution
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .majority import conclude_by_vote
@@ -38,7 +39,7 @@ class VoteProtocol(DebateProtocol):
         n = config.debate.samples or len(agents)
         seats: list[AgentConfig] = []
         taken = {a.id for a in config.agents} | {config.judge.id}
-        models = [a for a in agents if a.provider != HUMAN]  # a person answers once: more samples are models'
+        models = [a for a in agents if not is_person(a.provider)]  # a person answers once: more samples are models'
         for i in range(n):
             if i < len(agents):
                 seats.append(agents[i])

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 from ..errors import ProviderError
+from ..models.provider_kinds import ProviderKind
+
+JsonMode = Literal["schema", "object", "off"]
+"""How an endpoint takes JSON answers: a JSON schema, any JSON object, or not at all."""
 
 
 class Message(TypedDict):
@@ -163,7 +167,14 @@ StreamItem = TextDelta | Restart | RetryNotice | Finished
 
 
 class Provider(Protocol):
+    """A model endpoint, and what it can do. What is known from its name alone (billed, a
+    person, scripted answers, how a pane header shows it) is its `kind`; what the server says
+    once asked (window, slots, tools, JSON) is learned by `discover_window` / `discover_tools`
+    and by the refusals it answers with. A new provider is a class meeting this protocol and a
+    `ProviderSpec` in `providers/registry.py` (or an entry point in the `moot.providers` group)."""
+
     name: str
+    kind: ProviderKind
     label: str
     """Shown in every view (the demo provider says DEMO)."""
     slots: int | None
@@ -172,6 +183,13 @@ class Provider(Protocol):
     """The server is llama.cpp's (after `discover_window`): it takes `id_slot` (`ChatRequest.slot`)."""
     supports_tools: bool | None
     """Function calling: None while unknown, False once the endpoint refused `tools` or said it has none."""
+    json_mode: JsonMode
+    """How it takes JSON answers now (an endpoint that refused a schema is asked for less)."""
+
+    def keep_slots(self, speakers: Sequence[str]) -> dict[str, int]:
+        """The server slot each of these speakers (agent ids, in order) keeps, so its next request
+        finds its own previous prompt in that slot's cache; empty when the endpoint keeps none."""
+        ...
 
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamItem]:
         """Stream one completion; retries and fallbacks happen inside (see the module doc)."""
@@ -203,6 +221,7 @@ __all__ = [
     "Completion",
     "Finished",
     "JsonAnswer",
+    "JsonMode",
     "Message",
     "Provider",
     "Restart",

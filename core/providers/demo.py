@@ -24,7 +24,8 @@ from typing import Any
 from ..errors import ProviderError
 from .demo_questions import design_rank, question_reply
 from ..tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
-from .base import CallHint, ChatRequest, Completion, Finished, Message, StreamItem, TextDelta
+from ..models.provider_kinds import DEMO
+from .base import CallHint, ChatRequest, Completion, Finished, JsonMode, Message, StreamItem, TextDelta
 from .demo_people import answer_person
 from .demo_phrases import phrase_banks
 from .demo_tools import next_call, reading_note
@@ -48,11 +49,17 @@ DELAY_ENV = "MOOT_DEMO_DELAY"
 class DemoProvider:
     """Scripted replies written from the CallHint; no key, no network, same input → same text."""
 
-    name = "demo"
+    name = DEMO.name
+    kind = DEMO
     label = "DEMO (offline, scripted)"
     slots: int | None = None
     llama_cpp: bool = False
     supports_tools: bool | None = True
+    json_mode: JsonMode = "schema"
+    """Every JSON answer it writes follows the schema it was given."""
+
+    def keep_slots(self, speakers: Sequence[str]) -> dict[str, int]:
+        return {}
 
     def __init__(
         self,

@@ -94,7 +94,7 @@ def merge_parts(material: str, limit: int) -> str:
     that would make the whole compress past `MERGE_RATIO`), and they are written in their
     original order, under `limit` characters. Within a round the newest parts come first, so a
     point made again keeps its latest form. (Treating each partial summary as one block kept a
-    single line of it: the collapse of issue 11.)"""
+    single line of it: a long debate's summary collapsed to a line.)"""
     parts = [[ln.strip() for ln in chunk.strip().splitlines() if ln.strip() and not ln.strip().startswith("- … (")]
              for chunk in PART.split(material)[1:]]
     chosen: set[tuple[int, int]] = set()

@@ -7,11 +7,12 @@ everything written is masked with `moot.core.safety.secrets.redact`.
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigError
 from ..safety.secrets import KEY_NAMES
@@ -77,3 +78,20 @@ def require_api_key(base_url: str | None) -> tuple[str, bool]:
 
 def has_api_key(base_url: str | None = None) -> bool:
     return resolve_api_key(base_url) is not None
+
+
+def url_secrets(base_url: str | None) -> list[str]:
+    """A password (or token) written into a base URL's userinfo: a secret like any key, and so
+    is its Basic credential (`user:password` in Base64), which the HTTP client sends instead of
+    the key and a server may echo."""
+    if not base_url:
+        return []
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return []
+    found = [unquote(s) for s in (parts.password, parts.username) if s and len(s) >= 8]
+    if parts.password:
+        basic = f"{unquote(parts.username or '')}:{unquote(parts.password)}".encode()
+        found.append(base64.b64encode(basic).decode("ascii"))
+    return found

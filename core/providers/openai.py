@@ -23,7 +23,7 @@ import random
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import openai
@@ -44,19 +44,21 @@ from .base import (
     Completion,
     Finished,
     JsonAnswer,
+    JsonMode,
     Restart,
     RetryNotice,
     StreamItem,
     TextDelta,
 )
 from .tool_deltas import ToolDeltas, tools_refusal
+from ..models.provider_kinds import OPENAI
 from ..safety.secrets import one_line, redact
+from .slots import kept_slots
 from ..tokens import count_messages, count_text
 
 RETRY_AFTER_CAP_S = 60.0
 ERROR_TEXT_MAX = 200
 DEFAULT_HOST = "api.openai.com"
-JsonMode = Literal["schema", "object", "off"]
 
 
 # OpenAI `context_length_exceeded`, vLLM "maximum context length", llama.cpp "exceeds the
@@ -222,7 +224,8 @@ def response_format(answer: JsonAnswer, mode: JsonMode) -> dict[str, Any] | None
 class OpenAIProvider:
     """Streams chat completions from OpenAI, OpenRouter or any compatible server."""
 
-    name = "openai"
+    name = OPENAI.name
+    kind = OPENAI
 
     def __init__(
         self,
@@ -501,6 +504,9 @@ class OpenAIProvider:
             from .tool_support import probe_tool_support
 
             self.supports_tools = await probe_tool_support(self._client, self.base_url)
+
+    def keep_slots(self, speakers: Sequence[str]) -> dict[str, int]:
+        return kept_slots(self.llama_cpp, self.slots, speakers)
 
     async def aclose(self) -> None:
         await self._client.close()

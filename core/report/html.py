@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from ..models.provider_kinds import kind_of
 from ..context.index import DebateIndex
 from ..context.log_index import bare_index
 from ..models.state import Contribution, DebateState, Round, Summary, Usage, ViewRecord
@@ -132,7 +133,7 @@ def _agents(h: Html, state: DebateState) -> str:
         judge = state.judge is not None and p.id == state.judge.id
         name = f'<a href="#{agent_anchor(p.id)}">{h.text(p.name)}</a>'
         name += ' <span class="tag">judge</span>' if judge else ""
-        provider = "DEMO" if p.provider == "demo" else p.provider
+        provider = kind_of(p.provider).show()
         cells = [h.text(p.id), name, h.text(p.role), h.text(p.model), h.text(provider),
                  h.text(f"{p.temperature:g}"), count(p.budget)]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells[:-1]) + f'<td class="num">{cells[-1]}</td></tr>')

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
+from ..models.provider_kinds import any_scripted
 from ..models.state import (CallMetadata, Contribution, ConvergenceScore, DebateState, ModeratorNote, Round, Summary,
                             Usage)
 from ..safety.sanitize import terminal_safe
@@ -116,7 +117,7 @@ def _meta_line(m: CallMetadata) -> str:
 
 def uses_demo(state: DebateState) -> bool:
     people = [*state.agents, *([state.judge] if state.judge else [])]
-    return any(a.provider == "demo" for a in people)
+    return any_scripted(a.provider for a in people)
 
 
 # --------------------------------------------------------------------------- sections

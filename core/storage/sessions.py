@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ..models.provider_kinds import any_scripted
 from ..errors import StoreError
 from ..safety.sanitize import one_line_safe
 from .files import read_regular, write_atomic
@@ -51,7 +52,7 @@ class SessionRow(BaseModel):
 
     @property
     def demo(self) -> bool:
-        return "demo" in self.providers
+        return any_scripted(self.providers)
 
     def shown(self, folder: DebateFolder) -> SessionRow:
         """The row with the status `moot list` gives (a killed debate is `unfinished`, not `running`)."""

@@ -8,6 +8,7 @@ import shutil
 import time
 from pathlib import Path
 
+from ..models.provider_kinds import any_scripted
 from ..errors import StoreError
 from ..events import DebateStarted
 from ..safety.sanitize import one_line_safe
@@ -161,6 +162,6 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at)),
         "created_at": state.created_at,
         "providers": providers,
-        "demo": "demo" in providers,
+        "demo": any_scripted(providers),
     }
 

@@ -1,4 +1,4 @@
-"""Seed 002's rule-based extracts of tool results: a line of key facts per result, per tool type.
+"""Rule-based extracts of tool results: a line of key facts per result, per tool type.
 
 When a call's next model turn would not fit, the oldest tool results are replaced by these
 (priority trimming); across calls they are what an agent's history keeps of what it read.

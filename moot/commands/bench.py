@@ -155,11 +155,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _uses_demo(config: dict[str, Any]) -> bool:
+    from moot.core.models.provider_kinds import any_scripted
     from moot.core.providers.pool import default_provider_name
 
     base_url = next((a.get("base_url") for a in config.get("agents", []) if a.get("base_url")), None)
     default = default_provider_name(base_url)
-    return any((a.get("provider") or default) == "demo" for a in [*config.get("agents", []), config.get("judge", {})])
+    return any_scripted((a.get("provider") or default) for a in [*config.get("agents", []), config.get("judge", {})])
 
 
 def _printer(progress: BenchProgress) -> Callable[[Job, ResultRow | None], None]:

@@ -122,7 +122,7 @@ def _seat(folder: DebateFolder, seat: str | None) -> str | None:
     then decides)."""
     from moot.core.agents import require_agent
     from moot.core.events import DebateStarted, parse_event
-    from moot.core.models.terms import HUMAN
+    from moot.core.models.provider_kinds import is_person
     from moot.core.storage.files import open_regular
 
     try:
@@ -132,7 +132,7 @@ def _seat(folder: DebateFolder, seat: str | None) -> str | None:
         return seat
     if not isinstance(started, DebateStarted):
         return seat
-    people = [a for a in started.agents if a.provider == HUMAN]
+    people = [a for a in started.agents if is_person(a.provider)]
     if not people:
         raise InputError(f"nobody takes a seat in debate {folder.id} (a debate started with --human NAME has one)")
     if seat is None:

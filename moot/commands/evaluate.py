@@ -30,6 +30,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from moot.core.errors import ProviderError
     from moot.core.evaluate import (FORMATS, default_evaluators, load_eval_config, render_csv, render_json,
                                     render_markdown, run_evaluators)
+    from moot.core.models.provider_kinds import kind_of
     from moot.core.safety.sanitize import one_line_safe
 
     fmt = "md"
@@ -47,7 +48,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         evaluators = default_evaluators(state, **flags)
         on = ", ".join(f"{ev.id} {ev.provider}:{one_line_safe(str(ev.model), 80)}" for ev in evaluators)
         print(f"moot: no -c FILE: evaluating with the debate's own provider ({on})", file=sys.stderr)
-    demo = [ev.id for ev in evaluators if ev.provider == "demo"]
+    demo = [ev.id for ev in evaluators if ev.provider and kind_of(ev.provider).scripted]
     if demo:
         verb = "uses" if len(demo) == 1 else "use"
         print(f"moot: {', '.join(demo)} {verb} the offline DEMO provider (scripted scores)", file=sys.stderr)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NoReturn, cast
 
 from moot.core.errors import ExitCode, InputError
+from moot.core.models.provider_kinds import ModelProviders
 
 if TYPE_CHECKING:
     from moot.core.config import Overrides
@@ -133,7 +134,7 @@ def add_debate_id(sp: argparse.ArgumentParser, *, optional: bool = False) -> Non
 
 
 def add_provider_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--provider", choices=["demo", "openai"], help="default: openai when a key is set, else demo")
+    sp.add_argument("--provider", choices=ModelProviders(), help="default: openai when a key is set, else demo")
     sp.add_argument("--model", help="model for every agent and the judge")
     sp.add_argument("--base-url", help="OpenAI-compatible endpoint (OpenRouter, Ollama, vLLM, LM Studio…)")
     sp.add_argument("--demo-delay", type=finite_seconds, help="seconds between demo chunks (env MOOT_DEMO_DELAY)")

@@ -77,6 +77,7 @@ def register(sub: Subcommands) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from moot.core.config import load_config, resolve_agent
+    from moot.core.models.provider_kinds import any_scripted, kind_of
     from moot.core.providers.pool import default_provider_name
     from moot.core.tokens import encoding_name_for_model
 
@@ -84,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     default = default_provider_name(next((a.base_url for a in config.agents if a.base_url), None))
     people = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
     # Known from here: what the first request needs, started now (see `warmup`).
-    warm_up([encoding_name_for_model(a.model) for a in people], sdk=any(a.provider == "openai" for a in people))
+    warm_up([encoding_name_for_model(a.model) for a in people], sdk=any(kind_of(a.provider).uses_openai_sdk for a in people))
 
     from moot.core.ask import ask_on_stdin
     from moot.core.inputs import fit_problem, problem_text, truncation_note
@@ -108,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
                                                           clarifier=clarifier))
     say(notices)  # once nothing more can fail before the debate starts
-    if any(a.provider == "demo" for a in session.orchestrator.agents) and not args.provider:
+    if any_scripted(a.provider for a in session.orchestrator.agents) and not args.provider:
         print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
               file=sys.stderr)
     with traced(session, tracing):

@@ -33,6 +33,7 @@ def register(sub: Subcommands) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     import shutil
 
+    from moot.core.models.provider_kinds import kind_of
     from moot.core.safety.sanitize import one_line_safe
     from moot.core.storage.state_dir import StateDir, summarize_folder
 
@@ -51,7 +52,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         providers = [str(p) for p in cast("list[object]", r["providers"])]
         progress = f"{r['rounds']} {r['steps']}" if r.get("steps") else ""
         table.append([one_line_safe(str(r["id"]), 40), str(r["status"]), progress,
-                      "+".join("DEMO" if p == "demo" else one_line_safe(p, 12) for p in providers)])
+                      "+".join(one_line_safe(kind_of(p).show(), 12) for p in providers)])
         problems.append(str(r["problem"]))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     used = sum(widths) + 2 * len(widths)
@@ -77,6 +78,7 @@ def state_json(state: DebateState, steps: Iterable[Round]) -> Iterator[str]:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from moot.core.inputs import truncation_note
+    from moot.core.models.provider_kinds import any_scripted
     from moot.core.observe.printer import solution_text
     from moot.core.safety.sanitize import json_safe, one_line_safe, terminal_safe
     from moot.core.storage.state_dir import shown_status
@@ -104,7 +106,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if truncated is not None:
         say(f"  ({truncated}; it was run with --allow-truncate)")
     say("agents: " + ", ".join(f"{a.id} ({a.role}, {a.provider}:{one_line_safe(a.model, 80)})" for a in state.agents))
-    if any(a.provider == "demo" for a in [*state.agents, *([state.judge] if state.judge else [])]):
+    if any_scripted(a.provider for a in [*state.agents, *([state.judge] if state.judge else [])]):
         say("provider: DEMO (offline, scripted answers, not a real model)")
     from moot.core.report.grounding import summary_lines
 

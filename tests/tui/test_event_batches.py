@@ -1,5 +1,5 @@
 """Engine events reach the debate screen in batches, one per frame, in the order they came
-(issue 23 §2: stalls when agents finish together)."""
+(no stall when many agents finish together)."""
 
 from __future__ import annotations
 

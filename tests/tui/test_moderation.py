@@ -19,6 +19,7 @@ from moot.core.events import (
 )
 from moot.core.models.state import Clarification, ConvergenceScore, ModeratorNote, Usage
 from moot.tui.app import create_app
+from moot.tui.commands import COMMANDS
 from moot.tui.runtime import LiveRuntime, WatchRuntime
 from moot.tui.screens.clarify import ClarifyScreen
 from moot.tui.screens.debate import DebateScreen
@@ -189,6 +190,23 @@ async def test_inject_from_the_palette_prefills_the_command_line() -> None:
         # the scripted debate has not started: nothing is sent
         assert "has not started" in feedback(app)
         assert runtime.commands == []
+
+
+async def test_the_palette_offers_every_command_of_the_table_search_among_them() -> None:
+    runtime = ScriptedRuntime(clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(140, 45)) as pilot:
+        offered = {line.split()[0] for _, _, line in app.screen.palette_entries()}
+        assert offered == {f"/{name}" for name in COMMANDS}  # /theme through its per-theme entries
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*keys("search this debate"))
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+        command_input = app.screen.query_one(CommandInput)
+        assert command_input.value == "/search "
+        assert command_input.has_focus
 
 
 # ---------------------------------------------------------------- header and event log

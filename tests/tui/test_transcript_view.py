@@ -1,5 +1,5 @@
 """A transcript's scroll range and what it shows: the newest line stays on screen while text
-streams in, and growing text costs no layout of the whole screen (issue 23 §2)."""
+streams in, and growing text costs no layout of the whole screen."""
 
 from __future__ import annotations
 

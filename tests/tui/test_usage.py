@@ -66,7 +66,7 @@ def test_agent_usage_is_the_states_totals(recorded) -> None:  # type: ignore[no-
 
 
 async def test_live_openai_session_injected_note_and_cost(tmp_path: Path) -> None:
-    """Issue 6: /inject at a call boundary of a live TUI session against an OpenAI-compatible
+    """/inject at a call boundary of a live TUI session against an OpenAI-compatible
     server: the note is verbatim in every later request, and gpt-4o's cost shows."""
     srv = make_server()
     try:

@@ -12,25 +12,14 @@ from .registry import COMMANDS
 
 
 def palette_entries(agents: Iterable[tuple[str, str]], themes: Iterable[str]) -> list[tuple[str, str, str]]:
-    """(title, help, command line) for the palette; agents are (id, display name).
+    """(title, help, command line) for the palette, from the command table (`registry.COMMANDS`:
+    a command with a `palette` title), then per agent and per theme; agents are (id, display name).
 
     A line ending in a space needs text from the user: the palette puts it on the
     command line instead of running it."""
     agents = list(agents)
-    out = [
-        ("Summarize all agents", COMMANDS["summarize"].help, "/summarize all"),
-        ("Pause debate", COMMANDS["pause"].help, "/pause"),
-        ("Resume debate", COMMANDS["resume"].help, "/resume"),
-        ("Stop debate", COMMANDS["stop"].help, "/stop"),
-        ("Inject a moderator note", COMMANDS["inject"].help, "/inject "),
-        ("Context overview", COMMANDS["context"].help, "/context"),
-        ("Compare two agents", COMMANDS["compare"].help, "/compare "),
-        ("Save the final solution", COMMANDS["save"].help, "/save"),
-        ("Copy the final solution", COMMANDS["copy"].help, "/copy"),
-        ("Saved debates", COMMANDS["debates"].help, "/debates"),
-        ("Help: commands and keys", COMMANDS["help"].help, "/help"),
-        ("Quit moot", COMMANDS["quit"].help, "/quit"),
-    ]
+    out = [(spec.palette, spec.help, spec.palette_line or f"/{spec.name}")
+           for spec in COMMANDS.values() if spec.palette]
     for agent_id, name in agents:
         out.append((f"Summarize {name}", f"Summarize {name}'s context at its next call.", f"/summarize {agent_id}"))
         out.append((f"Context of {name}", f"What {name} saw in the current round.", f"/context {agent_id}"))

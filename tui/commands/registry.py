@@ -14,7 +14,9 @@ Adding a command (say `/search QUERY`):
 2. Add one `CommandSpec("search", "/search QUERY", "help text", max_args=1, run=search)` to
    `COMMANDS` below (`text=True` makes the last argument the rest of the line; `completes`
    and `key` feed completion and /help).
-3. To offer it in the command palette (ctrl+p) too, add its line to `palette.palette_entries`.
+3. The palette (ctrl+p) offers it under its `palette` title (and `palette_line`, when it runs
+   something other than `/search`: a line ending in a space puts it on the command line for
+   the user to finish); an empty title leaves it out.
 
 Tests: `tests/tui/test_commands.py` checks that every command has a handler; test the
 command itself through Pilot (type it on the command line).
@@ -46,6 +48,10 @@ class CommandSpec:
     """The last argument is free text, the rest of the line (/inject's note, /summarize's focus)."""
     run: Handler | None = None
     """What runs it (see the module's docstring); None only for a spec built outside the table."""
+    palette: str = ""
+    """Its title in the command palette; empty: not there (/theme is, once per theme)."""
+    palette_line: str = ""
+    """What the palette runs; empty: `/name`. Ending in a space: it asks the user for the rest."""
 
 
 COMMANDS: dict[str, CommandSpec] = {
@@ -53,38 +59,45 @@ COMMANDS: dict[str, CommandSpec] = {
     for spec in (
         CommandSpec("summarize", "/summarize [agent|all] [focus]",
                     "Summarize an agent's context at its next call boundary; the focus text tells the "
-                    "summarizer what to keep.", 2, ("agent+all",), "s", text=True, run=steering.summarize),
+                    "summarizer what to keep.", 2, ("agent+all",), "s", text=True, run=steering.summarize,
+                    palette="Summarize all agents", palette_line="/summarize all"),
         CommandSpec("context", "/context [agent] [round]",
                     "Without arguments: every agent's context by tier and its next summary. With an "
                     "agent: the exact messages of its latest call (or of its calls in that round).",
-                    2, ("agent+judge",), "c · i", run=inspection.context),
+                    2, ("agent+judge",), "c · i", run=inspection.context, palette="Context overview"),
         CommandSpec("search", "/search TEXT",
                     "Find words in this debate (messages, contributions, summaries, notes); enter shows the "
-                    "message in the messages view.", 1, (), "", text=True, run=finding.search),
+                    "message in the messages view.", 1, (), "", text=True, run=finding.search,
+                    palette="Search this debate", palette_line="/search "),
         CommandSpec("compare", "/compare A B [round]",
                     "Two agents' contributions side by side: the words only one of them wrote marked, the "
                     "claims only one makes listed; votes or ranks in vote and council debates.",
-                    3, ("agent", "agent"), "", run=compare.compare),
+                    3, ("agent", "agent"), "", run=compare.compare,
+                    palette="Compare two agents", palette_line="/compare "),
         CommandSpec("pause", "/pause", "Pause the debate at the next call boundary.", 0, (), "p",
-                    run=steering.pause),
-        CommandSpec("resume", "/resume", "Resume a paused debate.", 0, (), "p", run=steering.resume),
+                    run=steering.pause, palette="Pause debate"),
+        CommandSpec("resume", "/resume", "Resume a paused debate.", 0, (), "p", run=steering.resume,
+                    palette="Resume debate"),
         CommandSpec("stop", "/stop", "Stop the debate (saved; continue later with `moot resume`).", 0, (), "x",
-                    run=steering.stop),
+                    run=steering.stop, palette="Stop debate"),
         CommandSpec("inject", "/inject TEXT",
                     "Add a moderator note: every agent sees it verbatim from its next call on.",
-                    1, (), "", text=True, run=steering.inject),
+                    1, (), "", text=True, run=steering.inject,
+                    palette="Inject a moderator note", palette_line="/inject "),
         CommandSpec("save", "/save [FILE]",
                     "Write the final solution as markdown (default solution-ID.md here; atomic).", 1, (), "",
-                    run=solution.save),
+                    run=solution.save, palette="Save the final solution"),
         CommandSpec("copy", "/copy", "Copy the final solution (markdown) to the clipboard.", 0, (), "",
-                    run=solution.copy),
+                    run=solution.copy, palette="Copy the final solution"),
         CommandSpec("theme", "/theme [name]", "Switch theme (remembered); without a name, list the themes.",
                     1, ("theme",), "t", run=app_commands.theme),
         CommandSpec("debates", "/debates", "The saved debates: sort, filter and open one (this one keeps "
-                    "running; esc comes back).", 0, (), "d", run=app_commands.debates),
-        CommandSpec("help", "/help", "Show commands and keys.", 0, (), "?", run=app_commands.help_),
+                    "running; esc comes back).", 0, (), "d", run=app_commands.debates,
+                    palette="Saved debates"),
+        CommandSpec("help", "/help", "Show commands and keys.", 0, (), "?", run=app_commands.help_,
+                    palette="Help: commands and keys"),
         CommandSpec("quit", "/quit", "Quit (asks first while a debate is running).", 0, (), "q",
-                    run=app_commands.quit_),
+                    run=app_commands.quit_, palette="Quit moot"),
     )
 }
 ALIASES = {"sum": "summarize", "ctx": "context", "q": "quit", "exit": "quit", "h": "help", "?": "help"}

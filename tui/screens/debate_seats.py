@@ -19,7 +19,7 @@ from ...core.errors import StoreError
 from ...core.events import CallFailed, CallStarted, ContributionAdded, Event, SeatAnswered, Warning_, is_terminal
 from ...core.human.drafts import slot_of
 from ...core.models.state import ViewRecord
-from ...core.models.terms import HUMAN
+from ...core.models.provider_kinds import is_person
 from ..runtime.base import ReadOnlyError, Runtime
 from ..widgets.command_input import CommandInput
 from ..widgets.debate_header import DebateHeader
@@ -46,11 +46,11 @@ class DebateSeats(DebateEvents):
         """Command id (an answer sent to another process) → the person's agent id."""
 
     def is_person(self, agent_id: str) -> bool:
-        return any(a.id == agent_id and a.provider == HUMAN for a in self.state.agents)
+        return any(a.id == agent_id and is_person(a.provider) for a in self.state.agents)
 
     @property
     def people(self) -> list[str]:
-        return [a.id for a in self.state.agents if a.provider == HUMAN]
+        return [a.id for a in self.state.agents if is_person(a.provider)]
 
     async def _route(self, event: Event) -> None:
         await super()._route(event)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.models.provider_kinds import kind_of
 from ...core.observe.describe import k, usd
 from ...core.safety.sanitize import one_line_safe
 from ...core.storage.sessions import SessionRow
@@ -64,7 +65,7 @@ PROBLEM = "problem"
 
 def detail(row: SessionRow) -> str:
     """The line under the table for the selected debate: what the narrow columns leave out."""
-    who = "+".join("DEMO" if p == "demo" else p for p in row.providers)
+    who = "+".join(kind_of(p).show() for p in row.providers)
     what = row.problem or row.error
     return one_line_safe(f"{row.id} · {row.protocol or 'unreadable'} · {who or '?'} · {what}", 400)
 

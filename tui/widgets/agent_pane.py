@@ -18,11 +18,13 @@ from textual.markup import escape
 from textual.reactive import reactive
 from textual.widgets import Label
 
+from ...core.models.provider_kinds import is_person, kind_of
 from ...core.models.tools import ToolCallRecord
 from ...core.models.state import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
 from ..format import contribution_title, dom_id, k, solution_markdown, solution_title, usd
+from ..textual_compat import set_border_subtitle_text
 from .kept_lines import KeptHorizontal, KeptLabel, KeptLines
 from .label_text import update_label
 from .token_gauge import TokenGauge
@@ -110,7 +112,7 @@ class AgentPane(Vertical, KeptLines, can_focus=True):
         title = info.name if info.name.lower() == info.role.lower() else f"{info.name} · {info.role}"
         self.border_title = ("⚖ " if self.judge else "") + escape(one_line_safe(title))
         with KeptHorizontal(classes="pane-meta"):
-            where = "a person: typed answers, no model" if info.provider == "human" else f"{info.provider}:{info.model}"
+            where = kind_of(info.provider).where(info.model)
             yield KeptLabel(Text(one_line_safe(where)), classes="pane-model")
             yield KeptLabel("", classes="pane-badge")
         yield TokenGauge()
@@ -139,7 +141,7 @@ class AgentPane(Vertical, KeptLines, can_focus=True):
         color = STATUS_COLORS.get(self.status, "$text-muted")
         usage = f" [$text-muted]· {self.usage_text}[/]" if self.usage_text else ""
         word = "call in progress" if self.status in ("thinking", "streaming") and not self.streams else self.status
-        if self.info.provider == "human" and self.status in ("thinking", "streaming"):
+        if is_person(self.info.provider) and self.status in ("thinking", "streaming"):
             word = "✎ waiting for you"
         elapsed = f" · {self._elapsed}s" if self._elapsed is not None and self.status in (
             "thinking", "streaming", "summarizing") else ""
@@ -155,7 +157,7 @@ class AgentPane(Vertical, KeptLines, can_focus=True):
         if not self.is_mounted or not height:
             self.border_subtitle = markup
             return
-        self._border_subtitle = self.render_str(markup).expand_tabs(4).split()[0]  # as Textual's setter stores it
+        set_border_subtitle_text(self, markup)
         offset = self.content_offset  # the region is in content coordinates
         self.refresh(Region(-offset.x, height - 1 - offset.y, width, 1))
 
@@ -318,7 +320,7 @@ class AgentPane(Vertical, KeptLines, can_focus=True):
         The demo provider's counts are not shown (it costs nothing and its counts are
         made up); a real provider's tokens are, and the cost once it is not zero."""
         text = ""
-        if cost > 0 or (tokens and self.info.provider != "demo"):
+        if cost > 0 or (tokens and not kind_of(self.info.provider).scripted):
             text = f"{k(tokens)} tok" + (f" · {usd(cost)}" if cost > 0 else "")
         if text != self.usage_text:
             self.usage_text = text

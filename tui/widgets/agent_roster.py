@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Label
 
+from ...core.models.provider_kinds import is_person
 from ...core.models.state import AgentInfo, TierTokens
 from ...core.safety.sanitize import one_line_safe
 from ..activity import STATUS_ICONS, Activity, Status
@@ -87,7 +88,7 @@ class AgentRow(Vertical):
             name.update(self._name_text(status))
         since = self.activity.since
         text = f"{max(0, int(clock() - since))}s" if clock is not None and since is not None else ""
-        if self.info.provider == "human" and status in ("thinking", "streaming"):
+        if is_person(self.info.provider) and status in ("thinking", "streaming"):
             text = f"✎ your turn {text}".rstrip()
         if text != self._status_text:
             update_label(self.query_one(".row-status", Label), text, self._status_text)

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label
 
+from ...core.models.provider_kinds import any_scripted, is_person
 from ...core.models.state import DebateState
 from ..format import PHASE_LABELS, clock_time, first_line, k, usd
 from .kept_lines import KeptLines
@@ -55,12 +56,12 @@ class DebateHeader(Horizontal, KeptLines):
         token_cap = debate.get("max_total_tokens")
         self._set("tokens", f"Σ {k(total)}/{k(token_cap)} tok" if token_cap else f"Σ {k(total)} tok")
         self._show_cost(state.totals.cost_usd, debate.get("max_cost_usd"))
-        infos = [a for a in [*state.agents, *([state.judge] if state.judge else [])] if a.provider != "human"]
+        infos = [a for a in [*state.agents, *([state.judge] if state.judge else [])] if not is_person(a.provider)]
         providers = sorted({a.provider for a in infos})
         models = sorted({a.model for a in infos})
         model = models[0] if len(models) == 1 else f"{len(models)} models"
         self._set("model", f"{'/'.join(providers)} · {model}" if infos else "")
-        demo = "demo" in providers
+        demo = any_scripted(providers)
         badge = self.query_one("#hdr-demo", Label)
         if badge.display != demo:
             badge.display = demo

@@ -18,6 +18,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Label
 
+from ..textual_compat import cached_lines, dirty_lines
+
 
 class KeptLines(Widget):
     """Put last among the bases (`class KeptLabel(Label, KeptLines)`): Textual takes default
@@ -31,19 +33,18 @@ class KeptLines(Widget):
     cache's lines it was made of, and what it returned."""
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        cache = self._styles_cache
         # The last lines are valid while the style cache holds the same lines: Textual marks
         # them dirty (or clears them) on every refresh, style or size change. The line
         # filters (the ANSI colour filter, on by default) are the same objects while the
         # app's colour mode is, and a strip keeps what a filter made of it.
         key = (crop, self.outer_size, self.hover_style, *map(id, self.app.get_line_filters()))
         kept = self._kept
-        if kept is not None and kept[0] == key and not cache._dirty_lines:
-            lines = cache._cache
+        if kept is not None and kept[0] == key and not dirty_lines(self):
+            lines = cached_lines(self)
             if all(lines.get(y) is strip for y, strip in zip(crop.line_range, kept[1])):
                 return kept[2]
         strips = super().render_lines(crop)
-        self._kept = (key, [cache._cache.get(y) for y in crop.line_range], strips)
+        self._kept = (key, [cached_lines(self).get(y) for y in crop.line_range], strips)
         return strips
 
 class KeptLabel(Label, KeptLines):

@@ -16,6 +16,8 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
+from ..textual_compat import invalidate_box_model, layout_pending
+
 
 def update_label(label: Static, text: Text | str, before: str | None = None) -> None:
     """Show `text` in `label`; `before` (the text it showed, when known) spares the layout of
@@ -24,8 +26,8 @@ def update_label(label: Static, text: Text | str, before: str | None = None) -> 
     if before is not None and cell_len(before) == cell_len(plain) and "\n" not in plain + before:
         label.update(text, layout=False)
         return
-    pending = label._layout_required
+    pending = layout_pending(label)
     label.update(text)
     if pending:
         # The layout already asked for will measure this text, not one cached before it.
-        label._layout_updates += 1
+        invalidate_box_model(label)

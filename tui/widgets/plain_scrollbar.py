@@ -20,6 +20,8 @@ from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ..textual_compat import install_vertical_scrollbar
+
 
 class PlainScrollBar(ScrollBar):
     """A `ScrollBar` whose vertical lines are made from `render_bar`'s segments directly."""
@@ -89,9 +91,9 @@ class PlainScrollBar(ScrollBar):
 
 def plain_vertical_scrollbar(widget: Widget) -> ScrollBar:
     """`widget.vertical_scrollbar`, created as a `PlainScrollBar` (what Textual's property does)."""
-    if widget._vertical_scrollbar is None:
+    def make() -> ScrollBar:
         bar = PlainScrollBar(vertical=True, name="vertical", thickness=widget.scrollbar_size_vertical)
         bar.display = False
-        widget._vertical_scrollbar = bar
-        widget.app._start_widget(widget, bar)
-    return widget._vertical_scrollbar
+        return bar
+
+    return install_vertical_scrollbar(widget, make)

@@ -13,6 +13,8 @@ from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.widget import Widget
 
+from ..textual_compat import set_scroll_range
+
 
 class ScrollRangeOnly(Widget):
     """Put last among the bases (`class EventLog(RichLog, ScrollRangeOnly)`): Textual takes
@@ -23,4 +25,4 @@ class ScrollRangeOnly(Widget):
 
     def watch_virtual_size(self, size: Size) -> None:
         if self.container_size:
-            self._scroll_update(size)  # the scrollbar, as the layout would have set it
+            set_scroll_range(self, size)  # the scrollbar, as the layout would have set it

@@ -32,6 +32,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from ...core.safety.sanitize import terminal_safe
+from ..textual_compat import (anchor_released, cached_lines, clear_style_cache, container_height, dirty_lines,
+                              follow_anchor_again, forget_scrollbar_changes, set_scroll_range)
 from .markdown_blocks import has_references
 from .transcript_entry import HEAD, Entry
 from .transcript_lines import TranscriptLines
@@ -184,8 +186,7 @@ class Transcript(TranscriptLines, can_focus=False):
         super().watch_scroll_y(old_value, new_value)
         # Scrolled back down to the end (the wheel, page keys): follow the newest text again.
         # Textual's widgets do this in their watcher; ScrollView's leaves it out.
-        if self._anchored and self._anchor_released:
-            self._check_anchor()
+        follow_anchor_again(self)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -194,17 +195,16 @@ class Transcript(TranscriptLines, can_focus=False):
     def render_lines(self, crop: Region) -> list[Strip]:
         self._repaint_asked = False
         self._sync(drawing=True)
-        cache = self._styles_cache
         if self.styles.gutter or crop.x or crop.width != self.size.width:
             self._styled.clear()
             return super().render_lines(crop)
         # Rows whose line was drawn in the last frame (at another row, as the text scrolls)
         # take what the style cache made of it then; the others are styled now.
-        styled, rows = self._styled, cache._cache
+        styled, rows = self._styled, cached_lines(self)
         lines = [self.render_line(y) for y in crop.line_range]
         for y, line in zip(crop.line_range, lines):
             done = styled.get(id(line))
-            if done is not None and done[0] is line and y not in cache._dirty_lines:
+            if done is not None and done[0] is line and y not in dirty_lines(self):
                 rows[y] = done[1]
             else:
                 rows.pop(y, None)
@@ -235,7 +235,7 @@ class Transcript(TranscriptLines, can_focus=False):
                 entry.forget_rendering()
             self._dirty = True
         view = self.scrollable_content_region.height
-        anchored = self.is_anchored and not getattr(self, "_anchor_released", False)
+        anchored = self.is_anchored and not anchor_released(self)
         if not self._dirty and (key, view, anchored, round(self.scroll_y)) == self._synced:
             return False
         if self._dirty:
@@ -251,7 +251,7 @@ class Transcript(TranscriptLines, can_focus=False):
                 # every pane. A scrollbar that appears or goes still lays out (its reactive asks).
                 self.set_reactive(Widget.virtual_size, size)
                 if not self._grow_scrollbar(size):
-                    self._scroll_update(size)
+                    set_scroll_range(self, size)
             else:
                 self.virtual_size = size  # not laid out yet: the first layout sizes it
         if anchored and self.scroll_y != self.max_scroll_y:
@@ -263,7 +263,7 @@ class Transcript(TranscriptLines, can_focus=False):
         # Textual keeps the drawn lines by row; what it kept was drawn from other lines (other
         # text, another width, another scroll position). `render_lines` puts back those that
         # only moved.
-        self._styles_cache.clear()
+        clear_style_cache(self)
         if not drawing:
             self.refresh()
         self._synced = (key, view, anchored, round(self.scroll_y))
@@ -274,13 +274,13 @@ class Transcript(TranscriptLines, can_focus=False):
         changes (what `_scroll_update` ends in, without deciding again which scrollbars to
         show and validating both scroll offsets through their reactives). False: do it all."""
         styles = self.styles
-        height = self._container_size.height
+        height = container_height(self)
         if not (self.show_vertical_scrollbar and not self.show_horizontal_scrollbar
                 and styles.overflow_y == "auto" and styles.overflow_x == "hidden"
                 and styles.scrollbar_size_vertical and size.height > height
                 and self.scroll_y <= size.height - height):
             return False
-        self._scrollbar_changes.clear()
+        forget_scrollbar_changes(self)
         bar = self.vertical_scrollbar
         bar.set_reactive(ScrollBar.window_virtual_size, size.height)
         bar.set_reactive(ScrollBar.window_size, height)

@@ -1,0 +1,106 @@
+"""Every use of Textual's private API, in one place.
+
+The widgets reach under Textual's public surface in a few spots, each for a measured speed-up
+or a fix of a layout race (their modules say which): a pane that streams repaints one border
+row, a transcript that changes its scroll range without laying out the screen, a widget that
+hands back the lines it drew last frame. Those attributes and methods are not Textual's
+promise, so they are named only here, and `tests/tui/test_textual_compat.py` checks each one
+against the installed Textual: an upgrade that renames or reshapes one fails there, with the
+hook's name, instead of somewhere in a frame.
+
+Checked against Textual `CHECKED_AGAINST`. Besides the functions below, two widgets override a
+private message handler of the class they extend, which Textual calls in place of its own:
+`CommandInput._on_key` (Input's) and `SeatEditor._on_paste` (TextArea's); the test checks those
+handlers still exist where they are overridden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.geometry import Size
+from textual.scrollbar import ScrollBar
+from textual.strip import Strip
+from textual.widget import Widget
+
+CHECKED_AGAINST = ("8.2.8",)
+"""The Textual versions these hooks were read against (the test names them when one breaks)."""
+
+OVERRIDDEN_HANDLERS = (("textual.widgets", "Input", "_on_key"), ("textual.widgets", "TextArea", "_on_paste"))
+"""Private handlers moot's widgets override: (module, class, method) of the Textual class."""
+
+
+# ------------------------------------------------------------------ the style cache
+
+def cached_lines(widget: Widget) -> dict[int, Strip]:
+    """The lines a widget's style cache holds, by row (Textual redraws rows missing from it)."""
+    return widget._styles_cache._cache
+
+
+def dirty_lines(widget: Widget) -> set[int]:
+    """The rows the style cache must draw again (marked on every refresh, style or size change)."""
+    return widget._styles_cache._dirty_lines
+
+
+def clear_style_cache(widget: Widget) -> None:
+    """Forget every row the style cache drew (they were drawn from other text or another width)."""
+    widget._styles_cache.clear()
+
+
+# ------------------------------------------------------------------ scrolling
+
+def set_scroll_range(widget: Widget, size: Size) -> None:
+    """The scrollbars follow a new virtual size, as a layout of the widget would set them,
+    without laying out the screen."""
+    widget._scroll_update(size)
+
+
+def container_height(widget: Widget) -> int:
+    """The height of the widget's content area as the last layout gave it."""
+    return widget._container_size.height
+
+
+def forget_scrollbar_changes(widget: Widget) -> None:
+    """Drop the scrollbar changes Textual queued for the next layout (the caller set them itself)."""
+    widget._scrollbar_changes.clear()
+
+
+def anchor_released(widget: Widget) -> bool:
+    """The user scrolled away from an anchored widget's end (Textual stops following it)."""
+    return bool(getattr(widget, "_anchor_released", False))
+
+
+def follow_anchor_again(widget: Widget) -> None:
+    """Scrolled back down to the end: an anchored widget follows the newest line again (what
+    Textual's own widgets do in their scroll watcher and ScrollView's leaves out)."""
+    if widget._anchored and widget._anchor_released:
+        widget._check_anchor()
+
+
+def install_vertical_scrollbar(widget: Widget, make: Callable[[], ScrollBar]) -> ScrollBar:
+    """`widget.vertical_scrollbar`, created by `make` the first time (what Textual's property
+    does with its own class)."""
+    if widget._vertical_scrollbar is None:
+        bar = make()
+        widget._vertical_scrollbar = bar
+        widget.app._start_widget(widget, bar)
+    return widget._vertical_scrollbar
+
+
+# ------------------------------------------------------------------ layout and borders
+
+def layout_pending(widget: Widget) -> bool:
+    """A layout of this widget was asked for and has not run yet."""
+    return widget._layout_required
+
+
+def invalidate_box_model(widget: Widget) -> None:
+    """Make the next layout measure the widget again instead of reusing the size it cached
+    (Textual keys that cache by a counter it bumps only when no layout was pending)."""
+    widget._layout_updates += 1
+
+
+def set_border_subtitle_text(widget: Widget, markup: str) -> None:
+    """The bottom border's text, stored as Textual's `border_subtitle` setter stores it but
+    without the refresh of the whole widget the setter asks for."""
+    widget._border_subtitle = widget.render_str(markup).expand_tabs(4).split()[0]
