@@ -585,6 +585,17 @@ def test_trace_without_the_extra_is_one_line(tmp_path: Path, no_otel: None,
     assert capsys.readouterr().err == f"moot: {INSTALL_HINT}\n"
 
 
+async def test_a_protobuf_trace_without_the_extra_is_one_line_and_json_still_works(tmp_path: Path,
+                                                                                   no_otel: None) -> None:
+    _, folder = await run_debate(tmp_path, PROBLEM, rounds=1, roles=["kiss"])
+    state = ["--state-dir", str(tmp_path / "debates")]
+    refused = cli("trace", folder.id, *state, "-o", str(tmp_path / "trace.pb"))
+    assert refused.returncode == 4 and not (tmp_path / "trace.pb").exists()
+    assert refused.stderr == "moot: writing OTLP protobuf needs the OpenTelemetry proto package: " \
+                             "pip install 'moot[otel]'\n"
+    assert cli("trace", folder.id, *state, "-o", str(tmp_path / "trace.json")).returncode == 0
+
+
 def test_without_the_extra_env_and_saved_tracing_only_note_it(tmp_path: Path, no_otel: None,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:

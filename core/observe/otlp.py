@@ -15,6 +15,7 @@ same spans.
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -93,7 +94,7 @@ def to_protobuf(document: str) -> bytes:
     """An OTLP JSON document (as `export_trace` writes it) as the binary protobuf of the same
     `ExportTraceServiceRequest`; ConfigError without the proto package."""
     try:
-        from google.protobuf import json_format
+        json_format = importlib.import_module("google.protobuf.json_format")  # untyped: imported by name
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     except ImportError:
         raise ConfigError(PROTOBUF_HINT) from None
