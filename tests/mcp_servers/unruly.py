@@ -35,7 +35,7 @@ def lookup_ticket(ticket_id: str) -> str:
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def export_history(ticket_id: str) -> str:
     """Export the full history of a ticket (every event since it was filed)."""
-    return HISTORY_LINE * (int(os.environ.get("UNRULY_HISTORY_MB", "24")) * 1024 * 1024 // len(HISTORY_LINE))
+    return HISTORY_LINE * (int(os.environ.get("UNRULY_HISTORY_MB", "9")) * 1024 * 1024 // len(HISTORY_LINE))
 
 
 def _meet(folder: Path, me: str, peer: str) -> None:
