@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 import threading
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +41,7 @@ from moot.core.storage.folder import DebateFolder
 from moot.core.storage.log import read_events
 from moot.core.observe.spans import SpanRecord
 from moot.core.observe.tracing import RESUME_GAP, TraceBuilder, build_spans
-from tests.conftest import ROOT, Faults, make_server, moot, run_debate
+from tests.conftest import ROOT, Faults, cli, make_server, moot, run_debate
 
 KEY = "sk-live-0123456789abcdefXYZ"
 BARE_SECRET = "correct-horse-battery-staple"
@@ -415,12 +417,17 @@ async def test_moot_trace_writes_otlp_json(tmp_path: Path) -> None:
 
 
 class _Collector(http.server.BaseHTTPRequestHandler):
-    """A minimal OTLP/HTTP receiver: keeps every span posted to /v1/traces."""
+    """A minimal OTLP/HTTP receiver: keeps every span posted to /v1/traces. Like Arize Phoenix,
+    it takes protobuf only and answers anything else with HTTP 415."""
 
     received: list[Any] = []
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server API
         body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.headers.get("Content-Type") != "application/x-protobuf":
+            self.send_response(415)
+            self.end_headers()
+            return
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
         for rs in request.resource_spans:
@@ -452,6 +459,47 @@ def test_trace_flag_sends_the_debate_to_a_collector(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines()[-1] == f"trace {trace_id} sent to {endpoint}/v1/traces"
     assert sorted(s.span_id.hex() for s in _Collector.received) == sorted(s.span_id for s in spans)
     assert folder.load().config["debate"]["trace"] is True  # so that `moot resume` traces it too
+
+
+def _post(endpoint: str, body: bytes, content_type: str) -> int:
+    request = urllib.request.Request(f"{endpoint}/v1/traces", data=body, headers={"Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+async def test_moot_trace_writes_otlp_protobuf_that_a_protobuf_only_receiver_takes(tmp_path: Path) -> None:
+    _, folder = await run_debate(tmp_path, PROBLEM, rounds=1, roles=["architect", "kiss"])
+    state = ["--state-dir", str(tmp_path / "debates")]
+    assert cli("trace", folder.id, *state, "-o", str(tmp_path / "trace.json")).returncode == 0
+    as_json = json.loads((tmp_path / "trace.json").read_text())
+    expected = json_format.ParseDict(_b64_ids(as_json), ExportTraceServiceRequest())
+    assert len(expected.resource_spans[0].scope_spans[0].spans) > 3
+    for name, extra in (("trace.pb", []), ("spans.bin", ["--format", "protobuf"])):
+        done = cli("trace", folder.id, *state, "-o", str(tmp_path / name), *extra)
+        assert done.returncode == 0 and done.stderr == f"trace written to {tmp_path / name}\n", done.stderr
+        message = ExportTraceServiceRequest()
+        message.ParseFromString((tmp_path / name).read_bytes())
+        assert message == expected  # the same spans as the JSON, field for field
+    piped = subprocess.run([sys.executable, "-m", "moot", "trace", folder.id, *state, "--format", "protobuf"],
+                           capture_output=True, timeout=120)
+    assert piped.returncode == 0 and piped.stdout == (tmp_path / "trace.pb").read_bytes()
+    refused = cli("trace", folder.id, *state, "--format", "protobuf")  # stdout here is text, as a terminal is
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == "moot: a protobuf trace is binary: write it to a file (-o trace.pb) or pipe it\n"
+    _Collector.received = []
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{httpd.server_address[1]}"
+        assert _post(endpoint, (tmp_path / "trace.json").read_bytes(), "application/json") == 415
+        assert _post(endpoint, (tmp_path / "trace.pb").read_bytes(), "application/x-protobuf") == 200
+    finally:
+        httpd.shutdown()
+    assert sorted(s.span_id.hex() for s in _Collector.received) == sorted(s["spanId"] for s in
+                                                                         as_json["resourceSpans"][0]["scopeSpans"][0]["spans"])
 
 
 def test_unreachable_collector_is_one_line_and_the_debate_still_succeeds(tmp_path: Path) -> None:
@@ -535,6 +583,17 @@ def test_trace_without_the_extra_is_one_line(tmp_path: Path, no_otel: None,
     config.write_text("[debate]\ntrace = true\n")
     assert main(["run", PROBLEM, "--headless", "-c", str(config), "--state-dir", str(state_dir)]) == 4
     assert capsys.readouterr().err == f"moot: {INSTALL_HINT}\n"
+
+
+async def test_a_protobuf_trace_without_the_extra_is_one_line_and_json_still_works(tmp_path: Path,
+                                                                                   no_otel: None) -> None:
+    _, folder = await run_debate(tmp_path, PROBLEM, rounds=1, roles=["kiss"])
+    state = ["--state-dir", str(tmp_path / "debates")]
+    refused = cli("trace", folder.id, *state, "-o", str(tmp_path / "trace.pb"))
+    assert refused.returncode == 4 and not (tmp_path / "trace.pb").exists()
+    assert refused.stderr == "moot: writing OTLP protobuf needs the OpenTelemetry proto package: " \
+                             "pip install 'moot[otel]'\n"
+    assert cli("trace", folder.id, *state, "-o", str(tmp_path / "trace.json")).returncode == 0
 
 
 def test_without_the_extra_env_and_saved_tracing_only_note_it(tmp_path: Path, no_otel: None,

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ..engine.limits import EndpointLimits
 from ..errors import ConfigError
+from .ray_support import RayHeadLost, head_address, route_ray_output, watch_head
 from .results import ResultRow
 from .runner import Job, OnDone, OnStart, failed_row, run_job_safely
 
@@ -70,6 +71,7 @@ class RayExecutor:
             import ray
         except ImportError:
             raise ConfigError("--executor ray needs Ray: pip install 'moot[ray]'") from None
+        route_ray_output()
         if not ray.is_initialized():
             ray.init(address=self.address, include_dashboard=False, logging_level=logging.WARNING,
                      log_to_driver=False)
@@ -78,9 +80,12 @@ class RayExecutor:
     async def run(self, jobs: Sequence[Job], on_start: OnStart, on_done: OnDone) -> None:
         ray = await asyncio.to_thread(self._ray)
         task = ray.remote(num_cpus=RAY_TASK_CPUS, max_retries=2)(ray_job)
+        address = head_address(ray)
+        watch = asyncio.create_task(watch_head(address)) if address else asyncio.create_task(asyncio.Event().wait())
         queue = list(jobs)
         queue.reverse()
         running: dict[asyncio.Future[Any], tuple[Job, Any]] = {}
+        lost = False
         try:
             while queue or running:
                 while queue and len(running) < self.concurrency:
@@ -88,7 +93,11 @@ class RayExecutor:
                     on_start(job)
                     ref = task.remote(job.as_dict())
                     running[asyncio.wrap_future(ref.future())] = (job, ref)
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait([*running, watch], return_when=asyncio.FIRST_COMPLETED)
+                if watch in done:
+                    lost = True
+                    raise RayHeadLost(f"the Ray head at {address} stopped answering; the finished questions are "
+                                      "saved: run the same command again to continue")
                 for fut in done:
                     job, _ref = running.pop(fut)
                     try:
@@ -97,9 +106,11 @@ class RayExecutor:
                         row = failed_row(job, f"ray task failed: {type(exc).__name__}: {exc}".splitlines()[0])
                     on_done(job, row)
         finally:  # interrupted: stop the tasks still running (their debates stay resumable)
+            watch.cancel()
             for fut, (_job, ref) in running.items():
                 fut.cancel()
-                ray.cancel(ref, force=True)
+                if not lost:  # with no head to ask, cancelling would wait on it
+                    ray.cancel(ref, force=True)
 
 
 def make_executor(name: str, concurrency: int) -> Executor:

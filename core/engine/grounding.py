@@ -11,6 +11,7 @@ server said its model has none (llama.cpp `/props`), gets the retrieval tier fro
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -120,9 +121,8 @@ class Grounding:
             self.add_tools(agent_id, box)
 
     async def aclose(self) -> None:
-        """Stop the MCP servers; close the index."""
-        for stop in reversed(self.stoppers):
-            await stop()
+        """Stop the MCP servers (all at once: each may take its grace period); close the index."""
+        await asyncio.gather(*(stop() for stop in reversed(self.stoppers)))
         self.stoppers.clear()
         if self._index is not None:
             self._index.close()

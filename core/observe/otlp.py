@@ -4,14 +4,23 @@ The output is the JSON encoding of an OTLP `ExportTraceServiceRequest` (what an 
 receiver takes at `/v1/traces` with `Content-Type: application/json`): trace and span ids in
 hex, 64-bit integers as decimal strings, enums as numbers, as the OTLP specification's
 "JSON Protobuf Encoding" asks. So `curl --data @trace.json …/v1/traces` sends it later.
+
+Some receivers take OTLP/HTTP in protobuf only (Arize Phoenix answers JSON with HTTP 415), so
+the same request is also written as binary protobuf (`Content-Type: application/x-protobuf`),
+through the OpenTelemetry proto package the `otel` extra installs: the JSON document is read
+into its `ExportTraceServiceRequest` with protobuf's own JSON mapping, so both formats hold the
+same spans.
 """
 
 from __future__ import annotations
 
+import base64
+import importlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import ConfigError
 from ..version import VERSION as __version__
 from ..storage.folder import DebateFolder
 from ..storage.log import read_events
@@ -67,6 +76,32 @@ def otlp_request(spans: Sequence[SpanRecord], resource: Mapping[str, AttrValue] 
     }]}
 
 
+PROTOBUF_HINT = "writing OTLP protobuf needs the OpenTelemetry proto package: pip install 'moot[otel]'"
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+
+
+def _base64_ids(value: Any) -> Any:
+    """OTLP JSON writes ids in hex; protobuf's own JSON mapping reads `bytes` fields as base64."""
+    if isinstance(value, dict):
+        return {k: base64.b64encode(bytes.fromhex(v)).decode() if k in _ID_FIELDS else _base64_ids(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_base64_ids(v) for v in value]
+    return value
+
+
+def to_protobuf(document: str) -> bytes:
+    """An OTLP JSON document (as `export_trace` writes it) as the binary protobuf of the same
+    `ExportTraceServiceRequest`; ConfigError without the proto package."""
+    try:
+        json_format = importlib.import_module("google.protobuf.json_format")  # untyped: imported by name
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError:
+        raise ConfigError(PROTOBUF_HINT) from None
+    message = json_format.ParseDict(_base64_ids(json.loads(document)), ExportTraceServiceRequest())
+    return bytes(message.SerializeToString())
+
+
 def export_trace(folder: DebateFolder, *, content: bool | None = None, secrets: Sequence[str] = ()) -> str:
     """The debate's trace, built from its event log, as OTLP JSON text. `content` None: as the
     debate's own `debate.trace_content` setting says."""
@@ -77,4 +112,4 @@ def export_trace(folder: DebateFolder, *, content: bool | None = None, secrets: 
     return json.dumps(otlp_request(spans), ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-__all__ = ["export_trace", "otlp_request", "span_json"]
+__all__ = ["export_trace", "otlp_request", "span_json", "to_protobuf"]

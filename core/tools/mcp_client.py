@@ -1,8 +1,9 @@
 """One stdio MCP server, through the official `mcp` SDK (`pip install 'moot[mcp]'`).
 
-The SDK's client is a stack of async context managers (the process, its streams, the session)
-that must be entered and left by one task, so each server has a task of its own: it starts the
-process, initializes the session, lists the tools once, then waits until the debate ends.
+The SDK's session is an async context manager that must be entered and left by one task, so each
+server has a task of its own: it starts the process (in a group of its own, its output capped:
+see `mcp_stdio`), initializes the session, lists the tools once, then waits until the debate
+ends or the server does.
 Tool calls go through the session with a deadline each. A server that fails to start, dies,
 hangs or answers something that is not a tool result makes every later call a tool error
 naming the cause in one line (its last stderr line when it wrote one); the debate goes on.
@@ -19,9 +20,12 @@ from typing import IO, Any
 
 from ..models.tools import McpServerConfig
 from ..safety.sanitize import one_line_safe
+from .mcp_stdio import StdioPipe
 from .registry import ToolOutput
 
 STOP_WAIT_S = 5.0
+STATUS_WAIT_S = 0.5
+"""How long a server whose output ended has to exit, so that its exit status can be named."""
 MAX_OUTPUT_CHARS = 200_000
 
 
@@ -103,13 +107,16 @@ class McpServer:
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _stderr: IO[bytes] | None = None
+    _pipe: StdioPipe | None = None
 
     @property
     def name(self) -> str:
         return self.config.name
 
     async def start(self) -> None:
-        """Start the server and list its tools, within the config's deadline; sets `error` on failure."""
+        """Start the server and list its tools, within the config's deadline; sets `error` on failure.
+        A server that does not answer by then is ended at once (its group killed), so the
+        deadline is the whole wait."""
         require_sdk()
         quiet = logging.getLogger("mcp")  # what it would log, moot says in one line (a TUI owns the terminal)
         quiet.propagate = False
@@ -120,40 +127,58 @@ class McpServer:
         try:
             await asyncio.wait_for(self._ready.wait(), self.config.timeout_s)
         except TimeoutError:
-            self.error = f"did not answer within {self.config.timeout_s:g}s"
+            self.error = self._with_stderr(f"did not answer within {self.config.timeout_s:g}s")
+            if self._pipe is not None:
+                self._pipe.kill()
             await self.stop()
 
     async def _serve(self) -> None:
-        from mcp import ClientSession, StdioServerParameters
-        from mcp.client.stdio import stdio_client
+        from mcp import ClientSession
 
-        cfg = self.config
-        params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=dict(cfg.env) or None,
-                                       cwd=cfg.cwd)
+        from .mcp_stdio import open_server
+
+        assert self._stderr is not None
         try:
-            async with stdio_client(params, errlog=self._stderr) as streams:  # type: ignore[arg-type]  # a binary file works: its fd is what the process gets
-                read, write = streams[0], streams[1]
+            async with open_server(self.config, self._stderr) as (read, write, pipe):
+                self._pipe = pipe
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     listed = await session.list_tools()
                     self.tools = [t for t in (_tool(x) for x in getattr(listed, "tools", []) or []) if t]
                     self._session = session
                     self._ready.set()
-                    await self._stop.wait()
+                    stop = asyncio.create_task(self._stop.wait())
+                    closed = asyncio.create_task(pipe.closed.wait())
+                    try:
+                        await asyncio.wait({stop, closed}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        stop.cancel()
+                        closed.cancel()
+                    if not self._stop.is_set():  # it ended on its own: say how, before the group is ended
+                        await pipe.settled(STATUS_WAIT_S)
+                        self.error = self.error or self._why(RuntimeError("it stopped"))
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - any way a server fails is one line
+            if self._pipe is not None:
+                await self._pipe.settled(STATUS_WAIT_S)
             self.error = self.error or self._why(exc)
         finally:
             self._session = None
             if self.error is None and not self._stop.is_set():
-                self.error = "it stopped"
+                self.error = self._why(RuntimeError("it stopped"))
             self._ready.set()
 
     def _why(self, exc: BaseException) -> str:
+        """One line: how the process ended when that is known (else the exception), and its last
+        stderr line when it wrote one."""
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
             exc = exc.exceptions[0]
-        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        cause = self._pipe.cause() if self._pipe is not None else ""
+        text = cause or (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        return self._with_stderr(text)
+
+    def _with_stderr(self, text: str) -> str:
         last = self._last_stderr_line()
         return one_line_safe(text + (f" (stderr: {last})" if last else ""), 300)
 
@@ -163,8 +188,9 @@ class McpServer:
             return ""
         try:
             f.flush()
-            f.seek(0)
-            lines = [ln for ln in f.read()[-4096:].decode("utf-8", "replace").splitlines() if ln.strip()]
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 4096))
+            lines = [ln for ln in f.read().decode("utf-8", "replace").splitlines() if ln.strip()]
         except (OSError, ValueError):
             return ""
         return lines[-1] if lines else ""
@@ -174,8 +200,7 @@ class McpServer:
         session = self._session
         if session is None or self._task is None or self._task.done():
             why = self.error or self._why(RuntimeError("it is not running"))
-            return ToolOutput(f"error: the MCP server {self.name!r} is not available ({why})", False,
-                              f"{self.name} unavailable")
+            return ToolOutput(f"error: {self.name}/{tool} failed: {why}", False, f"{self.name} unavailable")
         try:
             result = await asyncio.wait_for(session.call_tool(tool, args), self.config.timeout_s)
             text, is_error = result_text(result)
@@ -185,8 +210,8 @@ class McpServer:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - a dead or garbled server is a tool error
-            if self._task.done():
-                self.error = self.error or self._why(exc)
+            if self._pipe is not None and self._pipe.closed.is_set():
+                await self._pipe.settled(STATUS_WAIT_S)
             return ToolOutput(f"error: {self.name}/{tool} failed: {self._why(exc)}", False, "server error")
         if is_error:
             return ToolOutput(f"error: {text}", False, one_line_safe(text, 120) or "tool error")

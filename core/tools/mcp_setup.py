@@ -8,6 +8,7 @@ config's `allow` names them. A server that fails to start is a warning; its tool
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -62,25 +63,31 @@ class Started:
 
 
 async def start_servers(wanted: dict[str, list[McpServerConfig]], emit: Callable[[Event], Event]) -> Started:
-    """Start every server some agent has (once each): each agent's servers' tools (agent id →
+    """Start every server some agent has (once each, all at once, so the start takes as long as
+    the slowest server's deadline, not their sum): each agent's servers' tools (agent id →
     toolbox), what to record of each server, and how to stop them."""
     out = Started()
     servers: dict[str, McpServer] = {}
+    for configs in wanted.values():
+        for cfg in configs:
+            if cfg.name not in servers:
+                servers[cfg.name] = McpServer(cfg)
+                out.stoppers.append(servers[cfg.name].stop)
+    try:
+        await asyncio.gather(*(server.start() for server in servers.values()))
+    except BaseException:  # interrupted while starting: none is left running
+        await asyncio.gather(*(server.stop() for server in servers.values()))
+        raise
+    for server in servers.values():
+        box, withheld = toolbox(server)
+        out.servers.append(ToolServerInfo(name=server.name, tools=box.names, withheld=withheld, error=server.error))
+        if server.error is not None:
+            emit(Warning_(message=f"MCP server {server.name} did not start: {server.error}; "
+                                  "the debate goes on without its tools"))
     for agent_id, configs in wanted.items():
         mine = out.boxes.setdefault(agent_id, Toolbox())
         for cfg in configs:
-            server = servers.get(cfg.name)
-            if server is None:
-                server = servers[cfg.name] = McpServer(cfg)
-                out.stoppers.append(server.stop)
-                await server.start()
-                box, withheld = toolbox(server)
-                out.servers.append(ToolServerInfo(name=cfg.name, tools=box.names, withheld=withheld,
-                                                  error=server.error))
-                if server.error is not None:
-                    emit(Warning_(message=f"MCP server {cfg.name} did not start: {server.error}; "
-                                          "the debate goes on without its tools"))
-            box, _ = toolbox(server)
+            box, _ = toolbox(servers[cfg.name])
             for d in box.defs:
                 if mine.get(d.name) is None:
                     mine.add(d, box.runners[d.name])
