@@ -52,7 +52,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         progress = f"{r['rounds']} {r['steps']}" if r.get("steps") else ""
         table.append([one_line_safe(str(r["id"]), 40), str(r["status"]), progress,
                       "+".join("DEMO" if p == "demo" else one_line_safe(p, 12) for p in providers)])
-        problems.append(str(r["problem"]))
+        fork = str(r.get("forked_from") or "")  # a fork says where its history came from
+        problems.append(f"{fork} · {r['problem']}" if fork else str(r["problem"]))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     used = sum(widths) + 2 * len(widths)
     room = max(16, shutil.get_terminal_size((120, 24)).columns - used)  # the problem is cut, not wrapped
@@ -79,7 +80,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from moot.core.inputs import truncation_note
     from moot.core.observe.printer import solution_text
     from moot.core.safety.sanitize import json_safe, one_line_safe, terminal_safe
-    from moot.core.storage.state_dir import shown_status
+    from moot.core.storage.state_dir import fork_label, shown_status
 
     folder = open_debate(args)
     state = folder.load()
@@ -96,6 +97,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     steps = "turns" if state.protocol == "conversation" else "rounds"
     say(f"debate {state.id} · {state.protocol} · {status} · {state.round_count}/{state.total_rounds} {steps}")
+    if state.forked_from is not None:
+        say(f"{fork_label(state)}: a fork; its history before that point is that debate's")
     if status == "unfinished":
         flag = f" --state-dir {args.state_dir}" if args.state_dir else ""
         say(f"  (its process ended before the debate did; continue with `moot resume {state.id}{flag}`)")
