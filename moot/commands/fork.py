@@ -44,6 +44,7 @@ def register(sub: Subcommands) -> None:
     add_provider_args(fork)
     add_state_dir(fork)
     fork.set_defaults(handler=cmd_fork)
+    register_call(sub)
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
@@ -77,3 +78,81 @@ def cmd_fork(args: argparse.Namespace) -> int:
                              overrides(args, with_rounds=False))
     with traced(session, args.trace or wants_tracing(False, saved=session.orchestrator.config.debate.trace)):
         return start(session, tui=tui, theme=args.theme, plain=plain)
+
+
+def register_call(sub: Subcommands) -> None:
+    from .flags import PHASES, finite_seconds, positive_int
+
+    call = sub.add_parser("call", help="send one recorded call again (as it was or edited) and save the reply "
+                                       "as an experiment")
+    add_debate_id(call)
+    which = call.add_mutually_exclusive_group(required=True)
+    which.add_argument("--round", type=positive_int, help="the call's round (with --agent)")
+    which.add_argument("--turn", type=positive_int, help="the call's turn (conversation)")
+    call.add_argument("--agent", help="agent id, name or role (or the judge)")
+    call.add_argument("--phase", choices=PHASES)
+    call.add_argument("--target", help="the agent a critique was aimed at")
+    completes(call.add_argument("--messages", metavar="FILE",
+                                help="send these messages instead (JSON: a list of {role, content}, the shape "
+                                     "`moot context --json` prints)"), "file")
+    call.add_argument("--temperature", type=finite_seconds, help="default: the agent's")
+    call.add_argument("--max-tokens", type=positive_int, help="default: the recorded call's")
+    call.add_argument("-n", type=positive_int, default=1, metavar="K", help="ask K times (seeds 1..K) to see the spread")
+    add_provider_args(call)
+    add_state_dir(call)
+    call.set_defaults(handler=cmd_call)
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from moot.core.experiments import CallSpec, find_call, new_experiment, read_messages, recorded_reply, save, send
+    from moot.core.experiments import the_agent
+    from moot.core.providers.base import Message
+    from moot.core.providers.pool import ProviderPool
+    from moot.core.safety.sanitize import terminal_safe
+
+    from .flags import open_debate
+
+    folder = open_debate(args)
+    state, call = find_call(folder, CallSpec(args.agent, args.round, args.turn, args.phase, args.target))
+    agent, prices = the_agent(state, call["agent_id"], overrides(args, with_rounds=False))
+    if args.messages:
+        messages = read_messages(Path(args.messages), agent.model, agent.context.input_budget)
+    else:
+        messages = [Message(role=m["role"], content=m["content"]) for m in call["messages"]]
+        if any(m.get("tool_calls") or m.get("tool_call_id") for m in call["messages"]):
+            from moot.core.errors import InputError
+
+            raise InputError("that call went through a tool loop: re-run it with --messages holding the view "
+                             "without the tool steps")
+    max_tokens = args.max_tokens or call["max_tokens"] or 1024
+    temperature = agent.config.temperature if args.temperature is None else args.temperature
+    seeds: list[int | None] = [None] if args.n == 1 else list(range(1, args.n + 1))
+    pool = ProviderPool(demo_delay=demo_delay(args, False), timeout_s=120.0)
+    pool.get(agent)  # a missing key: one line before anything is sent
+    if agent.provider == "demo":
+        print("moot: the offline DEMO provider answers (not a real model)", file=sys.stderr)
+    recorded = recorded_reply(state, call["call_id"])
+    shown = [-1]
+
+    def on_text(i: int, delta: str) -> None:
+        if shown[0] != i:
+            if args.n > 1:
+                sys.stdout.write(f"{'' if i == 0 else chr(10)}─── reply {i + 1} of {args.n} (seed {seeds[i]})\n")
+            shown[0] = i
+        sys.stdout.write(terminal_safe(delta))
+        sys.stdout.flush()
+
+    replies = asyncio.run(send(agent, messages, call, temperature=temperature, max_tokens=max_tokens, seeds=seeds,
+                               pool=pool, prices=prices, on_text=on_text, recorded=recorded))
+    sys.stdout.write("\n")
+    exp = new_experiment(state, call, agent, edited=bool(args.messages), temperature=temperature,
+                         max_tokens=max_tokens, messages=[dict(m) for m in messages], recorded_reply=recorded,
+                         replies=replies)
+    path = save(folder, exp)
+    used = sum(r.prompt_tokens + r.completion_tokens for r in replies)
+    cost = sum(r.cost_usd for r in replies)
+    print(f"moot: experiment {exp.id} saved in {path} ({used:,} tokens, ${cost:.4f})", file=sys.stderr)
+    return 0
+

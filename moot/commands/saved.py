@@ -139,6 +139,14 @@ def cmd_show(args: argparse.Namespace) -> int:
             if c.metadata.clipped_at is not None:
                 say(f"  clipped: {c.agent_id} {c.type} ran far past its token limit; moot stopped reading it "
                     f"at {c.metadata.clipped_at:,} bytes")
+    from moot.core.experiments import experiments
+
+    for exp in experiments(folder):  # `moot call` re-runs, kept beside the log (which they never change)
+        spent = sum(r.prompt_tokens + r.completion_tokens for r in exp.replies)
+        say(f"experiment {exp.id}: {exp.where}, {'edited' if exp.edited else 'as recorded'}"
+            + (f", summary {exp.summary}" if exp.summary else "")
+            + f" · {exp.provider}:{one_line_safe(exp.model, 80)} · {len(exp.replies)} repl"
+            + ("y" if len(exp.replies) == 1 else "ies") + f" · {spent} tok · ${sum(r.cost_usd for r in exp.replies):.4f}")
     t = state.totals
     cached = (f" ({t.cached_tokens} from the provider's prompt cache, {t.cached_tokens / t.prompt_tokens:.0%})"
               if t.cached_tokens and t.prompt_tokens else "")
