@@ -208,7 +208,8 @@ async def send(agent: ResolvedAgent, messages: list[Message], call: dict[str, An
 
 
 def new_experiment(state: DebateState, call: dict[str, Any], agent: ResolvedAgent, **fields: Any) -> Experiment:
-    n = time.strftime("%Y%m%d-%H%M%S") + f"-{os.urandom(2).hex()}"
+    now = time.time()
+    n = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"{int(now % 1 * 1000):03d}-{os.urandom(2).hex()}"
     return Experiment(id=f"exp-{n}", call_id=call["call_id"], agent_id=call["agent_id"], round=call["round"],
                       step="turn" if state.protocol == "conversation" else "round",
                       phase=call["phase"], target_agent_id=call["target_agent_id"], provider=agent.provider,
@@ -235,4 +236,4 @@ def experiments(folder: DebateFolder) -> list[Experiment]:
             out.append(Experiment.model_validate_json(read_regular(path)))
         except (OSError, StoreError, ValidationError, ValueError):
             continue
-    return out
+    return sorted(out, key=lambda e: (e.created_at, e.id))

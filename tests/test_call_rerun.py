@@ -41,7 +41,8 @@ def _view(debate: str, state_dir: Path, *where: str, target: str | None = None) 
 
 
 def _experiments(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted((folder / "experiments").glob("exp-*.json"))]
+    found = [json.loads(p.read_text()) for p in (folder / "experiments").glob("exp-*.json")]
+    return sorted(found, key=lambda e: e["created_at"])
 
 
 def test_call_sends_the_recorded_view_exactly_and_saves_an_experiment(tmp_path: Path,
@@ -112,3 +113,55 @@ def test_a_bad_message_file_is_refused_before_any_request(tmp_path: Path) -> Non
         assert "more than" in out.stderr
         assert len(srv.requests) == sent
     assert not (folder / "experiments").exists()
+
+
+SUMMARIZED = {"agents": [{"id": "architect", "role": "architect"}, {"id": "performance", "role": "performance"},
+                         {"id": "kiss", "role": "kiss", "context": {"max_context_tokens": 3000}}],
+              "debate": {"summarization": {"method": "rule-based", "threshold": 1500}}}
+
+
+def _summarized_call(tmp_path: Path, srv: LoopbackServer) -> tuple[str, Path, dict[str, Any], list[str]]:
+    """A debate whose round-3 architect refinement read a summary, that call's view, and the flags naming it."""
+    state, folder = asyncio.run(run_debate(tmp_path, config=SUMMARIZED, rounds=3, provider="openai",
+                                           base_url=srv.base_url))
+    assert state.status == "completed"
+    where = ["--round", "3", "--agent", "architect", "--phase", "refinement"]
+    view = _view(state.id, folder.path.parent, *where)
+    assert view["summary_id"], "the refinement should have read a summary"
+    return state.id, folder.path, view, where
+
+
+def test_call_with_its_summary_replaced_or_removed(tmp_path: Path) -> None:
+    with LoopbackServer(reply=loopback_reply) as srv:
+        debate, folder, view, where = _summarized_call(tmp_path, srv)
+        state_dir = folder.parent
+        sent = len(srv.requests)
+        out = cli("call", debate, *where, "--summary", "none", "--state-dir", str(state_dir))
+        assert out.returncode == 0, out.stderr
+        (bare,) = srv.requests[sent:]
+        sent = len(srv.requests)
+        out = cli("call", debate, *where, "--summary", "llm", "--state-dir", str(state_dir))
+        assert out.returncode == 0, out.stderr
+        summarizing, swapped = srv.requests[sent:]
+    text = [m["content"] for m in bare["messages"]]
+    assert not any(t.startswith("## Summary of your earlier debate") for t in text)
+    assert "Round 1 · your proposal" in "\n".join(text)  # what the summary stood in for, verbatim
+    assert bare["messages"][-1] == view["messages"][-1]  # the same task
+    assert summarizing["messages"][-1]["content"].startswith("# Summarize your debate history")
+    summary = next(m["content"] for m in swapped["messages"] if m["content"].startswith("## Summary of your"))
+    assert summary != next(m["content"] for m in view["messages"] if m["content"].startswith("## Summary of your"))
+    assert swapped["messages"][0] == view["messages"][0] and swapped["messages"][-1] == view["messages"][-1]
+    none, llm = _experiments(folder)
+    assert (none["summary"], llm["summary"]) == ("none", "llm")
+    assert none["messages"] == bare["messages"] and llm["messages"] == swapped["messages"]
+
+
+def test_summary_none_that_does_not_fit_is_refused_by_how_much(tmp_path: Path) -> None:
+    with LoopbackServer(reply=loopback_reply) as srv:
+        debate, folder, _, _ = _summarized_call(tmp_path, srv)
+        where = ["--round", "3", "--agent", "kiss", "--phase", "refinement"]
+        sent = len(srv.requests)
+        out = cli("call", debate, *where, "--summary", "none", "--state-dir", str(folder.parent))
+        assert len(srv.requests) == sent
+    assert out.returncode == 2 and "more than a view may hold" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1

@@ -95,6 +95,9 @@ def register_call(sub: Subcommands) -> None:
     completes(call.add_argument("--messages", metavar="FILE",
                                 help="send these messages instead (JSON: a list of {role, content}, the shape "
                                      "`moot context --json` prints)"), "file")
+    call.add_argument("--summary", choices=["rule-based", "llm", "hybrid", "none"],
+                      help="replace the view's summary: one written now another way from the same items, or none "
+                           "(the full history, when it fits the window)")
     call.add_argument("--temperature", type=finite_seconds, help="default: the agent's")
     call.add_argument("--max-tokens", type=positive_int, help="default: the recorded call's")
     call.add_argument("-n", type=positive_int, default=1, metavar="K", help="ask K times (seeds 1..K) to see the spread")
@@ -107,7 +110,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     import asyncio
 
     from moot.core.experiments import CallSpec, find_call, new_experiment, read_messages, recorded_reply, save, send
-    from moot.core.experiments import the_agent
+    from moot.core.experiments import Reply, the_agent
     from moot.core.providers.base import Message
     from moot.core.providers.pool import ProviderPool
     from moot.core.safety.sanitize import terminal_safe
@@ -117,6 +120,10 @@ def cmd_call(args: argparse.Namespace) -> int:
     folder = open_debate(args)
     state, call = find_call(folder, CallSpec(args.agent, args.round, args.turn, args.phase, args.target))
     agent, prices = the_agent(state, call["agent_id"], overrides(args, with_rounds=False))
+    if args.messages and args.summary:
+        from moot.core.errors import InputError
+
+        raise InputError("--messages and --summary: choose one (an edited file already holds its summary)")
     if args.messages:
         messages = read_messages(Path(args.messages), agent.model, agent.context.input_budget)
     else:
@@ -144,10 +151,18 @@ def cmd_call(args: argparse.Namespace) -> int:
         sys.stdout.write(terminal_safe(delta))
         sys.stdout.flush()
 
-    replies = asyncio.run(send(agent, messages, call, temperature=temperature, max_tokens=max_tokens, seeds=seeds,
-                               pool=pool, prices=prices, on_text=on_text, recorded=recorded))
+    async def run() -> list[Reply]:
+        sent = messages
+        if args.summary is not None:
+            from moot.core.counterfactual import swapped_view
+
+            sent[:] = await swapped_view(state, call, args.summary, agent, pool)
+        return await send(agent, sent, call, temperature=temperature, max_tokens=max_tokens, seeds=seeds, pool=pool,
+                          prices=prices, on_text=on_text, recorded=recorded)
+
+    replies = asyncio.run(run())
     sys.stdout.write("\n")
-    exp = new_experiment(state, call, agent, edited=bool(args.messages), temperature=temperature,
+    exp = new_experiment(state, call, agent, edited=bool(args.messages), summary=args.summary, temperature=temperature,
                          max_tokens=max_tokens, messages=[dict(m) for m in messages], recorded_reply=recorded,
                          replies=replies)
     path = save(folder, exp)
