@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import app_commands, compare, finding, inspection, solution, steering
+from . import app_commands, compare, finding, inspection, solution, steering, what_if
 from .base import CommandContext, CommandError, UsageError
 
 Handler = Callable[..., None]
@@ -73,6 +73,10 @@ COMMANDS: dict[str, CommandSpec] = {
         CommandSpec("inject", "/inject TEXT",
                     "Add a moderator note: every agent sees it verbatim from its next call on.",
                     1, (), "", text=True, run=steering.inject),
+        CommandSpec("fork", "/fork [round N | turn N] [note]",
+                    "Fork the debate at the start of a round (default: the current one) or turn and run the "
+                    "fork in its own screen, the note as a moderator note from there; this debate goes on.",
+                    1, (), "", text=True, run=what_if.fork),
         CommandSpec("save", "/save [FILE]",
                     "Write the final solution as markdown (default solution-ID.md here; atomic).", 1, (), "",
                     run=solution.save),

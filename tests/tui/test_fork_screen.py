@@ -1,0 +1,39 @@
+"""`/fork`: the running debate forked at a round, the fork run in its own screen, the debate going on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from moot.core.storage.folder import DebateFolder
+from moot.core.storage.state_dir import StateDir
+from moot.tui.app import create_app
+from moot.tui.runtime import LiveRuntime
+from moot.tui.screens.debate import DebateScreen
+
+from .conftest import command, feedback, fixed_clock, make_session, wait_for
+
+NOTE = "Assume one region and a team of two engineers."
+
+
+async def test_fork_opens_the_fork_beside_the_running_debate(tmp_path: Path) -> None:
+    session = make_session(tmp_path / "state", rounds=3, delay=0.005)
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        first = app.screen
+        assert isinstance(first, DebateScreen)
+        await wait_for(pilot, lambda: first.state.current_round >= 2)
+        await command(pilot, f"/fork round 2 {NOTE}")
+        await wait_for(pilot, lambda: app.screen is not first)
+        forked = app.screen
+        assert isinstance(forked, DebateScreen) and forked.runtime is not first.runtime
+        assert first in app.screen_stack  # the debate it was forked from is still there, still running
+        await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
+        await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
+        await command(pilot, "/fork turn 1")
+        assert "forks at a round" in feedback(app)
+    (fork,) = [f for f in StateDir(tmp_path / "state").debates() if f.id != session.folder.id]
+    state = DebateFolder(fork.path).load()
+    assert state.forked_from is not None and state.forked_from.debate == session.folder.id
+    assert state.forked_from.at == "round:2" and state.status == "completed"
+    assert [n.text for n in state.notes] == [NOTE]
+    assert session.state.status == "completed" and not session.state.notes
