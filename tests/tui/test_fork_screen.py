@@ -37,3 +37,38 @@ async def test_fork_opens_the_fork_beside_the_running_debate(tmp_path: Path) -> 
     assert state.forked_from.at == "round:2" and state.status == "completed"
     assert [n.text for n in state.notes] == [NOTE]
     assert session.state.status == "completed" and not session.state.notes
+
+
+async def test_inspector_reruns_the_call_shown_and_forks_at_it(tmp_path: Path) -> None:
+    from textual.widgets import TextArea
+
+    from moot.tui.screens.context import ContextScreen
+
+    session = make_session(tmp_path / "state", rounds=2)
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        first = app.screen
+        assert isinstance(first, DebateScreen)
+        await wait_for(pilot, lambda: b'"debate_completed"' in session.folder.events_path.read_bytes())
+        log = session.folder.events_path.read_bytes()
+        await command(pilot, "/context architect 2")
+        inspector = app.screen
+        assert isinstance(inspector, ContextScreen) and inspector.record is not None
+        while inspector.record.phase == "summarize":  # a call whose reply is a contribution, to diff against
+            await pilot.press("right")
+        record = inspector.record
+        await pilot.press("r")
+        panel = inspector.query_one("#ctx-rerun", TextArea)
+        await wait_for(pilot, lambda: "experiment exp-" in panel.text)
+        assert "DEMO" in panel.text and "word diff" in panel.text
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, DebateScreen) and app.screen is not first)
+        forked = app.screen
+        assert isinstance(forked, DebateScreen)
+        await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
+    assert session.folder.events_path.read_bytes() == log  # neither the re-run nor the fork wrote to it
+    (exp,) = (session.folder.path / "experiments").glob("exp-*.json")
+    assert record.call_id in exp.read_text()
+    (fork,) = [f for f in StateDir(tmp_path / "state").debates() if f.id != session.folder.id]
+    origin = DebateFolder(fork.path).load().forked_from
+    assert origin is not None and origin.at == f"round:2:{record.phase}"

@@ -9,9 +9,11 @@ turn); the rest of the line is a moderator note every agent of the fork sees fro
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...core.errors import MootError
 from ...core.models.state import DebateState
+from ...core.storage.folder import DebateFolder
 from ...core.safety.sanitize import one_line_safe
 from .base import CommandContext, CommandError
 
@@ -36,25 +38,35 @@ def fork_point(state: DebateState, text: str | None) -> tuple[str, str | None]:
     return f"{unit}:{number}", note or None
 
 
-def fork(ctx: CommandContext, text: str | None = None) -> None:
-    """`/fork [round N | turn N] [note…]`: open the fork in a new debate screen; this one keeps running."""
+def start_fork(app: Any, folder: DebateFolder, at: str, note: str | None, demo_delay: float | None) -> str:
+    """Fork the debate in `folder` at `at` (`round:N`, `round:N:PHASE`, `turn:N`) with `note`, and run
+    the fork in its own screen (`MootApp.open_live`); its id. CommandError (one line) when it cannot."""
     from ...core.forking import ForkChanges, fork_debate
     from ...core.session import SessionOptions, resume_session
     from ...core.storage.fork import parse_point
 
+    try:
+        point = parse_point(at)
+        forked = fork_debate(folder.id, point, ForkChanges(inject=note), folder.path.parent)
+        session = resume_session(forked.id, SessionOptions(state_dir=folder.path.parent, demo_delay=demo_delay))
+    except MootError as exc:
+        raise CommandError(one_line_safe(str(exc), 300)) from None
+    app.open_live(session)
+    return forked.id
+
+
+def demo_delay_of(runtime: object) -> float | None:
+    """The demo provider's pacing of the debate a runtime runs (a fork keeps it), else None."""
+    return getattr(getattr(getattr(runtime, "session", None), "providers", None), "demo_delay", None)
+
+
+def fork(ctx: CommandContext, text: str | None = None) -> None:
+    """`/fork [round N | turn N] [note…]`: open the fork in a new debate screen; this one keeps running."""
     folder = ctx.runtime.debate_folder()
     if folder is None or not ctx.state.problem:
         raise CommandError("the debate has not started yet: nothing to fork")
     at, note = fork_point(ctx.state, text)
-    point = parse_point(at)
-    session_of = getattr(ctx.runtime, "session", None)
-    delay = getattr(getattr(session_of, "providers", None), "demo_delay", None)
-    try:
-        forked = fork_debate(folder.id, point, ForkChanges(inject=note), folder.path.parent)
-        session = resume_session(forked.id, SessionOptions(state_dir=folder.path.parent, demo_delay=delay))
-    except MootError as exc:
-        raise CommandError(one_line_safe(str(exc), 300)) from None
-    ctx.feedback(f"forked at {point.shown} as {forked.id}" + (" with the note" if note else "")
+    ctx.feedback(f"forking at {at.replace(':', ' ')}…")
+    forked = start_fork(ctx.app, folder, at, note, demo_delay_of(ctx.runtime))
+    ctx.feedback(f"forked at {at.replace(':', ' ')} as {forked}" + (" with the note" if note else "")
                  + ": it runs in its own screen, this debate goes on (esc comes back)")
-    open_live = getattr(ctx.app, "open_live")
-    open_live(session)
