@@ -14,6 +14,7 @@ history the record of another debate, and is refused in one line naming the key.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from .events import DebateStarted, Event, NoteInjected
 from .models.state import ForkOrigin, ModeratorNote
 from .safety.secrets import known_secrets, redact
 from .storage.fork import Copied, ForkPoint, copy_history, find_cut
+from .search.index import INDEX_FILE, open_index
+from .storage.folder import DebateFolder, writer_alive
 from .storage.state_dir import StateDir, new_debate_id
 
 STEP_KEYS = {"rounds": "rounds", "conversation": "turns", "simultaneous": "rounds", "council": "rounds"}
@@ -143,7 +146,8 @@ def fork_debate(parent_id: str, point: ForkPoint, changes: ForkChanges, state_di
     lock = fork.lock()
     try:
         lock.acquire()
-        copied = copy_history(parent.events_path, fork, cut, start, tail)
+        copied = copy_history(parent.events_path, fork, cut, start, tail,
+                              lambda: seed_index(parent, fork, cut.seq - 1))
     except BaseException:
         fork.discard()
         raise
@@ -152,3 +156,26 @@ def fork_debate(parent_id: str, point: ForkPoint, changes: ForkChanges, state_di
     if "config" not in made:
         raise StoreError(f"debate {parent.id}: its log does not start with the debate's first event")
     return Forked(fork.id, origin, copied)
+
+
+def seed_index(parent: DebateFolder, fork: DebateFolder, through: int) -> None:
+    """Start the fork's search index from a copy of its parent's, trimmed to the texts of the
+    events before the fork point (the resume then indexes what else the fork's log holds): a
+    long debate's fork is not indexed again from its first turn. Only from a parent at rest (no
+    process writes it, no write-ahead log pending); the index is derived, so anything amiss just
+    leaves the fork to build its own."""
+    source = parent.path / INDEX_FILE
+    if writer_alive(parent) or not source.is_file() or source.is_symlink() \
+            or Path(f"{source}-wal").exists():
+        return
+    target = fork.path / INDEX_FILE
+    try:
+        shutil.copyfile(source, target)
+        index = open_index(fork.path)
+        try:
+            index.trim_after(through)
+        finally:
+            index.close()
+    except Exception:  # noqa: BLE001 - a cache: rebuilt from the log at the resume
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{target}{suffix}").unlink(missing_ok=True)

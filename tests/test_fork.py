@@ -202,3 +202,38 @@ def test_a_kill_during_fork_leaves_the_parent_intact_and_no_fork_or_a_resumable_
         if folder.id != parent:  # every fork that exists is whole: its history reaches the fork point
             assert state.forked_from is not None and state.round_count == 29
             assert state.status == "running"
+
+
+def _indexed(folder: Path) -> set[str]:
+    import sqlite3
+
+    db = sqlite3.connect(folder / "search.sqlite")
+    try:
+        return {row[0] for row in db.execute("SELECT doc_id FROM doc_rows")}
+    finally:
+        db.close()
+
+
+def test_the_fork_starts_its_search_index_from_its_parents_trimmed_to_its_history(tmp_path: Path) -> None:
+    from moot.core.search.index import open_index
+
+    with LoopbackServer() as srv:
+        parent, path = _parent(tmp_path, srv)
+    state_dir = path.parent
+    assert (path / "search.sqlite").is_file()
+    out = cli("fork", parent, "--at", "round:2", "--no-run", "--inject", NOTE, "--state-dir", str(state_dir))
+    assert out.returncode == 0, out.stderr
+    fork = state_dir / out.stdout.strip()
+    seeded = _indexed(fork)  # copied from the parent, cut at the fork point: not built again from the log
+    assert seeded and seeded < _indexed(path)
+    copied = open_index(fork)
+    copied.sync(fork / "events.jsonl")
+    copied.close()
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "events.jsonl").write_bytes((fork / "events.jsonl").read_bytes())
+    built = open_index(fresh)
+    built.sync(fresh / "events.jsonl")
+    built.close()
+    assert _indexed(fork) == _indexed(fresh)  # once synced with its log: what a fresh index holds
+    assert {d for d in _indexed(fork) if not d.startswith("note-")} < _indexed(path)

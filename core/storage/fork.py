@@ -193,10 +193,10 @@ class Copied:
 
 
 def copy_history(parent: Path, fork: DebateFolder, cut: Cut, start: Callable[[DebateStarted], DebateStarted],
-                 tail: Callable[[int], list[Event]]) -> Copied:
+                 tail: Callable[[int], list[Event]], before_publish: Callable[[], None] | None = None) -> Copied:
     """Write the fork's log into the pending `fork` folder and publish it. `start` rewrites the
     parent's first event (the fork's configuration); `tail(seq)` gives events to append after
-    the copy (a moderator note), numbered from `seq + 1`."""
+    the copy (a moderator note), numbered from `seq + 1`; `before_publish` adds derived files."""
     assert fork.pending
     part = fork.path / f".{EVENTS_FILE}.part"
     fd = open_regular(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -238,5 +238,7 @@ def copy_history(parent: Path, fork: DebateFolder, cut: Cut, start: Callable[[De
         os.close(fd)
     os.rename(part, fork.events_path)
     fsync_dir(fork.path)
+    if before_publish is not None:
+        before_publish()
     fork.publish()
     return Copied(last, lines, size)
