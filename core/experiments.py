@@ -31,7 +31,8 @@ from .pricing import call_cost
 from .providers.base import CallHint, ChatRequest, Finished, Message, Restart, TextDelta
 from .providers.pool import ProviderPool, default_provider_name
 from .safety.secrets import redact, strip_userinfo
-from .storage.files import read_regular, write_atomic
+from .events import ContributionAdded, parse_event
+from .storage.files import open_regular, read_regular, write_atomic
 from .storage.folder import DebateFolder
 
 EXPERIMENTS = "experiments"
@@ -92,14 +93,15 @@ class CallSpec:
 def find_call(folder: DebateFolder, spec: CallSpec) -> tuple[DebateState, dict[str, Any]]:
     """The debate's state and the one recorded call `spec` names (its view as `moot context` gives it);
     InputError in one line when it names none, or several."""
-    state = folder.load(bounded=False)
+    state = folder.load()  # what a long debate's later calls read; an older step is read from the log
     if spec.turn is not None:
         calls = calls_at_turn_in_log(folder, spec.turn, spec.agent, spec.phase)
         where = f"turn {spec.turn}"
     else:
         if spec.agent is None or spec.round is None:
             raise InputError("--round needs --agent (which agent's call)")
-        calls = calls_for(state, spec.round, spec.agent, spec.phase)
+        full = folder.load(bounded=False) if spec.round - 1 <= state.archived_rounds else state
+        calls = calls_for(full, spec.round, spec.agent, spec.phase)
         where = f"round {spec.round}"
     if spec.target is not None:
         calls = [c for c in calls if c["target_agent_id"] == spec.target]
@@ -113,11 +115,23 @@ def find_call(folder: DebateFolder, spec: CallSpec) -> tuple[DebateState, dict[s
     return state, calls[-1]
 
 
-def recorded_reply(state: DebateState, call_id: str) -> str | None:
+def recorded_reply(folder: DebateFolder, state: DebateState, call_id: str) -> str | None:
+    """The reply the debate recorded for a call: from the state, else (a step it let go of) from
+    the log, parsing only the lines that name the call."""
     for rnd in state.rounds:
         for c in rnd.contributions:
             if c.metadata.call_id == call_id:
                 return c.content
+    needle = json.dumps(call_id).encode("utf-8")
+    try:
+        with os.fdopen(open_regular(folder.events_path), "rb") as fh:
+            for line in fh:
+                if needle in line and b'"contribution_added"' in line and line.endswith(b"\n"):
+                    event = parse_event(line)
+                    if isinstance(event, ContributionAdded) and event.contribution.metadata.call_id == call_id:
+                        return event.contribution.content
+    except (OSError, StoreError, ValidationError, ValueError):
+        return None
     return None
 
 

@@ -140,7 +140,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     pool.get(agent)  # a missing key: one line before anything is sent
     if agent.provider == "demo":
         print("moot: the offline DEMO provider answers (not a real model)", file=sys.stderr)
-    recorded = recorded_reply(state, call["call_id"])
+    recorded = recorded_reply(folder, state, call["call_id"])
     shown = [-1]
 
     def on_text(i: int, delta: str) -> None:
@@ -156,7 +156,8 @@ def cmd_call(args: argparse.Namespace) -> int:
         if args.summary is not None:
             from moot.core.counterfactual import swapped_view
 
-            sent[:] = await swapped_view(state, call, args.summary, agent, pool)
+            full = folder.load(bounded=False) if state.archived_rounds else state  # the summary's items, all of them
+            sent[:] = await swapped_view(full, call, args.summary, agent, pool)
         return await send(agent, sent, call, temperature=temperature, max_tokens=max_tokens, seeds=seeds, pool=pool,
                           prices=prices, on_text=on_text, recorded=recorded)
 

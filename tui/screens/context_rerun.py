@@ -47,7 +47,7 @@ async def rerun(state: DebateState, folder: DebateFolder, record: ViewRecord, vi
     agent, prices = the_agent(state, record.agent_id, Overrides())
     messages = [Message(role=m["role"], content=m["content"]) for m in view["messages"]
                 if not (m.get("tool_calls") or m.get("tool_call_id"))]
-    recorded = recorded_reply(state, record.call_id)
+    recorded = recorded_reply(folder, state, record.call_id)
     max_tokens = record.max_tokens or 1024
     pool = ProviderPool(demo_delay=0.0)
     replies = await send(agent, messages, view, temperature=agent.config.temperature, max_tokens=max_tokens,
