@@ -28,6 +28,7 @@ from .storage.fork import Copied, ForkPoint, copy_history, find_cut
 from .search.index import INDEX_FILE, open_index
 from .storage.folder import DebateFolder, writer_alive
 from .storage.state_dir import StateDir, new_debate_id
+from .trace_ids import new_trace_id
 
 STEP_KEYS = {"rounds": "rounds", "conversation": "turns", "simultaneous": "rounds", "council": "rounds"}
 """Which `debate` setting counts a protocol's steps (the others have a fixed number)."""
@@ -131,8 +132,9 @@ def fork_debate(parent_id: str, point: ForkPoint, changes: ForkChanges, state_di
         models = {a["id"]: a.get("model") for a in config.get("agents", []) if isinstance(a, dict)}
         agents = [a.model_copy(update={"model": models.get(a.id) or a.model}) for a in event.agents]
         judge_model = config.get("judge", {}).get("model") or event.judge.model
+        # Its own trace id too: a fork's spans are its own trace, not more of its parent's.
         return event.model_copy(update={"config": config, "total_rounds": total, "forked_from": origin,
-                                        "debate_id": fork.id, "agents": agents,
+                                        "debate_id": fork.id, "agents": agents, "trace_id": new_trace_id(),
                                         "judge": event.judge.model_copy(update={"model": judge_model})})
 
     def tail(seq: int) -> list[Event]:
