@@ -47,7 +47,7 @@ KIND_PHASE: dict[str, str] = {"proposal": "proposal", "critique": "critique", "r
 
 Key = tuple[int, int]
 
-_POINT = re.compile(r"(round|turn):([1-9][0-9]{0,5})(?::([a-z]+))?|summary:(.+)")
+_POINT = re.compile(r"(round|turn):([1-9][0-9]{0,5})(?::([a-z]+))?|summary:([A-Za-z0-9_.-]{1,80})")
 
 
 @dataclass(frozen=True)
