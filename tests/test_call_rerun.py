@@ -165,3 +165,34 @@ def test_summary_none_that_does_not_fit_is_refused_by_how_much(tmp_path: Path) -
         assert len(srv.requests) == sent
     assert out.returncode == 2 and "more than a view may hold" in out.stderr, out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_call_edit_sends_what_the_editor_saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+    import sys
+
+    script = tmp_path / "editor.py"
+    script.write_text("import json, sys\n"
+                      "path = sys.argv[1]\n"
+                      "messages = json.load(open(path))\n"
+                      "messages[-1]['content'] += '\\n\\nAssume the team has one on-call engineer.'\n"
+                      "json.dump(messages, open(path, 'w'))\n")
+    monkeypatch.setenv("EDITOR", f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
+    monkeypatch.delenv("VISUAL", raising=False)
+    where = ["--round", "1", "--agent", "kiss", "--phase", "proposal"]
+    with LoopbackServer(reply=loopback_reply) as srv:
+        debate, folder = _debate(tmp_path, srv)
+        view = _view(debate, folder.parent, *where)
+        sent = len(srv.requests)
+        out = cli("call", debate, *where, "--edit", "--state-dir", str(folder.parent))
+        assert out.returncode == 0, out.stderr
+        (body,) = srv.requests[sent:]
+        monkeypatch.setenv("EDITOR", f"{shlex.quote(sys.executable)} -c 'raise SystemExit(3)'")
+        refused = cli("call", debate, *where, "--edit", "--state-dir", str(folder.parent))
+        assert len(srv.requests) == sent + 1
+    assert body["messages"][:-1] == view["messages"][:-1]
+    assert body["messages"][-1]["content"] == view["messages"][-1]["content"] + \
+        "\n\nAssume the team has one on-call engineer."
+    assert refused.returncode == 2 and "exited with 3" in refused.stderr
+    (exp,) = _experiments(folder)
+    assert exp["edited"]

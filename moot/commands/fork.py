@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from .flags import add_debate_id, add_provider_args, add_state_dir, bounded, completes, demo_delay, overrides
 
 if TYPE_CHECKING:
+    from moot.core.providers.base import Message
+
     from .flags import Subcommands
 
 
@@ -95,6 +97,8 @@ def register_call(sub: Subcommands) -> None:
     completes(call.add_argument("--messages", metavar="FILE",
                                 help="send these messages instead (JSON: a list of {role, content}, the shape "
                                      "`moot context --json` prints)"), "file")
+    call.add_argument("--edit", action="store_true",
+                      help="open the messages in $VISUAL or $EDITOR first (JSON); what is saved is sent")
     call.add_argument("--summary", choices=["rule-based", "llm", "hybrid", "none"],
                       help="replace the view's summary: one written now another way from the same items, or none "
                            "(the full history, when it fits the window)")
@@ -124,7 +128,13 @@ def cmd_call(args: argparse.Namespace) -> int:
         from moot.core.errors import InputError
 
         raise InputError("--messages and --summary: choose one (an edited file already holds its summary)")
-    if args.messages:
+    if args.edit and (args.messages or args.summary):
+        from moot.core.errors import InputError
+
+        raise InputError("--edit opens the recorded messages: not with --messages or --summary")
+    if args.edit:
+        messages = edited_messages(call["messages"], agent.model, agent.context.input_budget)
+    elif args.messages:
         messages = read_messages(Path(args.messages), agent.model, agent.context.input_budget)
     else:
         messages = [Message(role=m["role"], content=m["content"]) for m in call["messages"]]
@@ -163,7 +173,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
     replies = asyncio.run(run())
     sys.stdout.write("\n")
-    exp = new_experiment(state, call, agent, edited=bool(args.messages), summary=args.summary, temperature=temperature,
+    exp = new_experiment(state, call, agent, edited=bool(args.messages or args.edit), summary=args.summary, temperature=temperature,
                          max_tokens=max_tokens, messages=[dict(m) for m in messages], recorded_reply=recorded,
                          replies=replies)
     path = save(folder, exp)
@@ -172,3 +182,29 @@ def cmd_call(args: argparse.Namespace) -> int:
     print(f"moot: experiment {exp.id} saved in {path} ({used:,} tokens, ${cost:.4f})", file=sys.stderr)
     return 0
 
+
+
+def edited_messages(recorded: list[dict[str, object]], model: str, budget: int) -> list[Message]:
+    """`--edit`: the recorded messages in the user's editor as JSON; what they save is read back
+    and checked as `--messages` is. An editor that fails sends nothing."""
+    import json
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+
+    from moot.core.errors import InputError
+    from moot.core.experiments import read_messages
+
+    editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+    shown = [{"role": m["role"], "content": m["content"]} for m in recorded]
+    with tempfile.TemporaryDirectory(prefix="moot-call-") as tmp:
+        path = Path(tmp) / "messages.json"
+        path.write_text(json.dumps(shown, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        try:
+            code = subprocess.run([*editor, str(path)], check=False).returncode
+        except OSError as exc:
+            raise InputError(f"--edit: cannot start the editor {editor[0]!r} ({exc.strerror}); set $EDITOR") from None
+        if code != 0:
+            raise InputError(f"--edit: the editor exited with {code}; nothing was sent")
+        return read_messages(path, model, budget)
