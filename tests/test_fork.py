@@ -179,6 +179,15 @@ def test_changes_that_make_no_sense_mid_debate_are_refused_in_one_line(tmp_path:
     assert [f.id for f in StateDir(state_dir).debates()] == [parent]
     assert not [p for p in state_dir.iterdir() if p.name.startswith(".") and p.is_dir()]
     assert _hashes(path) == before
+    # A change that does make sense mid-debate is merged over the parent's configuration.
+    cooler = tmp_path / "cooler.json"
+    cooler.write_text(json.dumps({"agents": [{"id": "architect", "temperature": 0.2}, {"id": "performance"},
+                                             {"id": "kiss"}], "debate": {"max_cost_usd": 2.5}}))
+    out = cli("fork", parent, "--at", "round:2", "--no-run", "-c", str(cooler), "--state-dir", str(state_dir))
+    assert out.returncode == 0, out.stderr
+    config = DebateFolder(state_dir / out.stdout.strip()).load().config
+    assert config["agents"][0]["temperature"] == 0.2 and config["agents"][0]["role"] == "architect"
+    assert config["debate"]["max_cost_usd"] == 2.5 and config["debate"]["protocol"] == "rounds"
 
 
 @pytest.mark.slow
