@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Overrides, build_config, public_config, read_config_file
-from .errors import ConfigError, InputError, StoreError
+from .errors import ConfigError, InputError
 from .events import DebateStarted, Event, NoteInjected
 from .models.state import ForkOrigin, ModeratorNote
 from .safety.secrets import known_secrets, redact
@@ -119,14 +119,12 @@ def fork_debate(parent_id: str, point: ForkPoint, changes: ForkChanges, state_di
     parent.check_files()
     cut = find_cut(parent.events_path, point)
     origin = ForkOrigin(debate=parent.id, at=point.label, seq=cut.seq)
-    made: dict[str, Any] = {}
     note_text = redact(changes.inject.strip(), known_secrets()) if changes.inject is not None else None
     if note_text is not None and not note_text:
         raise InputError("--inject: the note is empty")
 
     def start(event: DebateStarted) -> DebateStarted:
         config = forked_config(event.config, changes, point)
-        made["config"] = config
         debate = config.get("debate", {})
         total = debate.get(STEP_KEYS.get(event.protocol, ""), event.total_rounds)
         models = {a["id"]: a.get("model") for a in config.get("agents", []) if isinstance(a, dict)}
@@ -155,8 +153,6 @@ def fork_debate(parent_id: str, point: ForkPoint, changes: ForkChanges, state_di
         raise
     finally:
         lock.release()
-    if "config" not in made:
-        raise StoreError(f"debate {parent.id}: its log does not start with the debate's first event")
     return Forked(fork.id, origin, copied)
 
 

@@ -216,6 +216,8 @@ def copy_history(parent: Path, fork: DebateFolder, cut: Cut, start: Callable[[De
     try:
         for line, event in _lines(parent):
             before = event.seq < cut.seq
+            if not lines and not isinstance(event, DebateStarted):
+                raise StoreError(f"{parent}: the log does not open with the debate's first event (it is corrupt)")
             if isinstance(event, DebateStarted) and before:
                 first = start(event)
                 put((dump_event(first) + "\n").encode("utf-8"))
