@@ -72,3 +72,31 @@ async def test_inspector_reruns_the_call_shown_and_forks_at_it(tmp_path: Path) -
     (fork,) = [f for f in StateDir(tmp_path / "state").debates() if f.id != session.folder.id]
     origin = DebateFolder(fork.path).load().forked_from
     assert origin is not None and origin.at == f"round:2:{record.phase}"
+
+
+async def test_the_saved_debates_show_each_fork_under_its_parent(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    from moot.tui.screens.debates import DebatesScreen
+    from tests.conftest import cli
+
+    root = tmp_path / "state"
+    for debate_id in ("older", "newer"):
+        await make_session(root, rounds=2, debate_id=debate_id).run()
+    for at in ("round:2", "round:1"):
+        out = cli("fork", "older", "--at", at, "--no-run", "--state-dir", str(root))
+        assert out.returncode == 0, out.stderr
+    app = create_app(None, state_dir=StateDir(root), cursor_blink=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, DebatesScreen) and app.screen.loaded)
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DebatesScreen)
+        shown = [r.id for r in screen.shown]
+        forks = [r for r in screen.shown if r.forked_from == "older"]
+        at = shown.index("older")
+        assert len(forks) == 2 and set(shown[at + 1:at + 3]) == {f.id for f in forks} and "newer" in shown
+        table = screen.query_one(DataTable)
+        cells = {f.fork_at: str(table.get_row(f.id)[-1]) for f in forks}
+        assert cells["round 2"].startswith("⑂ round 2 · Design a URL shortener")
+        assert cells["round 1"].startswith("⑂ round 1 · ")
