@@ -16,12 +16,13 @@ NOTE = "Assume one region and a team of two engineers."
 
 
 async def test_fork_opens_the_fork_beside_the_running_debate(tmp_path: Path) -> None:
-    session = make_session(tmp_path / "state", rounds=3, delay=0.005)
+    session = make_session(tmp_path / "state", rounds=2, delay=0.005)
     app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
     async with app.run_test(size=(140, 45)) as pilot:
         first = app.screen
         assert isinstance(first, DebateScreen)
         await wait_for(pilot, lambda: first.state.current_round >= 2)
+        assert session.state.status == "running"
         await command(pilot, f"/fork round 2 {NOTE}")
         await wait_for(pilot, lambda: app.screen is not first)
         forked = app.screen
