@@ -31,7 +31,6 @@ from ..events import (
     PhaseCompleted, PhaseStarted, RoundStarted, SeatAnswered, SummaryAdded, ToolCalled, ToolReturned, dump_event,
     parse_event,
 )
-from ..models.terms import Phase
 from .files import fsync_dir, open_regular, write_all
 from .folder import EVENTS_FILE, DebateFolder
 
