@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .config import DEFAULT_ROLES, Overrides, build_config
 from .models.config import ContextConfig, DebateSettings
+from .models.provider_kinds import kind_of
 from .models.terms import ProtocolName, ProviderName
 from .safety.secrets import strip_userinfo
 from .version import VERSION
@@ -41,7 +42,7 @@ def _toml(value: str) -> str:
 def starter_config(choice: Starter) -> str:
     """The text of `moot.toml` for `choice`, checked to load (ConfigError when it would not)."""
     base_url = strip_userinfo(choice.base_url) if choice.base_url else None
-    where = base_url or ("the offline demo provider" if choice.provider == "demo" else "OpenAI's API")
+    where = base_url or ("the offline demo provider" if kind_of(choice.provider).scripted else "OpenAI's API")
     debate, context = DebateSettings(), ContextConfig()
     lines = [
         f"#:schema ./{SCHEMA_NAME}",

@@ -19,6 +19,7 @@ from .models.state import (
     Clarification,
     Contribution,
     ConvergenceScore,
+    ForkOrigin,
     ModeratorNote,
     Solution,
     Summary,
@@ -52,6 +53,8 @@ class DebateStarted(_Event):
     trace_id: str = ""
     """The debate's OpenTelemetry trace id (32 hex digits), kept so a resumed run and `moot trace`
     continue the same trace; empty in logs written before it existed (see `moot.core.observe.tracing`)."""
+    forked_from: ForkOrigin | None = None
+    """Set in a fork's log (`moot fork`): the parent and the point its history was copied up to."""
     view_layout: int = 1
     """How the debate's views lay out their messages (`moot.core.context.view.LAYOUT`); 1 in logs
     written before layouts were numbered, so their views rebuild as they were sent."""

@@ -285,3 +285,23 @@ def test_leaves_do_not_reach_up() -> None:
                                                           "moot.core.clock"))} == set(), name
         if name.startswith("moot.core"):
             assert not {d for d in deps if d in ("moot", "moot.cli")}, name
+
+
+def test_nothing_outside_the_providers_asks_a_providers_name() -> None:
+    """What a provider can do is asked of its kind (`models/provider_kinds.py`): a comparison with
+    a provider's name outside `core/providers/` and `core/human/` would miss a provider a package
+    adds through the registry."""
+    import re
+
+    names = r"[\"'](?:demo|human|openai|openai-responses)[\"']"
+    compare = re.compile(rf"(?:==|!=)\s*{names}|{names}\s*(?:==|!=)|{names}\s+(?:not\s+)?in\b")
+    allowed = (ROOT / "core" / "providers", ROOT / "core" / "human", ROOT / "core" / "models" / "provider_kinds.py")
+    found = []
+    for folder in ("core", "tui", "moot"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if any(path == a or a in path.parents for a in allowed):
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if compare.search(line):
+                    found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == []

@@ -241,6 +241,15 @@ class MootApp(App[int]):
         self.runtimes.append(runtime)
         self.push_screen(DebateScreen(runtime, can_go_back=True, speed=self.speed if replay else None))
 
+    def open_live(self, session: DebateSession) -> None:
+        """Run another debate in this process (a fork, `/fork`) in its own screen, beside the one
+        already running: both go on; esc comes back, and quitting stops both (saved, resumable)."""
+        from .screens.debate import DebateScreen
+
+        runtime = LiveRuntime(session, clock=self.clock)
+        self.runtimes.append(runtime)
+        self.push_screen(DebateScreen(runtime, can_go_back=True))
+
     @property
     def debate_running(self) -> bool:
         return any(r.running for r in self.runtimes)

@@ -310,6 +310,15 @@ class Clarification(BaseModel):
     """Which clarification round (1 = the first questions)."""
 
 
+class ForkOrigin(BaseModel):
+    """Where a fork's history came from: its parent debate, the point it was forked at
+    (`round:2`, `round:2:critique`, `turn:40`, `summary:S`) and the parent's first event left out."""
+
+    debate: str
+    at: str
+    seq: int
+
+
 class ModeratorNote(BaseModel):
     id: str
     text: str
@@ -411,6 +420,8 @@ class DebateState(BaseModel):
             self._held += change
     tools: ToolsSetup | None = None
     """The references and tools its agents had (None: a debate without them)."""
+    forked_from: ForkOrigin | None = None
+    """Set for a debate made by `moot fork`: its history up to `at` is its parent's."""
 
     def round(self, number: int) -> Round:
         """Step `number` as held in memory (made when new). An archived step is given detached

@@ -49,6 +49,10 @@ class SessionRow(BaseModel):
     providers: list[str] = Field(default_factory=list)
     error: str = ""
     """Why the debate could not be read (status `unreadable`)."""
+    forked_from: str = ""
+    """A fork's parent debate (`moot fork`), else empty."""
+    fork_at: str = ""
+    """Where it was forked, as `round 2`."""
 
     @property
     def demo(self) -> bool:
@@ -104,6 +108,8 @@ def read_row(folder: DebateFolder) -> SessionRow:
         unit="turns" if state.protocol == "conversation" else "rounds",
         tokens=state.totals.total_tokens, cost_usd=state.totals.cost_usd,
         providers=sorted({p.provider for p in people}),
+        forked_from=one_line_safe(state.forked_from.debate, 80) if state.forked_from else "",
+        fork_at=one_line_safe(state.forked_from.at.replace(":", " "), 80) if state.forked_from else "",
     )
 
 

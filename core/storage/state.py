@@ -86,6 +86,7 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
             state.judge = event.judge
             state.prompts = dict(event.prompts)
             state.view_layout = event.view_layout
+            state.forked_from = event.forked_from
             state.config = dict(event.config)
             state.created_at = event.ts
             state.status = "running"

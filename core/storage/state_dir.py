@@ -11,6 +11,7 @@ from pathlib import Path
 from ..models.provider_kinds import any_scripted
 from ..errors import StoreError
 from ..events import DebateStarted
+from ..models.state import DebateState
 from ..safety.sanitize import one_line_safe
 from .files import require_real_folder
 from .folder import EVENTS_FILE, PENDING_SUFFIX, DebateFolder, writer_alive
@@ -163,5 +164,14 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
         "created_at": state.created_at,
         "providers": providers,
         "demo": any_scripted(providers),
+        "forked_from": fork_label(state),
     }
+
+
+def fork_label(state: DebateState) -> str:
+    """`⑂ <parent>@round 2` for a fork (`moot fork`), else empty; terminal-safe."""
+    origin = state.forked_from
+    if origin is None:
+        return ""
+    return f"⑂ {one_line_safe(origin.debate, 80)}@{one_line_safe(origin.at.replace(':', ' '), 80)}"
 

@@ -62,11 +62,14 @@ def _interactive(choice: Starter) -> Starter:
     """Ask for what flags did not say, each with its default in brackets (Enter keeps it)."""
     from moot.core.models.terms import PROTOCOL_NAMES, ROLES
 
+    from moot.core.models.provider_kinds import kind_of
+
+    offered = ("openai", "demo")  # what the starter file knows how to write
     while (provider := _ask("Provider (openai: any OpenAI-compatible endpoint; demo: offline)",
-                            choice.provider)) not in ("openai", "demo"):
+                            choice.provider)) not in offered:
         print("  openai or demo", file=sys.stderr)
-    choice.provider = "openai" if provider == "openai" else "demo"
-    if choice.provider == "openai":
+    choice.provider = provider
+    if not kind_of(choice.provider).scripted:
         url = _ask("Base URL (Enter: OpenAI's API)", choice.base_url or "")
         choice.base_url = url or None
         choice.model = _ask("Model", choice.model or "gpt-4o-mini")
@@ -99,7 +102,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     for flag, value in (("--model", choice.model), ("--base-url", choice.base_url)):
         if value is not None and (UNSAFE.search(value) or not value.strip()):
             raise InputError(f"{flag} cannot be empty or hold control or invisible characters")
-    if choice.provider == "demo" and (choice.base_url or choice.model):
+    from moot.core.models.provider_kinds import kind_of
+
+    if kind_of(choice.provider).scripted and (choice.base_url or choice.model):
         raise InputError("--provider demo runs offline: it takes no --base-url or --model")
     path = Path(args.output)
     if path.exists() and not args.force:

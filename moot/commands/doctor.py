@@ -85,6 +85,7 @@ def _checks(args: argparse.Namespace) -> list[Finding]:
     from moot.core.config_view import find_config, key_origin
     from moot.core.providers.checkup import Finding
     from moot.core.providers.keys import LOCAL_PLACEHOLDER_KEY, is_local_url, resolve_api_key
+    from moot.core.models.provider_kinds import kind_of
     from moot.core.providers.pool import default_provider_name
     from moot.core.safety.secrets import known_secrets, one_line
     from moot.core.storage.state_dir import default_state_dir
@@ -104,7 +105,7 @@ def _checks(args: argparse.Namespace) -> list[Finding]:
     first = next((a for a in models if not a.is_person), models[-1])
     base_url = args.base_url or first.config.base_url
     provider = args.provider or ("openai" if args.base_url else first.provider)
-    if provider == "demo":
+    if kind_of(provider).scripted:
         found.append(Finding("ok", "provider demo: offline, nothing to check (set OPENAI_API_KEY or --base-url to "
                                    "check a real endpoint)"))
     else:

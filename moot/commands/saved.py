@@ -53,7 +53,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         progress = f"{r['rounds']} {r['steps']}" if r.get("steps") else ""
         table.append([one_line_safe(str(r["id"]), 40), str(r["status"]), progress,
                       "+".join(one_line_safe(kind_of(p).show(), 12) for p in providers)])
-        problems.append(str(r["problem"]))
+        fork = str(r.get("forked_from") or "")  # a fork says where its history came from
+        problems.append(f"{fork} · {r['problem']}" if fork else str(r["problem"]))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     used = sum(widths) + 2 * len(widths)
     room = max(16, shutil.get_terminal_size((120, 24)).columns - used)  # the problem is cut, not wrapped
@@ -81,7 +82,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from moot.core.models.provider_kinds import any_scripted
     from moot.core.observe.printer import solution_text
     from moot.core.safety.sanitize import json_safe, one_line_safe, terminal_safe
-    from moot.core.storage.state_dir import shown_status
+    from moot.core.storage.state_dir import fork_label, shown_status
 
     folder = open_debate(args)
     state = folder.load()
@@ -98,6 +99,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     steps = "turns" if state.protocol == "conversation" else "rounds"
     say(f"debate {state.id} · {state.protocol} · {status} · {state.round_count}/{state.total_rounds} {steps}")
+    if state.forked_from is not None:
+        say(f"{fork_label(state)}: a fork; its history before that point is that debate's")
     if status == "unfinished":
         flag = f" --state-dir {args.state_dir}" if args.state_dir else ""
         say(f"  (its process ended before the debate did; continue with `moot resume {state.id}{flag}`)")
@@ -138,6 +141,14 @@ def cmd_show(args: argparse.Namespace) -> int:
             if c.metadata.clipped_at is not None:
                 say(f"  clipped: {c.agent_id} {c.type} ran far past its token limit; moot stopped reading it "
                     f"at {c.metadata.clipped_at:,} bytes")
+    from moot.core.experiments import experiments
+
+    for exp in experiments(folder):  # `moot call` re-runs, kept beside the log (which they never change)
+        spent = sum(r.prompt_tokens + r.completion_tokens for r in exp.replies)
+        say(f"experiment {exp.id}: {exp.where}, {'edited' if exp.edited else 'as recorded'}"
+            + (f", summary {exp.summary}" if exp.summary else "")
+            + f" · {exp.provider}:{one_line_safe(exp.model, 80)} · {len(exp.replies)} repl"
+            + ("y" if len(exp.replies) == 1 else "ies") + f" · {spent} tok · ${sum(r.cost_usd for r in exp.replies):.4f}")
     t = state.totals
     cached = (f" ({t.cached_tokens} from the provider's prompt cache, {t.cached_tokens / t.prompt_tokens:.0%})"
               if t.cached_tokens and t.prompt_tokens else "")

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import app_commands, compare, finding, inspection, solution, steering
+from . import app_commands, compare, finding, inspection, solution, steering, what_if
 from .base import CommandContext, CommandError, UsageError
 
 Handler = Callable[..., None]
@@ -84,6 +84,10 @@ COMMANDS: dict[str, CommandSpec] = {
                     "Add a moderator note: every agent sees it verbatim from its next call on.",
                     1, (), "", text=True, run=steering.inject,
                     palette="Inject a moderator note", palette_line="/inject "),
+        CommandSpec("fork", "/fork [round N | turn N] [note]",
+                    "Fork the debate at the start of a round (default: the current one) or turn and run the "
+                    "fork in its own screen, the note as a moderator note from there; this debate goes on.",
+                    1, (), "", text=True, run=what_if.fork, palette="Fork the debate here", palette_line="/fork "),
         CommandSpec("save", "/save [FILE]",
                     "Write the final solution as markdown (default solution-ID.md here; atomic).", 1, (), "",
                     run=solution.save, palette="Save the final solution"),

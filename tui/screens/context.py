@@ -102,6 +102,8 @@ class ContextScreen(Screen[None]):
         Binding("right_square_bracket", "round(1)", "Next round", key_display="]"),
         Binding("comma", "agent(-1)", "Prev agent", key_display=","),
         Binding("full_stop", "agent(1)", "Next agent", key_display="."),
+        Binding("r", "rerun", "Re-run"),
+        Binding("f", "fork", "Fork here"),
         Binding("n", "find_next(1)", "Next match", show=False),
         Binding("N", "find_next(-1)", "Previous match", show=False),
         Binding("q", "back", "Back", show=False),
@@ -139,6 +141,7 @@ class ContextScreen(Screen[None]):
         yield Label("", id="ctx-title")
         yield Label("", id="ctx-tiers")
         yield MessageText(id="ctx-text")
+        yield TextArea(id="ctx-rerun", read_only=True, show_line_numbers=False, soft_wrap=True)
         with Horizontal(id="ctx-find"):
             yield Label("find", id="ctx-find-label")
             yield Input(placeholder="text to find · enter: next · esc: close", id="ctx-find-input", compact=True)
@@ -147,6 +150,7 @@ class ContextScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#ctx-find").display = False
+        self.query_one("#ctx-rerun").display = False
         self._show()
         self.query_one(TextArea).focus()
         if self.opening_find:  # shown found: the match in the middle, n / N for the others
@@ -201,7 +205,7 @@ class ContextScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         typing = isinstance(self.focused, Input)
-        if action in ("call", "round", "agent", "find", "find_next") and typing:
+        if action in ("call", "round", "agent", "find", "find_next", "rerun", "fork") and typing:
             return False  # the keys go to the find box
         if action == "find_next" and not self.searching:
             return False
@@ -239,6 +243,51 @@ class ContextScreen(Screen[None]):
         self.calls = agent_calls(self.state, self.agent_id)
         self.at = self._start(round_no)
         self._show()
+
+    # ------------------------------------------------------------------ what if
+
+    def action_rerun(self) -> None:
+        """`r`: send this call again as it was; its reply streams into the panel under the messages."""
+        from .context_rerun import debate_folder_of, rerun
+
+        record = self.record
+        folder, _ = debate_folder_of(self.app, self.state.id)
+        if record is None or folder is None:
+            self.notify("no call to re-run here", timeout=3)
+            return
+        panel = self.query_one("#ctx-rerun", TextArea)
+        panel.display = True
+        panel.load_text(f"re-running {record.agent_id} {record.phase} (round {record.round}) as recorded…\n\n")
+        view = call_view(record, self.index)
+
+        def streamed(text: str) -> None:
+            panel.insert(terminal_safe(text), panel.document.end)
+
+        async def work() -> None:
+            try:
+                done = await rerun(self.state, folder, record, view, streamed)
+            except Exception as exc:  # noqa: BLE001 - a provider or store error is shown, not raised
+                done = f"── the re-run failed: {one_line_safe(str(exc), 300)} ──"
+            panel.insert("\n\n" + done, panel.document.end)
+
+        self.run_worker(work(), exclusive=True, group="rerun")
+
+    def action_fork(self) -> None:
+        """`f`: fork the debate at this call (its round and phase, or turn) and run the fork in its own screen."""
+        from ..commands.base import CommandError
+        from ..commands.what_if import demo_delay_of, start_fork
+        from .context_rerun import debate_folder_of, fork_point_of
+
+        record = self.record
+        folder, runtime = debate_folder_of(self.app, self.state.id)
+        if record is None or folder is None:
+            self.notify("no call to fork at here", timeout=3)
+            return
+        at = fork_point_of(self.state, record)
+        try:
+            start_fork(self.app, folder, at, None, demo_delay_of(runtime))
+        except CommandError as exc:
+            self.notify(one_line_safe(str(exc), 300), severity="error", timeout=6, markup=False)
 
     # ------------------------------------------------------------------ find
 

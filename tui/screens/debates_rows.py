@@ -57,7 +57,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("progress", "Rounds/turns", _progress, lambda r: (r.done, r.total), short="Done"),
     Column("tokens", "Tokens", lambda r, w: k(r.tokens) if r.tokens else "0", lambda r: r.tokens, numeric=True),
     Column("cost", "Cost", lambda r, w: usd(r.cost_usd), lambda r: r.cost_usd, numeric=True),
-    Column("problem", "Problem", lambda r, w: r.problem or r.error, lambda r: (r.problem or r.error).lower()),
+    Column("problem", "Problem", lambda r, w: (f"⑂ {r.fork_at} · " if r.forked_from else "") + (r.problem or r.error),
+           lambda r: (r.problem or r.error).lower()),
 )
 BY_KEY = {c.key: c for c in COLUMNS}
 PROBLEM = "problem"
@@ -67,14 +68,16 @@ def detail(row: SessionRow) -> str:
     """The line under the table for the selected debate: what the narrow columns leave out."""
     who = "+".join(kind_of(p).show() for p in row.providers)
     what = row.problem or row.error
-    return one_line_safe(f"{row.id} · {row.protocol or 'unreadable'} · {who or '?'} · {what}", 400)
+    fork = f" · fork of {row.forked_from} at {row.fork_at}" if row.forked_from else ""
+    return one_line_safe(f"{row.id} · {row.protocol or 'unreadable'} · {who or '?'}{fork} · {what}", 400)
 
 
 def haystack(row: SessionRow) -> str:
     """What the filter searches: every column's words, the id, the providers, DEMO."""
     demo = " demo" if row.demo else ""
+    fork = f" fork {row.forked_from}" if row.forked_from else ""
     return " ".join([row.id, row.problem, row.error, row.protocol, row.status, STATUS_WORDS.get(row.status, ""),
-                     *row.providers, demo]).lower()
+                     *row.providers, demo, fork]).lower()
 
 
 def matches(row: SessionRow, query: str) -> bool:
@@ -89,7 +92,34 @@ def arrange(rows: list[SessionRow], query: str, sort_key: str, descending: bool)
     shown = [r for r in rows if matches(r, query)]
     shown.sort(key=lambda r: (r.created_at, r.id), reverse=True)
     shown.sort(key=column.sort, reverse=descending)  # stable: equal keys stay newest first
-    return shown
+    return under_parents(shown)
+
+
+def under_parents(rows: list[SessionRow]) -> list[SessionRow]:
+    """Each fork right under the debate it was forked from (when that one is shown), forks of a fork
+    under it in turn; the rest keep their order."""
+    ids = {r.id for r in rows}
+    forks: dict[str, list[SessionRow]] = {}
+    for r in rows:
+        if r.forked_from in ids and r.forked_from != r.id:
+            forks.setdefault(r.forked_from, []).append(r)
+    out: list[SessionRow] = []
+    seen: set[str] = set()
+
+    def place(row: SessionRow) -> None:
+        if row.id in seen:
+            return
+        seen.add(row.id)
+        out.append(row)
+        for child in forks.get(row.id, []):
+            place(child)
+
+    for r in rows:
+        if not (r.forked_from in ids and r.forked_from != r.id):
+            place(r)
+    for r in rows:  # a loop of forks (a hand-edited log) is still shown, in its order
+        place(r)
+    return out
 
 
 def cells(row: SessionRow, wide: bool, problem_width: int) -> list[str]:

@@ -1,0 +1,103 @@
+"""`/fork`: the running debate forked at a round, the fork run in its own screen, the debate going on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from moot.core.storage.folder import DebateFolder
+from moot.core.storage.state_dir import StateDir
+from moot.tui.app import create_app
+from moot.tui.runtime import LiveRuntime
+from moot.tui.screens.debate import DebateScreen
+
+from .conftest import command, feedback, fixed_clock, make_session, wait_for
+
+NOTE = "Assume one region and a team of two engineers."
+
+
+async def test_fork_opens_the_fork_beside_the_running_debate(tmp_path: Path) -> None:
+    session = make_session(tmp_path / "state", rounds=2, delay=0.005)
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        first = app.screen
+        assert isinstance(first, DebateScreen)
+        await wait_for(pilot, lambda: first.state.current_round >= 2)
+        assert session.state.status == "running"
+        await command(pilot, f"/fork round 2 {NOTE}")
+        await wait_for(pilot, lambda: app.screen is not first)
+        forked = app.screen
+        assert isinstance(forked, DebateScreen) and forked.runtime is not first.runtime
+        assert first in app.screen_stack  # the debate it was forked from is still there, still running
+        await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
+        await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
+        await command(pilot, "/fork turn 1")
+        assert "forks at a round" in feedback(app)
+    (fork,) = [f for f in StateDir(tmp_path / "state").debates() if f.id != session.folder.id]
+    state = DebateFolder(fork.path).load()
+    assert state.forked_from is not None and state.forked_from.debate == session.folder.id
+    assert state.forked_from.at == "round:2" and state.status == "completed"
+    assert [n.text for n in state.notes] == [NOTE]
+    assert session.state.status == "completed" and not session.state.notes
+
+
+async def test_inspector_reruns_the_call_shown_and_forks_at_it(tmp_path: Path) -> None:
+    from textual.widgets import TextArea
+
+    from moot.tui.screens.context import ContextScreen
+
+    session = make_session(tmp_path / "state", rounds=2)
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        first = app.screen
+        assert isinstance(first, DebateScreen)
+        await wait_for(pilot, lambda: b'"debate_completed"' in session.folder.events_path.read_bytes())
+        log = session.folder.events_path.read_bytes()
+        await command(pilot, "/context architect 2")
+        inspector = app.screen
+        assert isinstance(inspector, ContextScreen) and inspector.record is not None
+        while inspector.record.phase == "summarize":  # a call whose reply is a contribution, to diff against
+            await pilot.press("right")
+        record = inspector.record
+        await pilot.press("r")
+        panel = inspector.query_one("#ctx-rerun", TextArea)
+        await wait_for(pilot, lambda: "experiment exp-" in panel.text)
+        assert "DEMO" in panel.text and "word diff" in panel.text
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, DebateScreen) and app.screen is not first)
+        forked = app.screen
+        assert isinstance(forked, DebateScreen)
+        await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
+    assert session.folder.events_path.read_bytes() == log  # neither the re-run nor the fork wrote to it
+    (exp,) = (session.folder.path / "experiments").glob("exp-*.json")
+    assert record.call_id in exp.read_text()
+    (fork,) = [f for f in StateDir(tmp_path / "state").debates() if f.id != session.folder.id]
+    origin = DebateFolder(fork.path).load().forked_from
+    assert origin is not None and origin.at == f"round:2:{record.phase}"
+
+
+async def test_the_saved_debates_show_each_fork_under_its_parent(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    from moot.tui.screens.debates import DebatesScreen
+    from tests.conftest import cli
+
+    root = tmp_path / "state"
+    for debate_id in ("older", "newer"):
+        await make_session(root, rounds=2, debate_id=debate_id).run()
+    for at in ("round:2", "round:1"):
+        out = cli("fork", "older", "--at", at, "--no-run", "--state-dir", str(root))
+        assert out.returncode == 0, out.stderr
+    app = create_app(None, state_dir=StateDir(root), cursor_blink=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, DebatesScreen) and app.screen.loaded)
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DebatesScreen)
+        shown = [r.id for r in screen.shown]
+        forks = [r for r in screen.shown if r.forked_from == "older"]
+        at = shown.index("older")
+        assert len(forks) == 2 and set(shown[at + 1:at + 3]) == {f.id for f in forks} and "newer" in shown
+        table = screen.query_one(DataTable)
+        cells = {f.fork_at: str(table.get_row(f.id)[-1]) for f in forks}
+        assert cells["round 2"].startswith("⑂ round 2 · Design a URL shortener")
+        assert cells["round 1"].startswith("⑂ round 1 · ")

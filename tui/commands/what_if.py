@@ -1,0 +1,72 @@
+"""`/fork [round N | turn N] [note…]`: the debate's history up to a point, run on in its own screen.
+
+The fork is made as `moot fork` makes it (its history is this debate's log up to the point,
+byte for byte; this debate's files are only read) and runs in this process beside the debate
+shown, which goes on running. Without a point it forks at the start of the current round (or
+turn); the rest of the line is a moderator note every agent of the fork sees from there on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...core.errors import MootError
+from ...core.models.state import DebateState
+from ...core.storage.folder import DebateFolder
+from ...core.safety.sanitize import one_line_safe
+from .base import CommandContext, CommandError
+
+_POINT = re.compile(r"\s*(round|turn)[\s:]+([0-9]+)\b\s*(.*)", re.S)
+
+
+def fork_point(state: DebateState, text: str | None) -> tuple[str, str | None]:
+    """(`round:N` or `turn:N`, the note or None) from `/fork`'s line; the current step by default."""
+    unit = "turn" if state.protocol == "conversation" else "round"
+    line = (text or "").strip()
+    m = _POINT.match(line)
+    if m is not None:
+        if m.group(1) != unit:
+            raise CommandError(f"a {state.protocol} debate forks at a {unit}: /fork {unit} N [note]")
+        number, note = int(m.group(2)), m.group(3).strip()
+    else:
+        number, note = state.current_round, line
+    if number < 1:
+        raise CommandError("no round has started yet: nothing to fork")
+    if number > state.current_round:
+        raise CommandError(f"no {unit} {number} yet: this debate is at {unit} {state.current_round}")
+    return f"{unit}:{number}", note or None
+
+
+def start_fork(app: Any, folder: DebateFolder, at: str, note: str | None, demo_delay: float | None) -> str:
+    """Fork the debate in `folder` at `at` (`round:N`, `round:N:PHASE`, `turn:N`) with `note`, and run
+    the fork in its own screen (`MootApp.open_live`); its id. CommandError (one line) when it cannot."""
+    from ...core.forking import ForkChanges, fork_debate
+    from ...core.session import SessionOptions, resume_session
+    from ...core.storage.fork import parse_point
+
+    try:
+        point = parse_point(at)
+        forked = fork_debate(folder.id, point, ForkChanges(inject=note), folder.path.parent)
+        session = resume_session(forked.id, SessionOptions(state_dir=folder.path.parent, demo_delay=demo_delay))
+    except MootError as exc:
+        raise CommandError(one_line_safe(str(exc), 300)) from None
+    app.open_live(session)
+    return forked.id
+
+
+def demo_delay_of(runtime: object) -> float | None:
+    """The demo provider's pacing of the debate a runtime runs (a fork keeps it), else None."""
+    return getattr(getattr(getattr(runtime, "session", None), "providers", None), "demo_delay", None)
+
+
+def fork(ctx: CommandContext, text: str | None = None) -> None:
+    """`/fork [round N | turn N] [note…]`: open the fork in a new debate screen; this one keeps running."""
+    folder = ctx.runtime.debate_folder()
+    if folder is None or not ctx.state.problem:
+        raise CommandError("the debate has not started yet: nothing to fork")
+    at, note = fork_point(ctx.state, text)
+    ctx.feedback(f"forking at {at.replace(':', ' ')}…")
+    forked = start_fork(ctx.app, folder, at, note, demo_delay_of(ctx.runtime))
+    ctx.feedback(f"forked at {at.replace(':', ' ')} as {forked}" + (" with the note" if note else "")
+                 + ": it runs in its own screen, this debate goes on (esc comes back)")
