@@ -65,7 +65,9 @@ def _round_calls(debate: str, state_dir: Path, rounds: range, agents: tuple[str,
     return {f"{r}/{a}": _context(debate, state_dir, "--round", str(r), "--agent", a) for r in rounds for a in agents}
 
 
-def test_fork_at_a_round_keeps_the_history_and_sends_only_what_follows(tmp_path: Path) -> None:
+def test_fork_at_a_round_keeps_the_history_and_sends_only_what_follows(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # `moot list` fits its columns to the terminal: a wide one here
     with LoopbackServer() as srv:
         parent, path = _parent(tmp_path, srv)
         state_dir = path.parent
