@@ -32,10 +32,10 @@ import threading
 from moot.core.errors import ExitCode, MootError
 
 from . import __version__
-from .commands import bench, completion, context, ctl, evaluate, export, run, saved, search, serve, watch
+from .commands import bench, completion, context, ctl, evaluate, export, run, saved, search, serve, tidy, watch
 from .commands.flags import Handler, Parser
 
-FAMILIES = (run, saved, context, search, export, evaluate, watch, serve, ctl, bench, completion)
+FAMILIES = (run, saved, tidy, context, search, export, evaluate, watch, serve, ctl, bench, completion)
 """Every subcommand module; each `register`s its parsers with their handlers."""
 
 
