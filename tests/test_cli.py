@@ -293,7 +293,8 @@ def test_the_readmes_suite_timing_is_a_row_of_the_measurements_it_links() -> Non
     headings = [re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
                 for h in re.findall(r"^## (.+)$", bench, re.MULTILINE)]
     assert anchor.group(1) in headings
-    latest = re.search(r"([\d,]+) tests in (\d+) s, .* at load ([\d–]+), (\d{4}-\d\d-\d\d)", section.replace("\n", " "))
+    latest = re.search(r"([\d,]+) tests in (\d+) s, .* at load ([\d–]+), (\d{4}-\d\d-\d\d)",
+                       section.replace("\n", " "))
     assert latest, section
     tests, wall, load, day = latest.groups()
     rows = [r for r in bench.splitlines() if r.startswith("|") and day in r]

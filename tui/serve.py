@@ -131,7 +131,8 @@ def serve(command: str, *, host: str, port: int, token: str, public_url: str | N
             response: web.StreamResponse = await super().handle_index(request)
             return response
 
-        async def handle_websocket(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]  # a refusal is no websocket
+        async def handle_websocket(  # type: ignore[override]  # a refusal is a plain response, no websocket
+                self, request: web.Request) -> web.StreamResponse:
             # A plain GET (no upgrade) made textual-serve log a traceback: answered here instead.
             if not web.WebSocketResponse().can_prepare(request).ok:
                 return web.Response(status=400, text=NOT_A_WEBSOCKET)

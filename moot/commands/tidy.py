@@ -78,8 +78,10 @@ def remove_all(folders: list[DebateFolder], root: object, yes: bool) -> int:
     if running:
         raise InputError(f"debate {one_line_safe(running[0], 60)} is being run by a moot process; nothing removed (stop it first)")
     size = sum(folder_bytes(f.path) for f in folders)
-    what = (f"{len(folders)} debate{'s' if len(folders) != 1 else ''} ({size / 1e6:.1f} MB) from {root}: "
-            + ", ".join(one_line_safe(f.id, 60) for f in folders[:5]) + (f" and {len(folders) - 5} more" if len(folders) > 5 else ""))
+    names = ", ".join(one_line_safe(f.id, 60) for f in folders[:5])
+    more = f" and {len(folders) - 5} more" if len(folders) > 5 else ""
+    plural = "s" if len(folders) != 1 else ""
+    what = f"{len(folders)} debate{plural} ({size / 1e6:.1f} MB) from {root}: {names}{more}"
     if not yes:
         if not sys.stdin.isatty():
             raise InputError(f"nothing removed: removing {what} is for good, so confirm it in a terminal, "
