@@ -128,3 +128,18 @@ def test_rm_asks_in_a_terminal_and_takes_no_for_an_answer(states: Path) -> None:
     code, shown = answer(b"y\n")
     assert code == 0 and "removed 1 of 1 debates" in shown
     assert not (states / "queue").exists()
+
+
+def test_a_debate_that_a_process_runs_is_never_removed(states: Path) -> None:
+    from moot.core.storage.state_dir import StateDir
+
+    lock = StateDir(states).open("queue").lock()
+    lock.acquire()  # as the process that runs (or resumes) it holds it
+    try:
+        r = cli("rm", "queue", "limiter", "--yes", "--state-dir", str(states))
+        assert r.returncode == 2 and "queue is being run by a moot process; nothing removed" in r.stderr
+        assert (states / "queue").is_dir() and (states / "limiter").is_dir()
+    finally:
+        lock.release()
+    assert cli("rm", "queue", "--yes", "--state-dir", str(states)).returncode == 0
+    assert not (states / "queue").exists()
