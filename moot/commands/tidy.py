@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 
 from moot.core.errors import ExitCode, InputError
 
-from .flags import add_state_dir
+from .flags import add_state_dir, completes
 
 if TYPE_CHECKING:
     from moot.core.storage.folder import DebateFolder
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 def register(sub: Subcommands) -> None:
     rm = sub.add_parser("rm", help="remove saved debates (a bench's b-… id removes all its debates)")
-    rm.add_argument("ids", nargs="+", metavar="ID", help="debate ids as `moot list` shows them (whole, not a prefix)")
+    completes(rm.add_argument("ids", nargs="+", metavar="ID",
+                              help="debate ids as `moot list` shows them (whole, not a prefix)"), "debate")
     rm.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
     add_state_dir(rm)
     rm.set_defaults(handler=cmd_rm)
