@@ -33,11 +33,12 @@ from moot.core.errors import ExitCode, MootError
 
 from . import __version__
 from .commands import (
-    bench, completion, configure, context, ctl, doctor, evaluate, export, fork, run, saved, search, serve, watch,
+    bench, completion, configure, context, ctl, doctor, evaluate, export, fork, run, saved, search, serve, tidy,
+    watch,
 )
 from .commands.flags import Handler, Parser
 
-FAMILIES = (run, saved, fork, context, search, export, evaluate, watch, serve, ctl, bench, configure, doctor,
+FAMILIES = (run, saved, tidy, fork, context, search, export, evaluate, watch, serve, ctl, bench, configure, doctor,
             completion)
 """Every subcommand module; each `register`s its parsers with their handlers."""
 

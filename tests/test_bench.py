@@ -262,3 +262,26 @@ def test_a_dataset_answer_that_is_not_text_or_a_number_is_one_line_naming_the_li
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"{data}:2: answer must be text or a number" in err and says in err, err
     assert not (tmp_path / "d").exists() or not any((tmp_path / "d").iterdir())
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ('{"id": "q2", "question": "How many grains of sand fill the jar?", "answer": ' + "7" * 5000 + "}",
+     "digits"),
+    ('{"id": "q2", "question": "How many grains of sand fill the jar?", "answer": "' + "7" * 1500 + '"}',
+     "1500 digits"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"id": "q2", "question": "What is zero divided by zero?", "answer": NaN}', "NaN is not a number"),
+    ('{"id": "q2", "question": "What is ten to the thousandth power?", "answer": 1e999}', "not a finite number"),
+], ids=["huge-int", "huge-text-number", "deep", "nan", "overflow"])
+def test_a_dataset_answer_that_can_never_be_scored_is_refused_at_its_line(
+        tmp_path: Path, line: str, says: str) -> None:
+    """A number too long for Python, a nesting that exhausts recursion, NaN and a float that
+    overflows to infinity: none can equal a model's answer, so each is one line naming the line."""
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": "q1", "question": "What is 12 times 24?", "answer": "288"}) + "\n"
+                    + line + "\n")
+    code, out, err = _bench(str(data), "--protocols", "single", "--provider", "demo", "--headless",
+                            "--state-dir", str(tmp_path / "d"))
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{data}:2: " in err and says in err, err

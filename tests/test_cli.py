@@ -287,3 +287,24 @@ def test_list_says_running_only_while_a_process_runs_the_debate(tmp_path: Path) 
         assert status() == "running"
     finally:
         lock.release()
+
+
+def test_the_readmes_suite_timing_is_a_row_of_the_measurements_it_links() -> None:
+    """The README's figures for the test suite contradicted each other; now it names one run,
+    and that run must be a row of the table it links to."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    bench = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    section = readme.split("Run the whole test suite:", 1)[1].split("To run part of it:", 1)[0]
+    anchor = re.search(r"\(bench/README\.md#([a-z0-9-]+)\)", section)
+    assert anchor, section
+    headings = [re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+                for h in re.findall(r"^## (.+)$", bench, re.MULTILINE)]
+    assert anchor.group(1) in headings
+    latest = re.search(r"([\d,]+) tests in (\d+) s, .* at load ([\d–]+), (\d{4}-\d\d-\d\d)",
+                       section.replace("\n", " "))
+    assert latest, section
+    tests, wall, load, day = latest.groups()
+    rows = [r for r in bench.splitlines() if r.startswith("|") and day in r]
+    assert any(f"| {tests} passed | {wall} s |" in r and r.rstrip().endswith(f"| {load} |") for r in rows), rows

@@ -490,3 +490,50 @@ async def test_a_pause_soon_after_a_resume_is_said_again_once_its_calls_end(tmp_
     assert orch.resume()
     await run
     assert session.state.status == "completed"
+
+
+@pytest.mark.slow
+def test_a_debate_named_with_run_id_is_the_one_ctl_steers_whatever_else_is_in_the_folder(tmp_path: Path) -> None:
+    """Guessing the newest folder picked an older debate; the caller names the debate instead."""
+    states = tmp_path / "debates"
+    older = moot("run", "Pick a message queue for the billing events", "--headless", "--provider", "demo",
+                 "--protocol", "single", "--id", "queue-choice", "--state-dir", str(states))
+    assert older.returncode == 0, older.stderr
+    log_err = (tmp_path / "run.err").open("w")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "moot", "run", "Design a rate limiter for a public API", "--headless", "-r", "3",
+         "--provider", "demo", "--demo-delay", "0.05", "--id", "rate-limiter", "--state-dir", str(states)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_err, env=_env())
+    try:
+        wait_for(lambda: (states / "rate-limiter" / "events.jsonl").exists(), "the named debate's first event")
+        stop = moot("ctl", "rate-limiter", "stop", "--state-dir", str(states), "--wait", str(WAIT_S))
+        assert stop.returncode == 0, stop.stderr
+        assert run.wait(timeout=WAIT_S) == 0, (tmp_path / "run.err").read_text()
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert sorted(p.name for p in states.iterdir()) == ["queue-choice", "rate-limiter"]
+    assert [e for e in events_of(states / "rate-limiter") if e["type"] == "control"]
+    assert not [e for e in events_of(states / "queue-choice") if e["type"] == "control"]
+
+
+@pytest.mark.parametrize("name", ["../elsewhere", "/tmp/debate", ".hidden", "a b", "x" * 65, ""])
+def test_run_id_takes_a_name_never_a_path(tmp_path: Path, name: str) -> None:
+    r = moot("run", "Pick a message queue", "--headless", "--provider", "demo", "--id", name,
+             "--state-dir", str(tmp_path / "debates"))
+    assert r.returncode == 2 and "is not a debate name" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "debates").exists()
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_run_id_of_a_debate_that_exists_is_refused_and_leaves_it_alone(tmp_path: Path) -> None:
+    states = tmp_path / "debates"
+    args = ("run", "Pick a message queue", "--headless", "--provider", "demo", "--protocol", "single",
+            "--id", "queue-choice", "--state-dir", str(states))
+    assert moot(*args).returncode == 0
+    before = (states / "queue-choice" / "events.jsonl").read_bytes()
+    again = moot(*args)
+    assert again.returncode == 2 and "queue-choice already exists" in again.stderr
+    assert again.stderr.count("\n") == 1
+    assert (states / "queue-choice" / "events.jsonl").read_bytes() == before

@@ -148,3 +148,55 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         r = cli("serve", "--port", str(port), "--state-dir", str(tmp_path))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr
+
+
+def test_sessions_past_the_cap_get_a_page_saying_so_and_a_plain_get_on_the_websocket_is_no_traceback(
+        tmp_path: Path) -> None:
+    """Every websocket started a TUI process, with no limit; a plain GET on the websocket's path
+    printed textual-serve's traceback on stderr."""
+    port = free_port()
+    sd = tmp_path / "served-debates"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY")}
+    proc = subprocess.Popen([sys.executable, "-m", "moot", "serve", "--port", str(port), "--max-sessions", "1",
+                             "--state-dir", str(sd)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    origin = {"Origin": f"http://127.0.0.1:{port}"}
+
+    async def one_open_and_the_rest_refused(url: str, ws_url: str) -> tuple[int, str, int, int]:
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(ws_url, headers=origin) as first:
+                seen = b""
+                async with asyncio.timeout(60):
+                    async for message in first:
+                        if message.type == aiohttp.WSMsgType.BINARY:
+                            seen += message.data
+                        if b"saved debates in" in seen:
+                            break
+                status, page = await asyncio.to_thread(get, url)
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    async with session.ws_connect(ws_url, headers=origin):
+                        pass
+            async with asyncio.timeout(60):  # the first tab closed: its place is free again
+                while (again := await asyncio.to_thread(get, url))[0] != 200:
+                    await asyncio.sleep(0.1)
+            return status, page, refused.value.status, again[0]
+
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split(" on ", 1)[1].strip()
+        status, body = get(url.rstrip("/") + "/ws")
+        assert status == 400 and "open the address the server printed" in body
+        status, page, ws_status, after = asyncio.run(
+            one_open_and_the_rest_refused(url, url.replace("http://", "ws://").rstrip("/") + "/ws"))
+        assert status == 503 and "1 sessions are open" in page and "--max-sessions 1" in page
+        assert ws_status == 503 and after == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    err = proc.stderr.read() if proc.stderr is not None else ""
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert children_of(str(sd)) == []

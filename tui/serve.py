@@ -25,6 +25,18 @@ from typing import Any
 
 INSTALL_HINT = "moot serve needs textual-serve: pip install 'moot[serve]'"
 REFUSED = "moot serve: this address needs the token printed when the server started\n"
+NOT_A_WEBSOCKET = "moot serve: this address is the page's websocket; open the address the server printed\n"
+DEFAULT_MAX_SESSIONS = 4
+"""Each session is a whole TUI process (and its debate's calls): a few at once, not one per tab
+that anyone opens."""
+BUSY_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>moot: busy</title></head>
+<body style="font-family: sans-serif; max-width: 40em; margin: 3em auto">
+<h1>moot serve is busy</h1>
+<p>{count} sessions are open, the most this server runs at once (<code>--max-sessions {count}</code>).
+Close one of them (its browser tab), then reload this page.</p>
+</body></html>
+"""
 
 
 def new_token() -> str:
@@ -41,7 +53,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def serve(command: str, *, host: str, port: int, token: str, public_url: str | None = None) -> None:
+def serve(command: str, *, host: str, port: int, token: str, public_url: str | None = None,
+          max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
     """Serve `command` (a shell command line that starts the TUI) until Ctrl-C or SIGTERM."""
     try:
         import aiohttp_jinja2
@@ -77,6 +90,8 @@ def serve(command: str, *, host: str, port: int, token: str, public_url: str | N
         def announce(self) -> None:
             print(f"moot serve: the TUI on {self.public_url}/{token}/", flush=True)
             print("  (the token in the address is what lets a browser in; Ctrl-C stops the server)", flush=True)
+            print(f"  (at most {max_sessions} browser session{'s' if max_sessions != 1 else ''} at once: "
+                  "--max-sessions)", flush=True)
 
         async def _make_app(self) -> web.Application:
             app = web.Application(middlewares=[self.guard])
@@ -102,6 +117,34 @@ def serve(command: str, *, host: str, port: int, token: str, public_url: str | N
                 return web.Response(status=403, text="moot serve: a page of another site may not connect\n")
             response: web.StreamResponse = await handler(request)
             return response
+
+        sessions = 0
+        """Websockets open now: each runs one TUI process."""
+
+        def busy(self) -> web.Response:
+            return web.Response(status=503, text=BUSY_PAGE.format(count=max_sessions), content_type="text/html",
+                                headers={"Retry-After": "30"})
+
+        async def handle_index(self, request: web.Request) -> web.StreamResponse:
+            if self.sessions >= max_sessions:
+                return self.busy()
+            response: web.StreamResponse = await super().handle_index(request)
+            return response
+
+        async def handle_websocket(  # type: ignore[override]  # a refusal is a plain response, no websocket
+                self, request: web.Request) -> web.StreamResponse:
+            # A plain GET (no upgrade) made textual-serve log a traceback: answered here instead.
+            if not web.WebSocketResponse().can_prepare(request).ok:
+                return web.Response(status=400, text=NOT_A_WEBSOCKET)
+            # A tab that opened while the others were few may still find the server full.
+            if self.sessions >= max_sessions:
+                return self.busy()
+            self.sessions += 1
+            try:
+                response: web.StreamResponse = await super().handle_websocket(request)
+                return response
+            finally:
+                self.sessions -= 1
 
         async def on_startup(self, app: web.Application) -> None:
             pass  # textual-serve prints a banner here; `announce` says where to go once the port is bound

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 from dataclasses import dataclass, field
@@ -27,6 +28,32 @@ OPERATORS = ("+", "*", "+", "-", "*")
 """Operators between consecutive terms, cycled: six terms give Du et al.'s a+b*c+d-e*f."""
 MAX_QUESTIONS = 100_000
 MAX_DATASET_BYTES = 64 * 1024 * 1024
+MAX_ANSWER_DIGITS = 1000
+"""A longer number is refused: Python will not even turn it into text past 4,300 digits, and no
+model's reply could be compared with it."""
+
+
+class _Unscorable(ValueError):
+    """A JSON constant (NaN, Infinity) that parses but can never equal a model's answer."""
+
+
+def _refuse_constant(name: str) -> object:
+    raise _Unscorable(f"{name} is not a number an answer can be compared with")
+
+
+def _parse_line(line: str, where: str) -> object:
+    """One JSONL line, or one line naming what is wrong with it: a nesting deep enough to
+    exhaust the recursion limit and an integer too long for Python are refusals too."""
+    try:
+        return json.loads(line, parse_constant=_refuse_constant)
+    except _Unscorable as exc:
+        raise InputError(f"{where}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not JSON ({exc.msg})") from None
+    except ValueError:
+        raise InputError(f"{where}: a number longer than {MAX_ANSWER_DIGITS} digits cannot be scored") from None
+    except RecursionError:
+        raise InputError(f"{where}: nested too deeply to be a question") from None
 
 
 @dataclass(frozen=True)
@@ -125,10 +152,7 @@ def _jsonl(path: Path) -> Dataset:
         if not line.strip():
             continue
         where = f"{path}:{no}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: not JSON ({exc.msg})") from None
+        row = _parse_line(line, where)
         if not isinstance(row, dict):
             raise InputError(f"{where}: expected an object with id, question, answer")
         missing = [k for k in ("question", "answer") if k not in row]
@@ -162,9 +186,17 @@ def _answer(value: object, where: str) -> str:
     "[12, 13]" and null "None", answers no model gives, and every question would be scored
     wrong without a word."""
     if isinstance(value, str) and value.strip():
+        digits = sum(ch.isdigit() for ch in value)
+        if digits > MAX_ANSWER_DIGITS and re.fullmatch(r"[-+\d.,\s]+", value.strip()):
+            raise InputError(f"{where}: the answer has {digits} digits; at most {MAX_ANSWER_DIGITS} can be scored")
         return value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where}: the answer {value} is not a finite number and can never be scored")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
+        text = str(value)
+        if len(text) > MAX_ANSWER_DIGITS:
+            raise InputError(f"{where}: the answer has {len(text)} digits; at most {MAX_ANSWER_DIGITS} can be scored")
+        return text
     kind = "empty text" if isinstance(value, str) else _JSON_KINDS.get(type(value), type(value).__name__)
     raise InputError(f"{where}: answer must be text or a number, not {kind}")
 

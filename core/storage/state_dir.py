@@ -160,6 +160,7 @@ def summarize_folder(folder: DebateFolder) -> dict[str, object]:
         "problem": one_line_safe((state.problem.strip().splitlines() or [""])[0].lstrip("#").strip(), 80),
         "rounds": f"{state.round_count}/{state.total_rounds}",
         "steps": "turns" if state.protocol == "conversation" else "rounds",
+        "protocol": state.protocol,
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(state.created_at)),
         "created_at": state.created_at,
         "providers": providers,

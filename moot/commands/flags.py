@@ -133,6 +133,17 @@ def add_debate_id(sp: argparse.ArgumentParser, *, optional: bool = False) -> Non
     completes(action, "debate")
 
 
+def debate_name(text: str) -> str:
+    """A debate id the caller chooses (`moot run --id NAME`): a plain name, never a path, so the
+    folder it names is always directly inside the state dir."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", text) or ".." in text:
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a debate name: 1–64 letters, digits, _ . - (starting with a letter or digit)")
+    return text
+
+
 def add_provider_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--provider", choices=ModelProviders(), help="default: openai when a key is set, else demo")
     sp.add_argument("--model", help="model for every agent and the judge")

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .flags import (
-    add_debate_id, add_provider_args, add_state_dir, bounded, completes, demo_delay, finite_seconds, overrides,
-    positive_int, role_list, write_file,
+    add_debate_id, add_provider_args, add_state_dir, bounded, completes, debate_name, demo_delay, finite_seconds,
+    overrides, positive_int, role_list, write_file,
 )
 
 from .run_checks import MAX_AGENTS, alone, check_agent_count, say
@@ -47,6 +47,8 @@ def register(sub: Subcommands) -> None:
                      help="linear text for screen readers on stdout, slash commands on stdin (also MOOT_PLAIN=1)")
     completes(run.add_argument("-o", "--output", help="also write the final solution (JSON or markdown by extension)"),
               "file")
+    run.add_argument("--id", type=debate_name, metavar="NAME",
+                     help="name the debate (its folder in the state dir) instead of a dated id")
     run.add_argument("--theme", help="TUI theme (dark, light, high-contrast)")
     run.add_argument("--allow-truncate", action="store_true", help="cut a problem that is larger than the budget")
     run.add_argument("--clarify", action="store_true", help="agents ask clarifying questions first; you answer")
@@ -107,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     tui = plain is None and wants_tui(args.headless)
     clarifier = None if tui else plain.ask if plain is not None else ask_on_stdin
     session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
-                                                          clarifier=clarifier))
+                                                          clarifier=clarifier, debate_id=args.id))
     say(notices)  # once nothing more can fail before the debate starts
     if any_scripted(a.provider for a in session.orchestrator.agents) and not args.provider:
         print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",

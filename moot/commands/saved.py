@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 from moot.core.errors import ExitCode
 
-from .flags import add_debate_id, add_state_dir, open_debate
+from .flags import add_debate_id, add_state_dir, open_debate, positive_int
 
 if TYPE_CHECKING:
     from moot.core.models.state import DebateState, Round, Summary
@@ -18,8 +18,18 @@ if TYPE_CHECKING:
     from .flags import Subcommands
 
 
+STATUSES = ["running", "completed", "failed", "interrupted", "stopped", "stopped_budget", "unfinished", "unreadable"]
+"""What `moot list` shows in STATUS (`unfinished`: its process ended mid-way)."""
+
+
 def register(sub: Subcommands) -> None:
-    ls = sub.add_parser("list", help="list saved debates")
+    from moot.core.models.terms import PROTOCOL_NAMES
+
+    ls = sub.add_parser("list", help="list saved debates (a bench's debates as one entry)")
+    ls.add_argument("--limit", type=positive_int, metavar="N", help="only the N newest entries")
+    ls.add_argument("--status", choices=STATUSES, help="only debates with this status")
+    ls.add_argument("--protocol", choices=list(PROTOCOL_NAMES), help="only debates of this protocol")
+    ls.add_argument("--bench", metavar="ID", help="the debates of one bench (its entry's id, b-…), one a line")
     add_state_dir(ls)
     ls.set_defaults(handler=cmd_list)
 
@@ -36,21 +46,36 @@ def cmd_list(args: argparse.Namespace) -> int:
     from moot.core.models.provider_kinds import kind_of
     from moot.core.safety.sanitize import one_line_safe
     from moot.core.storage.state_dir import StateDir, summarize_folder
+    from moot.core.storage.tidy import bench_group
 
     sd = StateDir(args.state_dir)
     sd.clean_pending()  # debates whose start was cut short: published if resumable, else removed
-    rows = [summarize_folder(f) for f in sd.debates()]
+    folders = sd.debates()
+    if args.bench:
+        folders = [f for f in folders if bench_group(f.id) == args.bench]
+        if not folders:
+            print(f"moot: no bench {one_line_safe(args.bench, 40)!r} in {sd.root.absolute()}; its id is the b-… "
+                  "entry of `moot list`", file=sys.stderr)
+            return ExitCode.INPUT
+    rows = [r for r in (summarize_folder(f) for f in folders)
+            if (args.status is None or r["status"] == args.status)
+            and (args.protocol is None or r.get("protocol") == args.protocol)]
     if not rows:
         where = sd.root.absolute()  # "no debates in debates" does not say which folder was read
-        print(f"no debates in {where} (--state-dir or MOOT_STATE_DIR name another folder)", file=sys.stderr)
+        which = " that match" if args.status or args.protocol else ""
+        print(f"no debates{which} in {where} (--state-dir or MOOT_STATE_DIR name another folder)", file=sys.stderr)
         return ExitCode.OK
+    if not args.bench:
+        rows = group_benches(rows)
     rows.sort(key=lambda r: (cast(float, r["created_at"]), str(r["id"])), reverse=True)  # newest first
+    if args.limit is not None:
+        rows = rows[:args.limit]
     # No CREATED column: an id is its creation time (YYYYMMDD-HHMMSS-xxxx), and the problem needs the room.
     table = [["ID", "STATUS", "PROGRESS", "PROVIDER"]]
     problems = ["PROBLEM"]
     for r in rows:
         providers = [str(p) for p in cast("list[object]", r["providers"])]
-        progress = f"{r['rounds']} {r['steps']}" if r.get("steps") else ""
+        progress = f"{r['rounds']} {r['steps']}" if r.get("steps") else str(r["rounds"])
         table.append([one_line_safe(str(r["id"]), 40), str(r["status"]), progress,
                       "+".join(one_line_safe(kind_of(p).show(), 12) for p in providers)])
         fork = str(r.get("forked_from") or "")  # a fork says where its history came from
@@ -62,6 +87,34 @@ def cmd_list(args: argparse.Namespace) -> int:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
         print("  ".join([*cells, one_line_safe(problem, room)]).rstrip())
     return ExitCode.OK
+
+
+def group_benches(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """A bench's debates (one per question and protocol: hundreds) folded into one row that says
+    how many, in which protocols and statuses; `moot list --bench ID` lists them."""
+    from moot.core.storage.tidy import bench_group
+
+    alone: list[dict[str, object]] = []
+    benches: dict[str, list[dict[str, object]]] = {}
+    for r in rows:
+        group = bench_group(str(r["id"]))
+        if group is None:
+            alone.append(r)
+        else:
+            benches.setdefault(group, []).append(r)
+    for group, members in benches.items():
+        statuses = collections.Counter(str(m["status"]) for m in members)
+        protocols = collections.Counter(str(m.get("protocol", "")) for m in members)
+        alone.append({
+            "id": group,
+            "status": ", ".join(f"{n} {s}" for s, n in statuses.most_common()),
+            "rounds": f"{len(members)} debates",
+            "created_at": max(cast(float, m["created_at"]) for m in members),
+            "providers": sorted({str(p) for m in members for p in cast("list[object]", m["providers"])}),
+            "problem": "bench: " + ", ".join(f"{p} ×{n}" for p, n in protocols.items())
+                       + f" (moot list --bench {group})",
+        })
+    return alone
 
 
 def state_json(state: DebateState, steps: Iterable[Round]) -> Iterator[str]:

@@ -25,6 +25,9 @@ def register(sub: Subcommands) -> None:
     s.add_argument("--port", type=positive_int, default=8000, help="port (default 8000)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     s.add_argument("--public-url", help="the address browsers use, when a proxy stands in front (default: host:port)")
+    s.add_argument("--max-sessions", type=positive_int, metavar="N",
+                   help="browser sessions (each a TUI process) open at once; the rest get a page saying so "
+                        "(default 4)")
     add_state_dir(s)
     s.add_argument("run_args", nargs=argparse.REMAINDER,
                    help="what each tab runs, as for `moot run` (a problem, -p FILE, --provider, …); "
@@ -35,7 +38,7 @@ def register(sub: Subcommands) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import shlex
 
-    from moot.tui.serve import new_token, serve
+    from moot.tui.serve import DEFAULT_MAX_SESSIONS, new_token, serve
 
     run_args = list(args.run_args)
     if run_args[:1] == ["--"]:
@@ -47,7 +50,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         command = [*base, "run", *run_args, *state]
     else:
         command = [*base, "watch", *state]
-    serve(shlex.join(command), host=args.host, port=args.port, token=new_token(), public_url=args.public_url)
+    serve(shlex.join(command), host=args.host, port=args.port, token=new_token(), public_url=args.public_url,
+          max_sessions=args.max_sessions or DEFAULT_MAX_SESSIONS)
     return ExitCode.OK
 
 

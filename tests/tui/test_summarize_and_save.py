@@ -142,8 +142,13 @@ async def test_save_and_copy_the_final_solution(recorded, tmp_path: Path, monkey
         await command(pilot, "/save out/answer.md")
         assert (tmp_path / "out" / "answer.md").read_text(encoding="utf-8") == expected
         assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # no temp file left
-        await command(pilot, "/save /nonexistent-dir/x.md")
-        assert feedback(app).startswith("cannot write /nonexistent-dir/x.md")
+        await command(pilot, "/save out/share/2026/answer.md")  # folders not there yet are made
+        assert (tmp_path / "out" / "share" / "2026" / "answer.md").read_text(encoding="utf-8") == expected
+        assert "made out/share/" in feedback(app)
+        (tmp_path / "notes.txt").write_text("Remember to ask about the retention policy.\n")
+        await command(pilot, "/save notes.txt/x.md")  # a file where a folder should be
+        assert feedback(app).startswith("cannot write notes.txt/x.md: a file is in the way of its folder")
+        assert (tmp_path / "notes.txt").read_text() == "Remember to ask about the retention policy.\n"
         await command(pilot, "/copy")
         assert app.clipboard == expected
         assert feedback(app).startswith("final solution copied")

@@ -22,11 +22,28 @@ def save(ctx: CommandContext, name: str | None = None) -> None:
     path = Path(name).expanduser() if name else Path(default)
     if path.is_dir():
         path = path / default
+    created = _missing_parents(path)
     try:
+        # Folders the path names that are not there yet are made (as `mkdir -p` would); one that
+        # is a file, or a place this user may not write, is the one-line error below.
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text.encode("utf-8"))
+    except FileExistsError:
+        raise CommandError(f"cannot write {path}: a file is in the way of its folder") from None
     except OSError as exc:
         raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
-    ctx.feedback(f"final solution saved to {path.resolve()} ({len(text):,} chars)")
+    made = f", made {created}/" if created is not None else ""
+    ctx.feedback(f"final solution saved to {path.resolve()} ({len(text):,} chars{made})")
+
+
+def _missing_parents(path: Path) -> Path | None:
+    """The outermost folder of `path` that does not exist yet, or None when its folder is there."""
+    missing = None
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            break
+        missing = parent
+    return missing
 
 
 def copy(ctx: CommandContext) -> None:

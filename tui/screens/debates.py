@@ -24,7 +24,7 @@ from textual.widgets import DataTable, Footer, Input, Label
 from ...core.storage.folder import DebateFolder
 from ...core.storage.sessions import SessionList, SessionRow
 from ...core.storage.state_dir import StateDir
-from .debates_rows import BY_KEY, COLUMNS, PROBLEM, arrange, cells, detail
+from .debates_rows import BENCH, BY_KEY, COLUMNS, PROBLEM, arrange, cells, detail
 
 WIDE = 120
 """From this many columns: full dates, progress with its unit, DEMO beside the protocol."""
@@ -78,6 +78,8 @@ class DebatesScreen(Screen[None]):
         self.sort_key = "date"
         self.descending = True
         self.filter_text = ""
+        self.opened: set[str] = set()
+        """The benches whose debates are shown under their row."""
         self.loaded = False
         """The rows are in (tests wait for it)."""
         self._last_progress = 0.0
@@ -126,7 +128,7 @@ class DebatesScreen(Screen[None]):
         """Rebuild the table from the rows: filtered, sorted, cut to the screen's width."""
         table = self.query_one(DataTable)
         keep = self.selected_id()
-        self.shown = arrange(self.rows, self.filter_text, self.sort_key, self.descending)
+        self.shown = arrange(self.rows, self.filter_text, self.sort_key, self.descending, frozenset(self.opened))
         wide = self.size.width >= WIDE
         texts = [cells(r, wide, 10_000) for r in self.shown]
         headers = [self._header(c.key, wide) for c in COLUMNS]
@@ -254,6 +256,11 @@ class DebatesScreen(Screen[None]):
         folder = self._selected()
         if folder is not None:
             self.post_message(self.Open(folder, replay=False))
+            return
+        key = self.selected_id()
+        if key is not None and any(r.id == key and r.protocol == BENCH for r in self.shown):
+            self.opened ^= {key}  # a bench's row: its debates shown under it, or hidden again
+            self.refill()
 
     def action_replay(self) -> None:
         folder = self._selected()

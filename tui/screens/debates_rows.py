@@ -15,8 +15,13 @@ from ...core.models.provider_kinds import kind_of
 from ...core.observe.describe import k, usd
 from ...core.safety.sanitize import one_line_safe
 from ...core.storage.sessions import SessionRow
+from ...core.storage.tidy import bench_group
 
 STATUS_WORDS = {"stopped_budget": "at budget"}
+BENCH = "bench"
+"""The protocol column of a row that stands for a whole bench's debates."""
+MEMBER = "↳ "
+"""Before the problem of a debate shown under its bench's row."""
 
 
 def _date(row: SessionRow, wide: bool) -> str:
@@ -28,6 +33,8 @@ def _date(row: SessionRow, wide: bool) -> str:
 def _progress(row: SessionRow, wide: bool) -> str:
     if row.status == "unreadable":
         return ""
+    if row.protocol == BENCH:  # debates completed of the bench's
+        return f"{row.done}/{row.total} done" if wide else f"{row.done}/{row.total}"
     step = f"{row.done}/{row.total}"
     return f"{step} {row.unit}" if wide else step
 
@@ -86,13 +93,59 @@ def matches(row: SessionRow, query: str) -> bool:
     return all(word in text for word in query.lower().split())
 
 
-def arrange(rows: list[SessionRow], query: str, sort_key: str, descending: bool) -> list[SessionRow]:
-    """The rows the table shows: filtered, then sorted (ties keep the newest first)."""
+def arrange(rows: list[SessionRow], query: str, sort_key: str, descending: bool,
+            opened: frozenset[str] = frozenset()) -> list[SessionRow]:
+    """The rows the table shows: filtered, then sorted (ties keep the newest first). A bench's
+    debates (hundreds, one per question and protocol) are one row, followed by its debates
+    when it is in `opened`; a bench is shown when its row or any of its debates matches."""
+    alone: list[SessionRow] = []
+    benches: dict[str, list[SessionRow]] = {}
+    for r in rows:
+        group = bench_group(r.id)
+        if group is None:
+            alone.append(r)
+        else:
+            benches.setdefault(group, []).append(r)
+    shown = [r for r in alone if matches(r, query)]
+    inside: dict[str, list[SessionRow]] = {}
+    for group, members in benches.items():
+        summary = bench_row(group, members, group in opened)
+        hits = [m for m in members if matches(m, query)]
+        if hits or matches(summary, query):
+            shown.append(summary)
+            inside[group] = hits if hits else members
+    shown = under_parents(_sorted(shown, sort_key, descending))
+    out: list[SessionRow] = []
+    for r in shown:
+        out.append(r)
+        if r.protocol == BENCH and r.id in opened and r.id in inside:
+            out.extend(m.model_copy(update={"problem": MEMBER + m.problem})
+                       for m in _sorted(inside[r.id], sort_key, descending))
+    return out
+
+
+def _sorted(rows: list[SessionRow], sort_key: str, descending: bool) -> list[SessionRow]:
     column = BY_KEY[sort_key]
-    shown = [r for r in rows if matches(r, query)]
-    shown.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-    shown.sort(key=column.sort, reverse=descending)  # stable: equal keys stay newest first
-    return under_parents(shown)
+    rows = sorted(rows, key=lambda r: (r.created_at, r.id), reverse=True)
+    rows.sort(key=column.sort, reverse=descending)  # stable: equal keys stay newest first
+    return rows
+
+
+def bench_row(group: str, members: list[SessionRow], opened: bool) -> SessionRow:
+    """The one row that stands for a bench's debates: how many, in which protocols, their totals."""
+    protocols: dict[str, int] = {}
+    for m in members:
+        protocols[m.protocol] = protocols.get(m.protocol, 0) + 1
+    statuses = {m.status for m in members}
+    what = ", ".join(f"{p} ×{n}" for p, n in protocols.items())
+    hint = "enter hides them" if opened else "enter shows them"
+    return SessionRow(
+        id=group, created_at=max(m.created_at for m in members), protocol=BENCH,
+        problem=f"bench of {len(members)} debates ({what}) · {hint}",
+        status=statuses.pop() if len(statuses) == 1 else "mixed",
+        done=sum(m.status == "completed" for m in members), total=len(members),
+        tokens=sum(m.tokens for m in members), cost_usd=sum(m.cost_usd for m in members),
+        providers=sorted({p for m in members for p in m.providers}))
 
 
 def under_parents(rows: list[SessionRow]) -> list[SessionRow]:
