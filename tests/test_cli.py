@@ -300,11 +300,11 @@ def test_the_readmes_suite_timing_is_a_row_of_the_measurements_it_links() -> Non
     anchor = re.search(r"\(bench/README\.md#([a-z0-9-]+)\)", section)
     assert anchor, section
     headings = [re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
-                for h in re.findall(r"^## (.+)$", bench, re.MULTILINE)]
+                for h in re.findall(r"^###? (.+)$", bench, re.MULTILINE)]
     assert anchor.group(1) in headings
     latest = re.search(r"([\d,]+) tests in (\d+) s, .* at load ([\d–]+), (\d{4}-\d\d-\d\d)",
                        section.replace("\n", " "))
     assert latest, section
     tests, wall, load, day = latest.groups()
     rows = [r for r in bench.splitlines() if r.startswith("|") and day in r]
-    assert any(f"| {tests} passed | {wall} s |" in r and r.rstrip().endswith(f"| {load} |") for r in rows), rows
+    assert any(f"| {tests} passed" in r and f"| {wall} s" in r and f"load {load}," in r for r in rows), rows

@@ -19,6 +19,12 @@ from tests.conftest import cli
 PROBLEMS = ("Pick a message queue for the billing events", "Design a rate limiter for a public API")
 
 
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`moot list` cuts the problem to the terminal's width: read it whole here."""
+    monkeypatch.setenv("COLUMNS", "200")
+
+
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A state dir with one bench (3 questions × 2 protocols) and two debates run on their own."""
