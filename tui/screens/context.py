@@ -9,6 +9,7 @@ as a short one.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.text import Text
@@ -47,6 +48,24 @@ def find_all(text: str, query: str) -> list[int]:
     while at != -1:
         out.append(at)
         at = hay.find(needle, at + max(1, len(needle)))
+    return out
+
+
+OPERATORS = {"and", "or", "not", "near"}
+
+
+def find_words(text: str, query: str) -> list[tuple[int, int]]:
+    """(offset, length) of each match: the text as typed where it occurs; else each of its words
+    (as a search query matches them: a hit for `job queue` may hold only `queue`), in order."""
+    found = find_all(text, query)
+    if found:
+        return [(at, len(query)) for at in found]
+    words = {w for w in re.findall(r"\w+", query) if w.casefold() not in OPERATORS}
+    hits = sorted((at, len(w)) for w in words for at in find_all(text, w))
+    out: list[tuple[int, int]] = []
+    for at, n in hits:  # no overlaps: a word inside another's match is that match
+        if not out or at >= out[-1][0] + out[-1][1]:
+            out.append((at, n))
     return out
 
 
@@ -119,8 +138,12 @@ class ContextScreen(Screen[None]):
             refs = [i for i, (ri, ci) in enumerate(self.calls) if state.round(ri).calls[ci].call_id == call_id]
             self.at = refs[0] if refs else self.at
         self.opening_find = find
+        self.any_word = bool(find)
+        """Find what a search query matched (its words, where the whole is not in the text),
+        until the person types in the find box: then the text as typed."""
         self.query_text = ""
         self.matches: list[int] = []
+        self.match_lengths: list[int] = []
         self.match_at = -1
 
     def _start(self, round_no: int | None) -> int:
@@ -261,6 +284,7 @@ class ContextScreen(Screen[None]):
     def _typed(self, event: Input.Changed) -> None:
         if event.value != self.query_text:
             self.query_text = event.value
+            self.any_word = False
             self._search()
 
     @on(Input.Submitted, "#ctx-find-input")
@@ -272,7 +296,9 @@ class ContextScreen(Screen[None]):
     def _search(self) -> None:
         """Find every match of the text in this call; show the first."""
         area = self.query_one(TextArea)
-        self.matches = find_all(area.text, self.query_text)
+        query = self.query_text
+        found = find_words(area.text, query) if self.any_word else [(at, len(query)) for at in find_all(area.text, query)]
+        self.matches, self.match_lengths = [at for at, _ in found], [n for _, n in found]
         self.match_at = -1
         if self.matches:
             self.action_find_next(1)
@@ -289,13 +315,14 @@ class ContextScreen(Screen[None]):
         area = self.query_one(TextArea)
         start = self.matches[self.match_at]
         text = area.text
-        area.selection = Selection(location(text, start), location(text, start + len(self.query_text)))
+        length = self.match_lengths[self.match_at]
+        area.selection = Selection(location(text, start), location(text, start + length))
         # The selection highlights the match. A read-only TextArea without a cursor does not
         # scroll to its selection itself (`scroll_cursor_visible` needs a cursor): scroll to
         # the match's place in the wrapped text, in the middle of the view.
         first = area.wrapped_document.location_to_offset(area.selection.start)
         last = area.wrapped_document.location_to_offset(area.selection.end)
-        region = Region(first.x, first.y, max(1, len(self.query_text)), last.y - first.y + 1)
+        region = Region(first.x, first.y, max(1, length), last.y - first.y + 1)
         area.scroll_to_region(region, animate=False, center=True, x_axis=False, immediate=True)
         self._find_status()
 
