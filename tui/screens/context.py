@@ -52,6 +52,8 @@ def find_all(text: str, query: str) -> list[int]:
 
 
 OPERATORS = {"and", "or", "not", "near"}
+TASK_HEADER = re.compile(r"^━━ \[\w+\] task · ", re.MULTILINE)
+"""The line `call_text` puts over the task's message."""
 
 
 def find_words(text: str, query: str) -> list[tuple[int, int]]:
@@ -127,7 +129,7 @@ class ContextScreen(Screen[None]):
     ]
 
     def __init__(self, state: DebateState, index: DebateIndex, agent_id: str, round_no: int | None = None, *,
-                 call_id: str | None = None, find: str = "") -> None:
+                 call_id: str | None = None, find: str = "", at_task: bool = False) -> None:
         super().__init__()
         self.state = state
         self.index = index
@@ -138,6 +140,8 @@ class ContextScreen(Screen[None]):
             refs = [i for i, (ri, ci) in enumerate(self.calls) if state.round(ri).calls[ci].call_id == call_id]
             self.at = refs[0] if refs else self.at
         self.opening_find = find
+        self.at_task = at_task
+        """Open scrolled to the call's task (what a person at a seat is asked now), not the system prompt."""
         self.any_word = bool(find)
         """Find what a search query matched (its words, where the whole is not in the text),
         until the person types in the find box: then the text as typed."""
@@ -179,6 +183,18 @@ class ContextScreen(Screen[None]):
             # After the first layout: before it the text is not wrapped to the view's width,
             # so the match has no place to scroll to and the view stayed at the top.
             self.call_after_refresh(self._search)
+        elif self.at_task:
+            self.call_after_refresh(self._scroll_to_task)
+
+    def _scroll_to_task(self) -> None:
+        """The task's header at the top of the view (after the first layout, as for find)."""
+        area = self.query_one(TextArea)
+        header = TASK_HEADER.search(area.text)
+        if header is None:
+            return
+        row, _ = location(area.text, header.start())
+        top = area.wrapped_document.location_to_offset((row, 0)).y
+        area.scroll_to(y=top, animate=False, immediate=True)
 
     @property
     def record(self) -> ViewRecord | None:
