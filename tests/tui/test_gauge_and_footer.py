@@ -61,3 +61,21 @@ async def test_the_footer_fits_80_columns(recorded4: list[Event]) -> None:
         await pilot.resize_terminal(120, 36)
         await settle(pilot)
         assert "ctrl+p" in {key.key for key in footer.query(FooterKey) if key.region.width}
+
+
+async def test_the_roster_gauges_are_as_wide_as_each_other(recorded4: list[Event]) -> None:
+    """At 80x24 the agents' list shows a gauge per row; the judge's, before its first call
+    (`– / –`), was longer than the agents' beside their numbers."""
+    from moot.tui.widgets.agent_roster import AgentRoster
+    from moot.tui.widgets.token_gauge import TokenGauge
+
+    runtime = ScriptedRuntime(events=midstream(recorded4), clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, runtime)
+        roster = app.screen.query_one(AgentRoster)
+        gauges = {row.info.id: row.query_one(TokenGauge) for row in roster.rows.values()}
+        drawn = {a: g.render().plain for a, g in gauges.items()}
+        assert "– / –" in drawn["judge"] and "k/" in drawn["kiss"], drawn
+        bars = {a: text.index("▏") for a, text in drawn.items()}
+        assert len(set(bars.values())) == 1, drawn
