@@ -114,15 +114,18 @@ class ContextScreen(Screen[None]):
     """One agent's calls; ←/→ step through them, [ ] by round, , . by agent; / finds."""
 
     CSS_PATH = "context.tcss"
+    # Each pair of steps shows as one key group (`← → call`): eight keys one by one did not fit
+    # 80 columns, and the footer cut the last one mid-word.
+    CALL, ROUND, AGENT = Binding.Group("call"), Binding.Group("round"), Binding.Group("agent")
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("slash,ctrl+f", "find", "Find", key_display="/"),
-        Binding("left", "call(-1)", "Prev call", key_display="←", priority=True),
-        Binding("right", "call(1)", "Next call", key_display="→", priority=True),
-        Binding("left_square_bracket", "round(-1)", "Prev round", key_display="["),
-        Binding("right_square_bracket", "round(1)", "Next round", key_display="]"),
-        Binding("comma", "agent(-1)", "Prev agent", key_display=","),
-        Binding("full_stop", "agent(1)", "Next agent", key_display="."),
+        Binding("left", "call(-1)", "Prev call", key_display="←", priority=True, group=CALL),
+        Binding("right", "call(1)", "Next call", key_display="→", priority=True, group=CALL),
+        Binding("left_square_bracket", "round(-1)", "Prev round", key_display="[", group=ROUND),
+        Binding("right_square_bracket", "round(1)", "Next round", key_display="]", group=ROUND),
+        Binding("comma", "agent(-1)", "Prev agent", key_display=",", group=AGENT),
+        Binding("full_stop", "agent(1)", "Next agent", key_display=".", group=AGENT),
         Binding("n", "find_next(1)", "Next match", show=False),
         Binding("N", "find_next(-1)", "Previous match", show=False),
         Binding("q", "back", "Back", show=False),
