@@ -154,12 +154,12 @@ class MootApp(App[int]):
     def action_command_line(self) -> None:
         from .screens.debate import DebateScreen
 
-        target = self._command_screen()
-        if not isinstance(target, DebateScreen):
+        debate = self._command_screen()
+        if not isinstance(debate, DebateScreen):
             return
-        while self.screen is not target:  # back to the debate, its command line open
+        while len(self.screen_stack) > 1 and self.screen_stack[-1] is not debate:  # back to the debate
             self.pop_screen()
-        target.action_command_line()
+        debate.action_command_line()
 
     # ------------------------------------------------------------------ themes
 
