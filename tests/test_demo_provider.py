@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -397,3 +398,48 @@ async def test_fail_phases_raise_provider_error() -> None:
     assert info.value.retryable is False
     assert seen == [] and retries == []
     assert (await call(provider, phase="proposal")).content  # other phases still work
+
+
+@pytest.mark.parametrize("protocol", ["rounds", "conversation", "simultaneous", "single", "vote", "council"])
+def test_a_question_with_a_number_gets_a_number_in_every_protocol(tmp_path: Path, protocol: str) -> None:
+    from tests.conftest import cli
+
+    run = cli("run", "What is 17 * 23?", "--provider", "demo", "--protocol", protocol, "--headless",
+              "--state-dir", str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    from moot.core.storage.folder import DebateFolder
+
+    [folder] = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    solution = DebateFolder(folder).load().final_solution
+    assert solution is not None
+    assert re.search(r"Answer: \d+", solution.description), solution.description  # a number, not a design
+    assert "Recommended solution" not in solution.description
+
+
+SEAM = re.compile(r"\b(\w+) +\1\b", re.I)
+
+
+def test_demo_text_has_no_seams(tmp_path: Path) -> None:
+    """Filled phrases read as prose: no word twice in a row where a problem's word met the same
+    word in a phrase, and an imperative problem is not pasted in as a noun ("my stance on Pick …")."""
+    from tests.conftest import cli
+    from moot.core.storage.folder import DebateFolder
+
+    texts: list[str] = []
+    for problem in ("Pick a message queue for order events", "Choose between Kafka and NATS for order events",
+                    "Design a queue", "Build a wiki"):
+        run = cli("run", problem, "--provider", "demo", "--headless", "-r", "2",
+                  "-a", "architect,performance,kiss,security", "--state-dir", str(tmp_path))
+        assert run.returncode == 0, run.stderr
+    for folder in tmp_path.iterdir():
+        if folder.name.startswith("."):
+            continue
+        state = DebateFolder(folder).load()
+        texts += [c.content for c in state.all_contributions()]
+        if state.final_solution is not None:
+            texts += [state.final_solution.description, *state.final_solution.tradeoffs]
+    text = "\n".join(texts)
+    assert SEAM.findall(text) == []
+    assert " Pick a message queue" not in text and " Choose between" not in text
+    assert "the pick logic" not in text  # the verb is not one of the problem's nouns
+    assert "a message queue for order events" in text and "the choice between Kafka and NATS" in text

@@ -256,3 +256,18 @@ def test_empty_headings_are_dropped_and_a_json_reply_is_shown_as_escaped_code(
     assert page.errors == []
     assert CUT_JSON in page.pres_in("synthesis")  # as written, in a <pre>
     assert "&lt;b&gt;Postgres&lt;/b&gt;" in page_text and "<b>Postgres</b>" not in page_text
+
+
+def test_code_like_names_in_a_reply_survive_as_written(debate: tuple[DebateState, DebateFolder]) -> None:
+    """Python's double-underscore names are code, not emphasis; emphasis a model meant stays."""
+    state = debate[0].model_copy(deep=True)
+    state.rounds[0].contributions[0].content = (
+        "Put the version in pkg/__init__.py and read it back as pkg.__version__, so the __main__ "
+        "module and the tests agree. This is __Important__ and **bold** as the author meant it.")
+    page_text = render_html(state)
+    page = Page(page_text)
+    assert page.errors == []
+    for name in ("pkg/__init__.py", "pkg.__version__", "the __main__ module"):
+        assert name in page.text, name
+    assert "<strong>init</strong>" not in page_text and "<strong>version</strong>" not in page_text
+    assert "<strong>Important</strong>" in page_text and "<strong>bold</strong>" in page_text

@@ -132,14 +132,34 @@ class MootApp(App[int]):
             from .screens.debate import DebateScreen
 
             # In a person's editor a slash is text (the command line is a tab or an escape away).
-            return isinstance(self.screen, DebateScreen) and not isinstance(self.focused, TextArea)
+            return isinstance(self._command_screen(), DebateScreen) and not isinstance(self.focused, TextArea)
         return True
+
+    def _command_screen(self) -> Screen[object] | None:
+        """The screen whose command line `/` opens: the debate's, under the lists shown over it
+        (the context overview, the search hits, a comparison, help) — those take no typed text,
+        so a slash there means the command line, as everywhere. Screens that read text of their
+        own (the messages view's find, the saved debates' filter) keep their slash."""
+        from .screens.compare import CompareScreen
+        from .screens.context_overview import ContextOverviewScreen
+        from .screens.help import HelpScreen
+        from .screens.search_results import SearchResultsScreen
+
+        stack = self.screen_stack
+        i = len(stack) - 1
+        while i > 0 and isinstance(stack[i], (ContextOverviewScreen, SearchResultsScreen, CompareScreen, HelpScreen)):
+            i -= 1
+        return stack[i] if stack else None
 
     def action_command_line(self) -> None:
         from .screens.debate import DebateScreen
 
-        if isinstance(self.screen, DebateScreen):
-            self.screen.action_command_line()
+        debate = self._command_screen()
+        if not isinstance(debate, DebateScreen):
+            return
+        while len(self.screen_stack) > 1 and self.screen_stack[-1] is not debate:  # back to the debate
+            self.pop_screen()
+        debate.action_command_line()
 
     # ------------------------------------------------------------------ themes
 

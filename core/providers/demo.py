@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import ProviderError
-from .demo_questions import design_rank, question_reply
+from .demo_questions import design_rank, numeric_question, question_reply
 from ..tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
 from ..models.provider_kinds import DEMO
 from .base import CallHint, ChatRequest, Completion, Finished, JsonMode, Message, StreamItem, TextDelta
@@ -40,6 +40,7 @@ from .demo_text import (
     problem_topic,
     stable_seed,
     text_blocks,
+    without_repeats,
 )
 
 DEFAULT_DELAY_S = 0.02
@@ -168,7 +169,9 @@ class DemoProvider:
         rng = random.Random(
             stable_seed(hint.phase, hint.role, hint.agent_id, hint.round, hint.target_agent_id, hint.problem, last)
         )
-        if hint.extra.get("answer_kind"):  # a question with a checkable answer (moot bench)
+        # A question with a checkable answer (moot bench), or one whose answer is a number ("What is
+        # 17 * 23?"): answered with a number, whatever the protocol, not with a design.
+        if hint.extra.get("answer_kind") or numeric_question(hint.problem):
             reply = question_reply(messages, hint, rng)
             if reply is not None:
                 return reply
@@ -188,12 +191,12 @@ class DemoProvider:
 
         def fmt(template: str) -> str:
             """Fill a phrase; the topic may open a sentence, so capitalise its first letter."""
-            text = template.format_map(ctx)
+            text = without_repeats(template.format_map(ctx))
             return text[:1].upper() + text[1:]
 
         def frag(template: str) -> str:
             """Fill a phrase that goes mid-sentence (no capitalisation)."""
-            return template.format_map(ctx)
+            return without_repeats(template.format_map(ctx))
 
         pick = lambda key, k: [fmt(s) for s in rng.sample(bank[key], k)]  # noqa: E731
         phase = "score" if hint.phase == "convergence" else hint.phase

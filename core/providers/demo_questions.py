@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from .base import CallHint, Message
+from .demo_text import QUESTION
 
 _VERDICTS = (
     "names concrete components and numbers, which makes it easy to check, but it leaves operations vague.",
@@ -52,6 +53,13 @@ def arithmetic(problem: str) -> tuple[str, int] | None:
         return expr, _value(ast.parse(expr, mode="eval").body)
     except (SyntaxError, ValueError, RecursionError):
         return None
+
+
+def numeric_question(problem: str) -> bool:
+    """A question whose answer is a number: it asks ("What is…", "…?") about an arithmetic
+    expression. "Design a cache for 200 + 300 rps" asks for a design and is not one."""
+    text = problem.strip()
+    return arithmetic(text) is not None and (text.endswith("?") or QUESTION.match(text) is not None)
 
 
 def _left_to_right(expr: str) -> int:

@@ -19,8 +19,12 @@ def stable_seed(*parts: object) -> int:
 
 
 IMPERATIVE = re.compile(
-    r"^(?:please\s+)?(?:design|build|create|implement|propose|develop|plan|write|architect)\s+(?=\S)", re.I
+    r"^(?:please\s+)?(?:design|build|create|implement|propose|develop|plan|write|architect|pick|choose|select"
+    r"|compare|evaluate|recommend|review|suggest|outline|define)\s+(?=\S)", re.I
 )
+CHOICE = re.compile(r"^(?:please\s+)?(?:pick|choose|select|decide)\s+(?:between|among)\s+(?=\S)", re.I)
+"""`Choose between Kafka and NATS`: the topic is the choice ("my stance on the choice between …")."""
+REPEAT = re.compile(r"\b(\w+)(?: +\1\b)+", re.I)
 QUESTION = re.compile(r"^(?:how|what|which|why|should|can|could|would|is|are|do|does)\b", re.I)
 
 
@@ -28,6 +32,7 @@ def problem_topic(problem: str) -> str:
     """The problem's first non-empty line, without markdown, at most ~80 characters."""
     for line in problem.splitlines():
         line = line.strip().lstrip("#>*- ").strip().rstrip(".:;")
+        line = CHOICE.sub("the choice between ", line)
         line = IMPERATIVE.sub("", line) or line  # "Design a cache" -> "a cache"
         if line:
             line = line if len(line) <= 80 else line[:80].rsplit(" ", 1)[0] + "…"
@@ -36,11 +41,18 @@ def problem_topic(problem: str) -> str:
     return "the problem"
 
 
+def without_repeats(text: str) -> str:
+    """A word said twice in a row once: a filled phrase can put a problem's word beside the same
+    word in the phrase ("Fresher {noun2} data" with the noun "data")."""
+    return REPEAT.sub(r"\1", text)
+
+
 def problem_nouns(problem: str) -> list[str]:
     """Up to three distinctive words of the problem, to make replies feel on-topic."""
     stopwords = phrase_banks().stopwords
     found: list[str] = []
-    for word in re.findall(r"[A-Za-z][A-Za-z-]{3,}", problem):
+    asked = IMPERATIVE.sub("", CHOICE.sub("", problem.strip()))  # "Pick a queue": the verb is no noun
+    for word in re.findall(r"[A-Za-z][A-Za-z-]{3,}", asked):
         w = word.lower().strip("-")
         if w not in stopwords and w not in found:
             found.append(w)

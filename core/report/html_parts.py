@@ -11,10 +11,12 @@ markdown-it with raw HTML off and images off (an image would be a network fetch)
 from __future__ import annotations
 
 import html
+import re
 import zlib
 from collections.abc import Iterable, Sequence
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
 from ..safety.sanitize import terminal_safe
@@ -72,6 +74,7 @@ class Html:
         self.secrets = list(secrets)
         # Raw HTML in a reply is shown as text; images are off (no fetch when the page opens).
         self._md = MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
+        self._md.inline.ruler.before("emphasis", "dunder_name", _dunder_name)
 
     def clean(self, value: object) -> str:
         """Untrusted text without controls or invisible reordering characters, keys masked."""
@@ -98,6 +101,26 @@ class Html:
         _harden_links(tokens)
         rendered = self._md.renderer.render(tokens, self._md.options, {})
         return f'<div class="text">{rendered}</div>' if rendered.strip() else '<p class="muted">(empty)</p>'
+
+
+DUNDER = re.compile(r"__[a-z][a-z0-9_]*?__")
+"""A Python-style name between double underscores (`__init__`, `__version__`): code, not bold."""
+
+
+def _dunder_name(state: StateInline, silent: bool) -> bool:
+    """Keep `__init__.py` or `self.__dict__` as written: CommonMark reads the underscores as
+    strong emphasis and the page showed a bold "init.py". Matched where a word starts (a name
+    inside a longer word is not emphasis anyway), taken as plain text."""
+    pos = state.pos
+    if pos > 0 and (state.src[pos - 1].isalnum() or state.src[pos - 1] == "_"):
+        return False
+    match = DUNDER.match(state.src, pos)
+    if match is None:
+        return False
+    if not silent:
+        state.push("text", "", 0).content = match.group()
+    state.pos = match.end()
+    return True
 
 
 def _without_empty_headings(tokens: list[Token]) -> list[Token]:

@@ -17,7 +17,7 @@ from moot.tui.screens.debate import DebateScreen
 from tests.tui.scripted import ScriptedRuntime
 from tests.tui.test_snapshots import midstream
 
-from .conftest import fixed_clock, settle, upto
+from .conftest import command, fixed_clock, settle, upto
 
 
 async def test_gauge_and_context_overview_say_which_budget(recorded4: list[Event]) -> None:
@@ -61,3 +61,39 @@ async def test_the_footer_fits_80_columns(recorded4: list[Event]) -> None:
         await pilot.resize_terminal(120, 36)
         await settle(pilot)
         assert "ctrl+p" in {key.key for key in footer.query(FooterKey) if key.region.width}
+
+
+async def test_the_roster_gauges_are_as_wide_as_each_other(recorded4: list[Event]) -> None:
+    """At 80x24 the agents' list shows a gauge per row; the judge's, before its first call
+    (`– / –`), was longer than the agents' beside their numbers."""
+    from moot.tui.widgets.agent_roster import AgentRoster
+    from moot.tui.widgets.token_gauge import TokenGauge
+
+    runtime = ScriptedRuntime(events=midstream(recorded4), clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, runtime)
+        roster = app.screen.query_one(AgentRoster)
+        gauges = {row.info.id: row.query_one(TokenGauge) for row in roster.rows.values()}
+        drawn = {a: g.render().plain for a, g in gauges.items()}
+        assert "– / –" in drawn["judge"] and "k/" in drawn["kiss"], drawn
+        bars = {a: text.index("▏") for a, text in drawn.items()}
+        assert len(set(bars.values())) == 1, drawn
+
+
+async def test_the_messages_view_footer_fits_80_columns(recorded4: list[Event]) -> None:
+    """Every key the messages view shows is whole at 80 columns (its last one read `Next ro`)."""
+    runtime = ScriptedRuntime(events=midstream(recorded4), clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, runtime)
+        await command(pilot, "/context kiss")
+        await settle(pilot)
+        screen = app.screen
+        assert type(screen).__name__ == "ContextScreen"
+        footer = screen.query_one(Footer)
+        shown = [key for key in footer.query(FooterKey) if key.region.width]
+        assert {key.key for key in shown} >= {"left", "right", "escape", "slash", "left_square_bracket",
+                                              "right_square_bracket", "comma", "full_stop"}
+        assert all(key.region.right <= 80 for key in shown), [(key.key, key.region) for key in shown]
+        assert footer.max_scroll_x == 0  # nothing cut off to scroll to

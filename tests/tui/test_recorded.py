@@ -106,3 +106,18 @@ async def test_picker_with_no_debates(tmp_path) -> None:  # type: ignore[no-unty
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, DebatesScreen) and app.screen.loaded)
         assert "no debates in" in str(app.screen.query_one("#debates-empty", Label).render())
+
+
+async def test_a_finished_debate_at_80x24_opens_on_the_solution_and_escape_goes_back(recorded_folder) -> None:  # type: ignore[no-untyped-def]
+    app = create_app(None, state_dir=StateDir(recorded_folder.path.parent), cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, DebatesScreen) and app.screen.loaded)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DebateScreen) and app.screen.loaded)
+        await settle(pilot)
+        screen = app.screen
+        assert screen.compact and screen.zoomed is None  # the roster stays beside the solution
+        assert screen.current == "judge" and screen.panes["judge"].solution_shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DebatesScreen)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from textual.widgets import Label, ListView, TextArea
+from textual.widgets import Input, Label, ListView, TextArea
 
 from moot.core.context.index import DebateIndex
+from moot.core.search.debates import strip_marks
 from moot.core.storage.folder import DebateFolder
 from moot.tui.app import create_app
 from moot.tui.runtime import WatchRuntime
 from moot.tui.screens.context import ContextScreen
 from moot.tui.screens.context_overview import ContextOverviewScreen
 from moot.tui.screens.debate import DebateScreen
-from moot.tui.screens.search_results import SearchResultsScreen, find_phrase
+from moot.tui.screens.search_results import SearchResultsScreen
 from moot.tui.widgets.token_gauge import TokenGauge
 
 from .conftest import FOUR, command, feedback, fixed_clock, make_session, settle, wait_for
@@ -65,8 +66,9 @@ async def test_search_opens_the_hits_and_enter_jumps_to_the_message(conversation
         recalled = [it.id for it in record.recall.items] if record.recall else []
         assert first.doc_id in held + recalled + record.task_contribution_ids  # the view holds the message
         area = inspector.query_one(TextArea)
-        phrase = find_phrase(first.excerpt)
-        assert area.selected_text.lower() == phrase.lower() and inspector.matches
+        # find holds the query as typed; what it selects is one of the words the search matched
+        assert inspector.query_one("#ctx-find-input", Input).value == "PostgreSQL job queue"
+        assert inspector.matches and area.selected_text.lower() in ("postgresql", "job", "queue")
         await pilot.pause()
         line = area.wrapped_document.location_to_offset(area.selection.start).y
         top, height = area.scroll_offset.y, area.scrollable_content_region.height
@@ -126,3 +128,55 @@ def test_snapshot_search_results(snap_compare, conversation_folder: DebateFolder
     app = create_app(WatchRuntime(conversation_folder, clock=fixed_clock), cursor_blink=False)
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
+
+def typed(line: str) -> list[str]:
+    """A command line as the keys a person types."""
+    return ["space" if c == " " else c for c in line]
+
+
+async def test_a_slash_on_the_lists_over_a_debate_opens_its_command_line(conversation_folder: DebateFolder) -> None:
+    app = create_app(WatchRuntime(conversation_folder, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _opened(pilot, app)
+        theme = app.theme
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ContextOverviewScreen)
+        # typed on the overview, the line is a command (not `t` for the theme, not enter for the inspector)
+        await pilot.press(*typed("/search queue"), "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, SearchResultsScreen), type(app.screen).__name__
+        assert app.theme == theme
+        # and on the hits too: back to the debate, the command run there
+        await pilot.press(*typed("/context"), "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ContextOverviewScreen), type(app.screen).__name__
+        assert [type(s).__name__ for s in app.screen_stack[1:]] == ["DebateScreen", "ContextOverviewScreen"]
+        assert app.theme == theme
+
+
+async def test_at_80_columns_each_hit_shows_its_match_and_enter_finds_the_query(
+        conversation_folder: DebateFolder) -> None:
+    app = create_app(WatchRuntime(conversation_folder, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _opened(pilot, app)
+        await command(pilot, "/search latency")
+        results = app.screen
+        assert isinstance(results, SearchResultsScreen), feedback(app)
+        far = [i for i, dh in enumerate(results.hits) if strip_marks(dh.hit.excerpt).find("latency") > 90]
+        assert far, "the debate's excerpts hold the word past the width of the screen"
+        labels = [item.query_one(Label) for item in results.query_one(ListView).children]
+        for i, label in enumerate(labels):
+            width = app.size.width - label.content_region.x  # what the screen shows of the line
+            excerpt = label.render().plain.split("\n")[1][:width]
+            assert "latency" in excerpt.lower(), (i, excerpt)
+            cut_before = strip_marks(results.hits[i].hit.excerpt).replace("\n", " ").find("latency") > width
+            assert excerpt.startswith("…") or not cut_before, excerpt
+        for _ in range(far[0]):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await pilot.pause()
+        inspector = app.screen
+        assert isinstance(inspector, ContextScreen)
+        assert inspector.query_one("#ctx-find-input", Input).value == "latency"
+        assert inspector.query_one(TextArea).selected_text.lower() == "latency"

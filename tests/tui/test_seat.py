@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from textual import events
-from textual.widgets import Label
+from textual.geometry import Offset
+from textual.widgets import Label, TextArea
 
 from moot.core.config import Overrides, load_config
 from moot.core.events import CallStarted, Event
@@ -90,6 +91,12 @@ async def test_typing_a_turn_and_sending_it(tmp_path: Path) -> None:
         await pilot.press("f2")  # everything she is shown: the inspector on her latest call
         await settle(pilot)
         assert type(app.screen).__name__ == "ContextScreen"
+        # opened at what she is asked now, not at the top of the system prompt
+        area = app.screen.query_one(TextArea)
+        top = area.scroll_offset.y
+        first_shown = area.wrapped_document.offset_to_location(Offset(0, top))[0]
+        assert area.document.get_line(first_shown).startswith("━━ [user] task · "), area.document.get_line(first_shown)
+        assert top > 0 and "The proposal, by **Architect**" in area.text
         await pilot.press("escape")
         await settle(pilot)
         assert editor.text_area.has_focus

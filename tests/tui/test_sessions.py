@@ -160,9 +160,9 @@ async def test_filter_as_you_type(debates: Path) -> None:
         assert isinstance(screen.focused, Input)
         await pilot.press(*"queue")
         assert order(screen) == ["queue"] and "1 of 5 debates" in title(screen)
-        await pilot.press("escape")  # clears the filter
-        assert len(order(screen)) == 5
-        await pilot.press(*"demo conversation")
+        await pilot.press("escape")  # clears the filter, back in the table
+        assert len(order(screen)) == 5 and isinstance(screen.focused, DataTable)
+        await pilot.press("slash", *"demo conversation")
         assert order(screen) == ["standup"]
         await pilot.press("enter")  # back to the table, the filter kept
         assert isinstance(screen.focused, DataTable) and order(screen) == ["standup"]
@@ -174,6 +174,16 @@ async def test_filter_as_you_type(debates: Path) -> None:
         screen.query_one(Input).value = "UNFINISHED"
         await pilot.pause()
         assert order(screen) == ["killed"]
+
+
+async def test_escape_leaves_the_filter_so_the_next_keys_act_on_the_table(debates: Path) -> None:
+    app = sessions_app(debates)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await loaded(pilot)
+        before = screen.sort_key
+        await pilot.press("slash", "s", "escape", "s")
+        assert screen.query_one(Input).value == ""  # the second `s` did not land in the filter
+        assert len(order(screen)) == 5 and screen.sort_key != before  # it sorted
 
 
 async def test_a_burst_after_the_slash_reaches_the_filter(debates: Path) -> None:

@@ -9,6 +9,7 @@ as a short one.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.text import Text
@@ -47,6 +48,26 @@ def find_all(text: str, query: str) -> list[int]:
     while at != -1:
         out.append(at)
         at = hay.find(needle, at + max(1, len(needle)))
+    return out
+
+
+OPERATORS = {"and", "or", "not", "near"}
+TASK_HEADER = re.compile(r"^━━ \[\w+\] task · ", re.MULTILINE)
+"""The line `call_text` puts over the task's message."""
+
+
+def find_words(text: str, query: str) -> list[tuple[int, int]]:
+    """(offset, length) of each match: the text as typed where it occurs; else each of its words
+    (as a search query matches them: a hit for `job queue` may hold only `queue`), in order."""
+    found = find_all(text, query)
+    if found:
+        return [(at, len(query)) for at in found]
+    words = {w for w in re.findall(r"\w+", query) if w.casefold() not in OPERATORS}
+    hits = sorted((at, len(w)) for w in words for at in find_all(text, w))
+    out: list[tuple[int, int]] = []
+    for at, n in hits:  # no overlaps: a word inside another's match is that match
+        if not out or at >= out[-1][0] + out[-1][1]:
+            out.append((at, n))
     return out
 
 
@@ -93,15 +114,18 @@ class ContextScreen(Screen[None]):
     """One agent's calls; ←/→ step through them, [ ] by round, , . by agent; / finds."""
 
     CSS_PATH = "context.tcss"
+    # Each pair of steps shows as one key group (`← → call`): eight keys one by one did not fit
+    # 80 columns, and the footer cut the last one mid-word.
+    CALL, ROUND, AGENT = Binding.Group("call"), Binding.Group("round"), Binding.Group("agent")
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("slash,ctrl+f", "find", "Find", key_display="/"),
-        Binding("left", "call(-1)", "Prev call", key_display="←", priority=True),
-        Binding("right", "call(1)", "Next call", key_display="→", priority=True),
-        Binding("left_square_bracket", "round(-1)", "Prev round", key_display="["),
-        Binding("right_square_bracket", "round(1)", "Next round", key_display="]"),
-        Binding("comma", "agent(-1)", "Prev agent", key_display=","),
-        Binding("full_stop", "agent(1)", "Next agent", key_display="."),
+        Binding("left", "call(-1)", "Prev call", key_display="←", priority=True, group=CALL),
+        Binding("right", "call(1)", "Next call", key_display="→", priority=True, group=CALL),
+        Binding("left_square_bracket", "round(-1)", "Prev round", key_display="[", group=ROUND),
+        Binding("right_square_bracket", "round(1)", "Next round", key_display="]", group=ROUND),
+        Binding("comma", "agent(-1)", "Prev agent", key_display=",", group=AGENT),
+        Binding("full_stop", "agent(1)", "Next agent", key_display=".", group=AGENT),
         Binding("r", "rerun", "Re-run"),
         Binding("f", "fork", "Fork here"),
         Binding("n", "find_next(1)", "Next match", show=False),
@@ -110,7 +134,7 @@ class ContextScreen(Screen[None]):
     ]
 
     def __init__(self, state: DebateState, index: DebateIndex, agent_id: str, round_no: int | None = None, *,
-                 call_id: str | None = None, find: str = "") -> None:
+                 call_id: str | None = None, find: str = "", at_task: bool = False) -> None:
         super().__init__()
         self.state = state
         self.index = index
@@ -121,8 +145,14 @@ class ContextScreen(Screen[None]):
             refs = [i for i, (ri, ci) in enumerate(self.calls) if state.round(ri).calls[ci].call_id == call_id]
             self.at = refs[0] if refs else self.at
         self.opening_find = find
+        self.at_task = at_task
+        """Open scrolled to the call's task (what a person at a seat is asked now), not the system prompt."""
+        self.any_word = bool(find)
+        """Find what a search query matched (its words, where the whole is not in the text),
+        until the person types in the find box: then the text as typed."""
         self.query_text = ""
         self.matches: list[int] = []
+        self.match_lengths: list[int] = []
         self.match_at = -1
 
     def _start(self, round_no: int | None) -> int:
@@ -160,6 +190,18 @@ class ContextScreen(Screen[None]):
             # After the first layout: before it the text is not wrapped to the view's width,
             # so the match has no place to scroll to and the view stayed at the top.
             self.call_after_refresh(self._search)
+        elif self.at_task:
+            self.call_after_refresh(self._scroll_to_task)
+
+    def _scroll_to_task(self) -> None:
+        """The task's header at the top of the view (after the first layout, as for find)."""
+        area = self.query_one(TextArea)
+        header = TASK_HEADER.search(area.text)
+        if header is None:
+            return
+        row, _ = location(area.text, header.start())
+        top = area.wrapped_document.location_to_offset((row, 0)).y
+        area.scroll_to(y=top, animate=False, immediate=True)
 
     @property
     def record(self) -> ViewRecord | None:
@@ -310,6 +352,7 @@ class ContextScreen(Screen[None]):
     def _typed(self, event: Input.Changed) -> None:
         if event.value != self.query_text:
             self.query_text = event.value
+            self.any_word = False
             self._search()
 
     @on(Input.Submitted, "#ctx-find-input")
@@ -321,7 +364,9 @@ class ContextScreen(Screen[None]):
     def _search(self) -> None:
         """Find every match of the text in this call; show the first."""
         area = self.query_one(TextArea)
-        self.matches = find_all(area.text, self.query_text)
+        query = self.query_text
+        found = find_words(area.text, query) if self.any_word else [(at, len(query)) for at in find_all(area.text, query)]
+        self.matches, self.match_lengths = [at for at, _ in found], [n for _, n in found]
         self.match_at = -1
         if self.matches:
             self.action_find_next(1)
@@ -338,13 +383,14 @@ class ContextScreen(Screen[None]):
         area = self.query_one(TextArea)
         start = self.matches[self.match_at]
         text = area.text
-        area.selection = Selection(location(text, start), location(text, start + len(self.query_text)))
+        length = self.match_lengths[self.match_at]
+        area.selection = Selection(location(text, start), location(text, start + length))
         # The selection highlights the match. A read-only TextArea without a cursor does not
         # scroll to its selection itself (`scroll_cursor_visible` needs a cursor): scroll to
         # the match's place in the wrapped text, in the middle of the view.
         first = area.wrapped_document.location_to_offset(area.selection.start)
         last = area.wrapped_document.location_to_offset(area.selection.end)
-        region = Region(first.x, first.y, max(1, len(self.query_text)), last.y - first.y + 1)
+        region = Region(first.x, first.y, max(1, length), last.y - first.y + 1)
         area.scroll_to_region(region, animate=False, center=True, x_axis=False, immediate=True)
         self._find_status()
 

@@ -284,6 +284,12 @@ class DebateEvents(DebateLayout):
         failed = self.state.status == "failed"
         for pane in self.panes.values():
             pane.call_later(pane.debate_ended, failed)
-        if self.state.final_solution is not None and self.zoomed is None:
-            # Stay on the final solution until the user quits (escape shows every pane again).
-            self.zoom(self.judge_pane)
+        judge = self.judge_pane
+        if self.state.final_solution is not None and self.zoomed is None and judge is not None:
+            if self.compact:
+                # The focus layout shows one pane already: the solution's, beside the roster
+                # (zoomed, the roster went and the first escape only brought it back).
+                self._show_current(judge.info.id)
+            else:
+                # Stay on the final solution until the user quits (escape shows every pane again).
+                self.zoom(judge)

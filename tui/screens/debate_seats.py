@@ -168,7 +168,7 @@ class DebateSeats(DebateEvents):
     def _seat_view(self, message: SeatEditor.ShowView) -> None:
         from .context import ContextScreen
 
-        self.app.push_screen(ContextScreen(self.state, self.index, message.agent_id, None))
+        self.app.push_screen(ContextScreen(self.state, self.index, message.agent_id, None, at_task=True))
 
     # ------------------------------------------------------------------ header
 

@@ -223,13 +223,12 @@ class DebatesScreen(Screen[None]):
         self.set_focus(self.query_one(DataTable))
 
     def action_back(self) -> None:
-        """esc: leave the filter (a second esc clears it), then go back (or quit at the top)."""
+        """esc: in the filter, clear it and go back to the table (where `s` sorts again, rather
+        than typing into the filter); then clear a kept filter; then go back (or quit at the top)."""
         field = self.query_one("#debates-filter", Input)
         if self.focused is field:
-            if field.value:
-                field.value = ""
-            else:
-                self.query_one(DataTable).focus()
+            field.value = ""
+            self.set_focus(self.query_one(DataTable))
         elif field.value:
             field.value = ""
         elif self.can_go_back:

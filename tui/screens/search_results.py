@@ -2,8 +2,8 @@
 
 The hits come from the debate's own search index (`moot.core.search.debates`), the same one
 `moot search` and the recall tier read. Enter opens the messages view (`ContextScreen`) on the
-first call whose view holds the text — verbatim, quoted or recalled — with the match found and
-scrolled into the middle (n / N for the others).
+first call whose view holds the text — verbatim, quoted or recalled — with the query in its find
+box, the match found and scrolled into the middle (n / N for the others).
 """
 
 from __future__ import annotations
@@ -18,11 +18,7 @@ from ...core.context.index import DebateIndex
 from ...core.context.inspect import first_view_holding
 from ...core.models.state import DebateState
 from ...core.safety.sanitize import one_line_safe
-from ...core.search.debates import CLOSE, OPEN, DebateHit, strip_marks
-
-PHRASE_CHARS = 48
-"""The text the messages view finds: this much of the excerpt's line around the first match."""
-
+from ...core.search.debates import CLOSE, OPEN, DebateHit
 
 def excerpt_text(excerpt: str) -> Text:
     """An excerpt on one line, terminal-safe, its matched words highlighted."""
@@ -35,16 +31,42 @@ def excerpt_text(excerpt: str) -> Text:
     return out
 
 
-def find_phrase(excerpt: str) -> str:
-    """A piece of the hit's own text around its first match, on one line: what the messages view looks
-    for (an excerpt's ends are cut with "…", which the text does not hold)."""
-    at = max(0, excerpt.find(OPEN))
-    line_start = excerpt.rfind("\n", 0, at) + 1
-    line_end = excerpt.find("\n", at)
-    line = excerpt[line_start: line_end if line_end != -1 else len(excerpt)]
-    at -= line_start
-    piece = strip_marks(line[max(0, at - PHRASE_CHARS // 3): at + PHRASE_CHARS]).strip("… ")
-    return piece if piece.strip() else strip_marks(excerpt).strip("… ").split("\n")[0]
+def centred(line: Text, width: int) -> Text:
+    """The line cut to `width` cells, "…" where it was cut; when its first highlighted match would
+    not show whole from the start, cut around it, the match in the middle: a narrow terminal
+    shows the match, not only the words before it."""
+    if line.cell_len <= width or width < 3:
+        return line
+    spans = [s for s in line.spans if s.style]
+    first = min(spans, key=lambda s: s.start) if spans else None
+    start = 0
+    if first is not None and first.end > width - 1:  # cut (or behind the "…"): move it into view
+        # the match in the middle of what is left once it is shown whole (or its start, if wider)
+        room = width - min(width, first.end - first.start)
+        start = max(0, min(first.start - room // 2, len(line.plain) - width))
+    piece = line[start:start + width]
+    while piece.cell_len > width:  # wide characters take two cells
+        piece = piece[:-1]
+    if start > 0:
+        piece = Text("…").append_text(piece[1:])
+    if start + len(piece) < len(line.plain):
+        piece = piece[:-1].append("…")
+    return piece
+
+
+class HitLabel(Label):
+    """One hit: its turn or round, speaker and score, then its excerpt on one line, centred on
+    the first match at the width the list has."""
+
+    DEFAULT_CSS = "HitLabel { width: 1fr; height: 2; }"
+
+    def __init__(self, head: Text, excerpt: str) -> None:
+        super().__init__()
+        self.head = head
+        self.excerpt = excerpt_text(excerpt)
+
+    def render(self) -> Text:
+        return Text("\n").join([self.head, centred(self.excerpt, max(1, self.content_region.width))])
 
 
 class SearchResultsScreen(Screen[None]):
@@ -71,7 +93,7 @@ class SearchResultsScreen(Screen[None]):
             kind = "" if h.kind == "message" else f" · {h.kind}"
             head = Text(one_line_safe(f"{d.step_word} {h.step} · {d.speaker(h.agent_id)}{kind}"), style="bold")
             head.append(f"  score {h.score:.1f}", style="dim")
-            items.append(ListItem(Label(Text("\n").join([head, excerpt_text(h.excerpt)]))))
+            items.append(ListItem(HitLabel(head, h.excerpt)))
         yield ListView(*items, id="ctx-agents")
         yield Footer()
 
@@ -93,7 +115,7 @@ class SearchResultsScreen(Screen[None]):
             self.notify("no recorded call shows this text", timeout=3)
             return
         self.app.push_screen(ContextScreen(self.state, self.index, record.agent_id, call_id=record.call_id,
-                                           find=find_phrase(hit.excerpt)))
+                                           find=self.query_text))
 
     def action_back(self) -> None:
         self.app.pop_screen()

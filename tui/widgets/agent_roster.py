@@ -101,6 +101,9 @@ class AgentRow(Vertical):
 
     def show_view(self, tokens: TierTokens, budget: int) -> None:
         self.query_one(TokenGauge).update_view(tokens, budget)
+        roster = self.parent
+        if isinstance(roster, AgentRoster):
+            roster.align_gauges()
 
     def on_click(self) -> None:
         self.post_message(AgentRoster.Picked(self.info.id))
@@ -132,6 +135,17 @@ class AgentRoster(VerticalScroll):
             rows.append(AgentRow(judge, 0, judge=True, clock=self.clock))
         self.rows = {r.info.id: r for r in rows}
         await self.mount_all(rows)
+        self.align_gauges()
+
+    def align_gauges(self) -> None:
+        """Every row's gauge label as wide as the widest (`– / –` before a first call, `546/7k`,
+        `2.4k/7k`): the bars, one above another, then have the same length."""
+        gauges = [row.query_one(TokenGauge) for row in self.rows.values() if row.is_mounted]
+        width = max((len(g.label) for g in gauges), default=0)
+        for gauge in gauges:
+            if gauge.label_width != width:
+                gauge.label_width = width
+                gauge.refresh()
 
     def row(self, agent_id: str) -> AgentRow | None:
         return self.rows.get(agent_id)

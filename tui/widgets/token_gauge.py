@@ -59,6 +59,9 @@ class TokenGauge(KeptLines):
         self._tip = ""
         self.compact = compact
         """A short label (`2.1k/7k`) for one-line rows."""
+        self.label_width = 0
+        """The cells the label takes at least (right-aligned): gauges listed one above another
+        share it, so their bars are as wide as each other whatever their numbers."""
 
     def update_view(self, tokens: TierTokens, budget: int) -> None:
         """Show a new view's token counts (from `call_started.view`)."""
@@ -97,7 +100,7 @@ class TokenGauge(KeptLines):
         return f"{k(self.tokens.total)}{sep}{k(self.budget)}{cached}"
 
     def render(self) -> Text:
-        label = self.label
+        label = self.label.rjust(self.label_width)
         width = max(4, self.size.width - len(label) - 3)
         free = self.get_component_rich_style("token-gauge--free")
         t = self.tokens
