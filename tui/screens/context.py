@@ -127,7 +127,7 @@ class ContextScreen(Screen[None]):
         Binding("comma", "agent(-1)", "Prev agent", key_display=",", group=AGENT),
         Binding("full_stop", "agent(1)", "Next agent", key_display=".", group=AGENT),
         Binding("r", "rerun", "Re-run"),
-        Binding("f", "fork", "Fork here"),
+        Binding("f", "fork", "Fork"),
         Binding("n", "find_next(1)", "Next match", show=False),
         Binding("N", "find_next(-1)", "Previous match", show=False),
         Binding("q", "back", "Back", show=False),
