@@ -81,7 +81,11 @@ def test_the_page_needs_the_token_and_its_websocket_runs_the_tui(tmp_path: Path)
         assert status == 200 and f"ws://127.0.0.1:{port}/{token}/ws" in page
         assert f"/{token}/static/js/textual.js" in page
         assert get(f"http://127.0.0.1:{port}/{token}/static/js/textual.js")[0] == 200
-        for path in ("/", "/ws", "/static/js/textual.js", f"/{token[:-1]}x/", f"/{token.upper()}/"):
+        # Near misses: the last character changed, the case of every letter changed (a token that
+        # ended in "x", or had no letter, would otherwise be its own "near miss" one time in 64).
+        wrong_end = token[:-1] + ("y" if token[-1] == "x" else "x")
+        for path in ("/", "/ws", "/static/js/textual.js", f"/{wrong_end}/",
+                     *([f"/{token.swapcase()}/"] if token.swapcase() != token else [])):
             status, body = get(f"http://127.0.0.1:{port}{path}")
             assert status == 403 and "needs the token" in body, path
         ws_url = f"ws://127.0.0.1:{port}/{token}/ws?width=100&height=30"
