@@ -104,6 +104,36 @@ class SummaryMetadata(BaseModel):
     chunks: int = 1
 
 
+class SummaryBlock(BaseModel):
+    """One part of an append-only summary (view layout 4): the summary of the messages of turns
+    `first`–`last`, written once and copied unchanged into every later summary, until the oldest
+    blocks are consolidated into one."""
+
+    first: int
+    """The first turn it covers."""
+    last: int
+    """The last turn it covers."""
+    count: int
+    """How many messages it covers."""
+    made_at: int
+    """The turn at which it was written."""
+    text: str
+    consolidated: bool = False
+    """A summary of older blocks (made when the blocks outgrew the tier's cap)."""
+
+    @property
+    def label(self) -> str:
+        """Its heading in the summary: fixed when it is written, so it never changes a prefix."""
+        span = f"Turn {self.first}" if self.first == self.last else f"Turns {self.first}–{self.last}"
+        how = "consolidated" if self.consolidated else "summarized"
+        return f"### {span} ({how} at turn {self.made_at})"
+
+
+def join_blocks(blocks: list[SummaryBlock]) -> str:
+    """The text of an append-only summary: its blocks in order, each under its label."""
+    return "\n\n".join(f"{b.label}\n\n{b.text.strip()}" for b in blocks)
+
+
 class Summary(BaseModel):
     id: str
     agent_id: str
@@ -122,6 +152,9 @@ class Summary(BaseModel):
     """What the user asked the summary to focus on (`/summarize agent TEXT`)."""
     scope: Literal["perspective", "conversation"] = "perspective"
     """`conversation`: a rolling summary of a conversation's transcript (shared, or one agent's)."""
+    blocks: list[SummaryBlock] | None = None
+    """View layout 4: the conversation summary as blocks, oldest first (`summary` is their
+    `join_blocks`); None for a summary written whole (every earlier layout, and perspectives)."""
     metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
     ts: float = Field(default_factory=time.time)
 

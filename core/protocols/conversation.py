@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from .. import tokens
 from ..config import ResolvedAgent
+from ..engine.summaries import SUMMARY_FLOOR
 from ..engine.windows import Fit, reply_floor
 from ..context.recall_tier import RecallRequest, block_message, held_blocks
 from ..context.view import ViewTooLarge, continued_heading, item_label, render_messages
@@ -47,6 +48,10 @@ HEADER_TOKENS = 24
 TOKEN_HYSTERESIS = 0.5
 """A roll forced by tokens keeps the window at most this share of its cap, so the next
 turn does not have to roll again at once."""
+
+BLOCKS_PER_TIER = 6
+"""View layout 4: one roll's block gets this share of the summary's cap, so that a few rolls
+append before the blocks outgrow it and the oldest are consolidated."""
 
 NOTHING_TO_SUMMARIZE = "nothing to summarize yet"
 """How the warning that answers a `/summarize` with no summary starts (the TUI waits for it)."""
@@ -294,11 +299,15 @@ class ConversationProtocol(DebateProtocol):
         lens = ("neutrally, for all participants" if shared else
                 f"from the point of view of {owner.name}, the {owner.role}: keep your own positions and "
                 "commitments precise")
+        cap, chars = self._summary_cap(owner), conv.summary_tokens * 5
+        tier = (cap, chars) if ctx.index.layout >= 4 else (0, 0)  # append-only: one block's share of the cap
+        if tier[0]:
+            cap, chars = max(SUMMARY_FLOOR, cap // BLOCKS_PER_TIER), max(100, chars // BLOCKS_PER_TIER)
         job = ctx.summaries.job(owner, step=t, trigger=trigger, items=fold, previous=previous, strategy="rolling",
-                                focus=focus, max_tokens=self._summary_cap(owner), max_chars=conv.summary_tokens * 5,
+                                focus=focus, max_tokens=cap, max_chars=chars,
                                 context_tokens=conv.max_context_tokens, reserve=conv.summary_tokens,
                                 task_key=f"{owner.id}/summarize_conversation", params={"lens": lens},
-                                conversation=True)
+                                conversation=True, tier_tokens=tier[0], tier_chars=tier[1])
         return await ctx.summaries.make(job)
 
     def _summary_cap(self, owner: ResolvedAgent) -> int:
