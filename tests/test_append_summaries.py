@@ -130,3 +130,75 @@ def test_a_debate_begun_in_the_layout_before_keeps_its_rolling_summary(
     shown = [s for _, b in _turns(bodies) if (s := _summary(b)) is not None]
     assert shown and all(re.match(rf"{SUMMARY_HEADING} \(turns 1–\d+; made at turn \d+\)\n\n", s) for s in shown)
     assert _context_is_what_was_sent(state.id, folder.path.parent, bodies, 12, capsys) == len(bodies)
+
+
+# ---------------------------------------------------------------- what each summary lost
+
+TURN_HEAD = re.compile(r"^### Turn (\d+) · ", re.M)
+
+
+def _planted(turn: int) -> str:
+    """A turn's reply as an engineer writes it: a position, then a decision, a measurement and an
+    open question, each with the turn's own numbers."""
+    return (f"My position is that a token bucket per API key is still the simplest limiter that survives "
+            f"bursts, and the last {turn + 1} messages have not changed that.\n\n"
+            f"We decided to refill each bucket every {100 + 10 * turn} ms from a local counter. "
+            f"The p99 latency of the limiter check came out at {turn + 2} ms in the load test at {40 + turn}k "
+            f"requests per second. It is still unclear whether quotas should follow tenants across the "
+            f"{turn + 2} regions or reset per region.")
+
+
+def _decision(turn: int) -> str:
+    return f"We decided to refill each bucket every {100 + 10 * turn} ms from a local counter."
+
+
+def _keeps_decisions_only(body: dict[str, Any], n: int) -> str:
+    """Turns get their planted reply; a summary keeps each folded turn's decision and nothing else."""
+    task = body["messages"][-1]["content"]
+    if m := TURN_TASK.match(task):
+        return _planted(int(m.group(1)))
+    if task.startswith("# Summarize the conversation"):
+        folded = [int(t) for t in TURN_HEAD.findall(body["messages"][-2]["content"])]
+        return "\n".join(f"- {_decision(t)}" for t in folded)
+    return "The limiter design converged on a token bucket per API key with a local counter."
+
+
+def test_each_summary_records_the_facts_its_text_lost_with_where_each_came_from(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from moot.cli import main
+
+    debate = {"protocol": "conversation", "turns": 12, "conversation": {"recent_messages": 3, "summary_every": 3}}
+    with LoopbackServer(reply=_keeps_decisions_only) as srv:
+        state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, {"debate": debate}, rounds=None, provider="openai",
+                                               base_url=srv.base_url, roles=ROLES))
+    assert state.status == "completed"
+    messages = {c.round: c for r in state.rounds for c in r.contributions if c.type == "message"}
+    summaries = _summaries(folder.path)
+    assert len(summaries) >= 2
+    for summary in summaries:
+        assert summary.blocks is not None
+        turns = range(summary.blocks[-1].first, summary.blocks[-1].last + 1)
+        assert summary.metadata.facts == 3 * len(turns) and summary.metadata.facts_kept == len(turns)
+        lost = summary.dropped_facts or []
+        assert [(f.kind, f.turn) for f in lost] == [(k, t) for t in turns for k in ("number", "open")]
+        for f in lost:
+            c = messages[f.turn]
+            assert f.item_id == c.id and f.agent_id == c.agent_id and f.text in c.content
+            assert f.source.startswith(f"Turn {f.turn} · ")
+        assert not any(_decision(t) in f.text for t in turns for f in lost)
+
+    # `moot context` shows them with the view that carries the summary: as JSON, and as a line each.
+    first = summaries[0]
+    t = first.round
+    assert main(["context", state.id, "--turn", str(t), "--phase", "turn", "--json",
+                 "--state-dir", str(folder.path.parent)]) == 0
+    (call,) = json.loads(capsys.readouterr().out)
+    shown = call["summary"]
+    assert shown["id"] == first.id and (shown["facts"], shown["facts_kept"]) == (9, 3)
+    assert [f["text"] for f in shown["dropped_facts"]] == [f.text for f in first.dropped_facts or []]
+    assert main(["context", state.id, "--turn", str(t), "--phase", "turn", "--state-dir", str(folder.path.parent)]) == 0
+    text = capsys.readouterr().out
+    assert f"summary {first.id}: kept 3 of 9 facts of what it covered; lost 6:" in text
+    source = (first.dropped_facts or [])[0].source
+    assert f"  lost: The p99 latency of the limiter check came out at 3 ms in the load test at 41k requests per " \
+           f"second. ({source})" in text

@@ -27,6 +27,7 @@ from typing import Literal
 
 from .. import tokens
 from .index import DebateIndex
+from .facts import Covered, dropped_facts
 from .reads import with_reads
 from .rule_based import SourceItem, summarize_rule_based
 from ..clock import SYSTEM_CLOCK, Clock
@@ -216,10 +217,15 @@ class Summarizer:
         text = with_reads(text, job.items, None if job.append else prev_text, job.max_chars)
         text = cap_text(text, job.max_chars, job.max_tokens, job.model)
         blocks: list[SummaryBlock] | None = None
+        covered = [Covered(c.id, c.round, c.agent_id, item_label(c, job.agent_id, self.index), c.content)
+                   for c in job.items]
         if job.append:
-            blocks, why = await self._append(job, text, meta)
+            blocks, why, merged = await self._append(job, text, meta)
             fallback = "; ".join(w for w in (fallback, why) if w) or None
             text = join_blocks(blocks)
+            # A consolidation loses what the blocks it merged held: their facts are checked too.
+            covered = [Covered(None, b.first, None, b.label.removeprefix("### "), b.text) for b in merged] + covered
+        meta.facts, meta.facts_kept, lost = dropped_facts(covered, text)
         meta.after_chars = len(text)
         meta.after_tokens = tokens.count_text(text, job.model)
         meta.latency_ms = self.clock.elapsed_ms(started)
@@ -244,22 +250,24 @@ class Summarizer:
             focus=job.focus,
             scope=job.scope,
             blocks=blocks,
+            dropped_facts=lost,
             metadata=meta,
         )
         return summary, fallback
 
     # ----------------------------------------------------------------- append-only blocks
 
-    async def _append(self, job: SummaryJob, text: str, meta: SummaryMetadata) -> tuple[list[SummaryBlock], str | None]:
+    async def _append(self, job: SummaryJob, text: str,
+                      meta: SummaryMetadata) -> tuple[list[SummaryBlock], str | None, list[SummaryBlock]]:
         """The previous summary's blocks, unchanged, then the new one; consolidated when they
-        outgrow the tier (and why the consolidation fell back, if it did)."""
+        outgrow the tier (and why the consolidation fell back, if it did; and the blocks it merged)."""
         previous = job.previous
         old = list(previous.blocks or []) if previous else []
         if previous is not None and not old and previous.summary.strip():  # written whole: one block
             old = [SummaryBlock(first=1, last=previous.round, count=previous.covered_count, made_at=previous.round,
                                 text=previous.summary)]
         if not job.items:  # a manual roll with nothing new: the summary stands as it was
-            return old, None
+            return old, None, []
         new = SummaryBlock(first=job.items[0].round, last=job.items[-1].round, count=len(job.items),
                            made_at=job.round, text=text)
         blocks = [*old, new]
@@ -267,16 +275,16 @@ class Summarizer:
         # labels (a dozen tokens each) ride on top, and `MAX_BLOCKS` bounds them.
         used = sum(tokens.count_text(b.text, job.model) for b in blocks)
         if len(blocks) < 2 or (used <= job.tier_tokens and len(blocks) <= MAX_BLOCKS):
-            return blocks, None
+            return blocks, None, []
         # All but the newest into one, within what the newest leaves of the tier (a third of it
         # at most, so that a few more rolls append before the next consolidation).
         room = job.tier_tokens - tokens.count_text(new.text, job.model)
         cap = min(max(32, job.tier_tokens // 3), room)
         if cap < 32:  # the tier is too small for two: everything becomes one block
             merged, why = await self.consolidate(job, blocks, job.tier_tokens, job.tier_chars, meta)
-            return [merged], why
+            return [merged], why, old
         merged, why = await self.consolidate(job, old, cap, max(100, min(job.tier_chars // 3, cap * 4)), meta)
-        return [merged, new], why
+        return [merged, new], why, old
 
     async def consolidate(self, job: SummaryJob, blocks: list[SummaryBlock], max_tokens: int, max_chars: int,
                           meta: SummaryMetadata) -> tuple[SummaryBlock, str | None]:

@@ -102,6 +102,29 @@ class SummaryMetadata(BaseModel):
     input_tokens: int = 0
     """Tokens fed to the summarizer (all chunks); what `rolling` keeps flat."""
     chunks: int = 1
+    facts: int | None = None
+    """How many facts (decisions, numbers, open questions) the texts it covers hold (None: a
+    summary made before this count)."""
+    facts_kept: int | None = None
+    """How many of them its text holds (`Summary.dropped_facts` lists the others)."""
+
+
+FactKind = Literal["decision", "number", "open"]
+
+
+class DroppedFact(BaseModel):
+    """A fact of a text a summary covers that the summary's text no longer holds
+    (`moot.core.context.facts`)."""
+
+    kind: FactKind
+    text: str
+    source: str
+    """Where it came from, as a person reads it ("Turn 3 · Ana (architect)", "Turns 1–20 (summarized …)")."""
+    item_id: str | None = None
+    """The contribution it came from (None: an earlier summary's block, at a consolidation)."""
+    turn: int = 0
+    """The step (turn or round) of its text (a block's: its first turn)."""
+    agent_id: str | None = None
 
 
 class SummaryBlock(BaseModel):
@@ -155,8 +178,22 @@ class Summary(BaseModel):
     blocks: list[SummaryBlock] | None = None
     """View layout 4: the conversation summary as blocks, oldest first (`summary` is their
     `join_blocks`); None for a summary written whole (every earlier layout, and perspectives)."""
+    dropped_facts: list[DroppedFact] | None = None
+    """The facts of what this summarization covered that its text no longer holds."""
     metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
     ts: float = Field(default_factory=time.time)
+
+    @property
+    def facts_line(self) -> str | None:
+        """"kept 9 of 12 facts; lost: p99 ≤ 200 ms (Turn 3 · Ana (architect)) …", or None when not counted."""
+        total, kept = self.metadata.facts, self.metadata.facts_kept
+        if total is None or kept is None:
+            return None
+        lost = self.dropped_facts or []
+        line = f"kept {kept} of {total} facts"
+        if lost:
+            line += "; lost: " + " · ".join(f"{f.text} ({f.source})" for f in lost)
+        return line
 
     @property
     def written_by(self) -> str:

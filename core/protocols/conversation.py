@@ -50,8 +50,9 @@ TOKEN_HYSTERESIS = 0.5
 turn does not have to roll again at once."""
 
 BLOCKS_PER_TIER = 6
-"""View layout 4: one roll's block gets this share of the summary's cap, so that a few rolls
-append before the blocks outgrow it and the oldest are consolidated."""
+"""View layout 4: one roll's block gets half of what the earlier blocks leave of the summary's
+cap, and at least this share of it, so that a few rolls append before the blocks outgrow it and
+the oldest are consolidated."""
 
 NOTHING_TO_SUMMARIZE = "nothing to summarize yet"
 """How the warning that answers a `/summarize` with no summary starts (the TUI waits for it)."""
@@ -302,7 +303,11 @@ class ConversationProtocol(DebateProtocol):
         cap, chars = self._summary_cap(owner), conv.summary_tokens * 5
         tier = (cap, chars) if ctx.index.layout >= 4 else (0, 0)  # append-only: one block's share of the cap
         if tier[0]:
-            cap, chars = max(SUMMARY_FLOOR, cap // BLOCKS_PER_TIER), max(100, chars // BLOCKS_PER_TIER)
+            # Half of what the earlier blocks leave of the cap, and at least its `BLOCKS_PER_TIER`th:
+            # the first block has the room a summary written whole would have had, later ones less.
+            used = sum(tokens.count_text(b.text, owner.model) for b in (previous.blocks or [])) if previous else 0
+            share = max(1 / BLOCKS_PER_TIER, (1 - used / cap) / 2)
+            cap, chars = max(SUMMARY_FLOOR, int(cap * share)), max(100, int(chars * share))
         job = ctx.summaries.job(owner, step=t, trigger=trigger, items=fold, previous=previous, strategy="rolling",
                                 focus=focus, max_tokens=cap, max_chars=chars,
                                 context_tokens=conv.max_context_tokens, reserve=conv.summary_tokens,
