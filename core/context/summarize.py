@@ -217,7 +217,7 @@ class Summarizer:
         text = with_reads(text, job.items, None if job.append else prev_text, job.max_chars)
         text = cap_text(text, job.max_chars, job.max_tokens, job.model)
         blocks: list[SummaryBlock] | None = None
-        covered = [Covered(c.id, c.round, c.agent_id, item_label(c, job.agent_id, self.index), c.content)
+        covered = [Covered(c.id, c.round, c.agent_id, item_label(c, "", self.index), c.content)
                    for c in job.items]
         if job.append:
             blocks, why, merged = await self._append(job, text, meta)
