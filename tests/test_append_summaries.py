@@ -202,3 +202,36 @@ def test_each_summary_records_the_facts_its_text_lost_with_where_each_came_from(
     source = (first.dropped_facts or [])[0].source
     assert f"  lost: The p99 latency of the limiter check came out at 3 ms in the load test at 41k requests per " \
            f"second. ({source})" in text
+
+
+def test_a_summary_asked_for_with_a_focus_and_nothing_new_consolidates_every_block_with_it(tmp_path: Path) -> None:
+    """`/summarize` with a focus when no message waits beyond the verbatim window: the blocks
+    are written again as one, with that focus (nothing else would honour it)."""
+    focus = "the cost of each region's quota store"
+    debate = {"protocol": "conversation", "turns": 10, "conversation": {"recent_tokens": 1500}}
+    asked = False
+
+    def ask(session: Any) -> None:
+        def listen(event: Any) -> None:
+            nonlocal asked
+            if event.type == "round_started" and event.round == 8 and not asked:
+                asked = True
+                asyncio.get_running_loop().call_soon(session.orchestrator.request_summary, "architect", focus)
+        session.bus.listen(listen)
+
+    with LoopbackServer(reply=prose) as srv:
+        state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, {"debate": debate}, rounds=None, provider="openai",
+                                               base_url=srv.base_url, roles=ROLES, before_run=ask))
+        bodies = srv.requests
+    assert state.status == "completed" and asked
+    summaries = _summaries(folder.path)
+    manual = next(i for i, s in enumerate(summaries) if s.trigger == "manual")
+    previous, summary = summaries[manual - 1], summaries[manual]
+    assert previous.blocks and len(previous.blocks) >= 2 and summary.focus == focus
+    assert summary.blocks is not None and len(summary.blocks) == 1
+    (merged,) = summary.blocks
+    assert merged.consolidated and (merged.first, merged.last) == (1, previous.blocks[-1].last)
+    assert summary.covered_through == previous.covered_through
+    (request,) = [b for b in bodies if CONSOLIDATE_NOTE in b["messages"][-2]["content"]
+                  and all(blk.label in b["messages"][-2]["content"] for blk in previous.blocks)]
+    assert focus in request["messages"][-1]["content"]

@@ -266,8 +266,11 @@ class Summarizer:
         if previous is not None and not old and previous.summary.strip():  # written whole: one block
             old = [SummaryBlock(first=1, last=previous.round, count=previous.covered_count, made_at=previous.round,
                                 text=previous.summary)]
-        if not job.items:  # a manual roll with nothing new: the summary stands as it was
-            return old, None, []
+        if not job.items:  # a manual roll with nothing new
+            if job.focus and old:  # asked to focus: every block becomes one, written with that focus
+                merged, why = await self.consolidate(job, old, job.tier_tokens, job.tier_chars, meta)
+                return [merged], why, old
+            return old, None, []  # the summary stands as it was
         new = SummaryBlock(first=job.items[0].round, last=job.items[-1].round, count=len(job.items),
                            made_at=job.round, text=text)
         blocks = [*old, new]
