@@ -14,6 +14,9 @@
   request still reads the previous summary, but its answer summarizes only what aged out and
   is appended as a new block (`blocks`); when the blocks outgrow the tier's cap, all but the
   newest are consolidated into one (`consolidate`), by the same method and fallback.
+
+Over 400 lines: a summary written whole and one written as blocks share their methods, caps,
+chunking and fallback, which are one decision kept in one place.
 """
 
 from __future__ import annotations
