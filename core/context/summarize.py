@@ -25,7 +25,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .. import tokens
@@ -300,8 +300,13 @@ class Summarizer:
         parts = [f"{b.label}\n\n{b.text.strip()}" for b in blocks]
         text = ""
         if job.method != "rule-based":
+            # The job's answer reserve is one block's: the request keeps its size, and the answer
+            # gets the consolidated block's cap (at most half of it).
+            room = job.budget + job.reserve
+            reserve = min(max_tokens, room // 2)
+            merge = replace(job, budget=room - reserve, reserve=reserve)
             try:
-                text = await self._reduce(job, parts, max_chars, max_tokens, meta, depth=0, make=consolidate_parts)
+                text = await self._reduce(merge, parts, max_chars, max_tokens, meta, depth=0, make=consolidate_parts)
                 if len(text) > sum(len(p) for p in parts):
                     raise SummaryRejected("the consolidated summary was longer than its input")
                 loop = degenerate(text)
