@@ -15,7 +15,11 @@ Nothing falls out uncovered: every message is either verbatim in the view or cov
 by the summary it carries. The summary rolls forward — the messages leaving the
 window are folded into the previous summary, never the whole transcript — when
 `summary_every` messages wait beyond the last `recent_messages`, when the verbatim
-window would pass `recent_tokens` (or not fit the budget), and when the user asks.
+window would pass `recent_tokens` (or not fit the budget), and when the user asks. In
+view layout 4 a roll appends: the messages leaving the window are summarized into a new
+block after the previous summary's blocks, which stay byte for byte (a speaker's next
+request repeats its previous one through them), and only when the blocks outgrow the
+summary's cap are all but the newest consolidated into one (`moot.core.context.summarize`).
 
 `summary_scope = "shared"` (the seed): one summary, made by the judge, that every agent
 reads. `"per-agent"`: each agent keeps its own, written from its role's point of view
@@ -292,7 +296,8 @@ class ConversationProtocol(DebateProtocol):
     async def _roll(self, owner: ResolvedAgent, t: int, fold: list[Contribution], previous: Summary | None,
                     trigger: SummaryTrigger, focus: str | None = None) -> Summary:
         """Fold `fold` into `previous` (rolling: the request holds the previous summary and the
-        messages that aged out, never the whole transcript)."""
+        messages that aged out, never the whole transcript; in layout 4 their summary is appended
+        to the previous one's blocks as a new block)."""
         ctx = self.ctx
         conv = self.conv
         await ctx.gate.wait()
