@@ -10,7 +10,7 @@ from ..errors import InspectError
 from .tool_messages import tool_messages
 from .view import history_ids, render_tiers
 from ..agents import require_agent
-from ..models.state import DebateState, ViewRecord
+from ..models.state import DebateState, Summary, ViewRecord
 from ..storage.folder import DebateFolder
 
 
@@ -36,6 +36,27 @@ def records_for(state: DebateState, round_no: int, agent_id: str | None, phase: 
     return calls
 
 
+def summary_view(summary: Summary | None) -> dict[str, Any] | None:
+    """The summary a view carries, with what its summarization lost (`moot.core.context.facts`)."""
+    if summary is None:
+        return None
+    return {"id": summary.id, "round": summary.round, "covered_count": summary.covered_count,
+            "blocks": len(summary.blocks) if summary.blocks is not None else None,
+            "facts": summary.metadata.facts, "facts_kept": summary.metadata.facts_kept,
+            "dropped_facts": [f.model_dump() for f in summary.dropped_facts or []]}
+
+
+def summary_lines(summary: dict[str, Any] | None) -> list[str]:
+    """What the summary a view carries lost when it was made: how many facts it kept, then each it did not."""
+    if not summary or summary.get("facts") is None or summary.get("facts_kept") is None:
+        return []
+    lost = summary.get("dropped_facts") or []
+    lines = [f"summary {summary['id']}: kept {summary['facts_kept']} of {summary['facts']} facts of what it covered"
+             + (f"; lost {summary['facts'] - summary['facts_kept']}:" if lost else "")]
+    lines += [f"  lost: {f['text']} ({f['source']})" for f in lost]
+    return lines
+
+
 def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
     tiers = render_tiers(record, index)
     return {
@@ -56,6 +77,7 @@ def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
         "tools": record.tools,
         "tool_steps": len(record.tool_steps),
         "recall": record.recall.model_dump() if record.recall is not None else None,
+        "summary": summary_view(index.summaries.get(record.summary_id) if record.summary_id else None),
     }
 
 
@@ -148,6 +170,7 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
         out.append(f"═══ {c['agent_id']} {c['phase']}{target} · {c['model']} · {t['total']} / {c['budget']} tokens"
                    + (f" · {len(c['dropped_ids'])} items dropped" if c["dropped_ids"] else ""))
         out += recall_lines(c.get("recall"))
+        out += summary_lines(c.get("summary"))
         tiers = message_tiers(c)
         if c.get("tools"):
             out.append(f"tools offered: {', '.join(c['tools'])} · {c.get('tool_steps', 0)} tool steps")

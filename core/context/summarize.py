@@ -9,7 +9,14 @@
   split into chunks, each summarized, then the partial summaries are reduced
   (recursively);
 - a failed LLM summary (provider error, empty, longer than its input) falls back to
-  rule-based with a warning; error text never reaches a summary.
+  rule-based with a warning; error text never reaches a summary;
+- append-only (a conversation's summary in view layout 4, `SummaryJob.tier_tokens`): the
+  request still reads the previous summary, but its answer summarizes only what aged out and
+  is appended as a new block (`blocks`); when the blocks outgrow the tier's cap, all but the
+  newest are consolidated into one (`consolidate`), by the same method and fallback.
+
+Over 400 lines: a summary written whole and one written as blocks share their methods, caps,
+chunking and fallback, which are one decision kept in one place.
 """
 
 from __future__ import annotations
@@ -18,17 +25,18 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .. import tokens
 from .index import DebateIndex
+from .facts import Covered, dropped_facts
 from .reads import with_reads
 from .rule_based import SourceItem, summarize_rule_based
 from ..clock import SYSTEM_CLOCK, Clock
 from .view import ViewBuilder, format_item, item_label, render_messages
 from ..errors import ContextOverflow, ProviderError
-from ..models.state import Contribution, Summary, SummaryMetadata, ViewRecord
+from ..models.state import Contribution, Summary, SummaryBlock, SummaryMetadata, ViewRecord, join_blocks
 from ..models.terms import SummaryMethod, SummaryStrategy, SummaryTrigger
 from ..providers.base import Completion, Message
 
@@ -68,6 +76,14 @@ class SummaryJob:
     params: dict[str, object] = field(default_factory=dict)
     scope: Literal["perspective", "conversation"] = "perspective"
     """More template parameters for the summarize prompt (e.g. a conversation's `lens`)."""
+    tier_tokens: int = 0
+    """Append-only: the cap of all blocks together (`max_tokens` is then one block's); 0: the
+    summary is written whole."""
+    tier_chars: int = 0
+
+    @property
+    def append(self) -> bool:
+        return self.tier_tokens > 0
 
 
 COMPRESSION_LIMIT = 4.0
@@ -108,6 +124,25 @@ REDUCE_NOTE = ("(Too long to summarize at once, this history was summarized in {
                "superseded ones, and drop only repetition.)")
 
 
+MAX_BLOCKS = 12
+"""An append-only summary consolidates its oldest blocks past this many, however short they are."""
+APPEND_NOTE = ("Summarize only the messages after the summary so far: that summary stays as it is, and yours "
+               "is added after it as its next part, so do not repeat what it already says.")
+"""Appended to an append-only summary's task (as the record's notes)."""
+CONSOLIDATE_NOTE = ("(The oldest parts of the conversation's summary, oldest first, each under the turns it covers. "
+                    "Merge them into one summary of those turns: keep the decisions, the numbers behind them and "
+                    "the open questions, the latest positions over superseded ones, and drop only repetition.)")
+
+
+def consolidate_parts(parts: list[str]) -> dict[str, str]:
+    """A consolidation's input as the record's inline blocks: the blocks (each under its own
+    label) after a note saying what to do with them."""
+    blocks = {f"part{i:04d}": p.strip() for i, p in enumerate(parts)}
+    if blocks:
+        blocks["part0000"] = CONSOLIDATE_NOTE + "\n\n" + blocks["part0000"]
+    return blocks
+
+
 def reduce_parts(parts: list[str]) -> dict[str, str]:
     """The reduce step's input as the record's inline blocks: the partial summaries are the
     history to summarize (their content, each under a heading that says which part of the
@@ -139,7 +174,7 @@ class Summarizer:
             max_chars=max_chars,
             max_tokens=max_tokens,
             model=job.model,
-            previous=job.previous.summary if job.previous else None,
+            previous=job.previous.summary if job.previous and not job.append else None,
         )
 
     async def run(self, job: SummaryJob) -> tuple[Summary, str | None]:
@@ -155,7 +190,9 @@ class Summarizer:
         )
         fallback: str | None = None
         text = ""
-        if job.method == "rule-based":
+        if job.append and not job.items:
+            pass  # nothing aged out: the blocks stand as they are
+        elif job.method == "rule-based":
             text = self.rule_based(job, job.max_chars, job.max_tokens)
         else:
             facts = ""
@@ -164,10 +201,12 @@ class Summarizer:
                 facts = self.rule_based(job, job.max_chars // 2, job.max_tokens // 2)
                 chars = max(100, job.max_chars - len(facts) - 2)
                 toks = max(32, job.max_tokens - tokens.count_text(facts, job.model) - 2)
+            # What this text stands in for: an appended block, only what aged out.
+            replaced = meta.before_chars - (len(prev_text) if job.append else 0)
             try:
                 prose = await self._llm(job, chars, toks, meta)
                 text = f"{facts}\n\n{prose}" if facts else prose
-                if len(text.strip()) > meta.before_chars:
+                if len(text.strip()) > replaced:
                     raise SummaryRejected("the summary was longer than its input")
                 why = degenerate(prose)
                 if why:
@@ -177,8 +216,19 @@ class Summarizer:
                 text = self.rule_based(job, job.max_chars, job.max_tokens)
                 meta.requested_method = job.method
             meta.model = job.model
-        text = with_reads(text, job.items, prev_text, job.max_chars)  # what it read, rule-based and first
+        # What it read, rule-based and first (a block: what its own messages read).
+        text = with_reads(text, job.items, None if job.append else prev_text, job.max_chars)
         text = cap_text(text, job.max_chars, job.max_tokens, job.model)
+        blocks: list[SummaryBlock] | None = None
+        covered = [Covered(c.id, c.round, c.agent_id, item_label(c, "", self.index), c.content)
+                   for c in job.items]
+        if job.append:
+            blocks, why, merged = await self._append(job, text, meta)
+            fallback = "; ".join(w for w in (fallback, why) if w) or None
+            text = join_blocks(blocks)
+            # A consolidation loses what the blocks it merged held: their facts are checked too.
+            covered = [Covered(None, b.first, None, b.label.removeprefix("### "), b.text) for b in merged] + covered
+        meta.facts, meta.facts_kept, lost = dropped_facts(covered, text)
         meta.after_chars = len(text)
         meta.after_tokens = tokens.count_text(text, job.model)
         meta.latency_ms = self.clock.elapsed_ms(started)
@@ -202,13 +252,82 @@ class Summarizer:
             covered_count=count,
             focus=job.focus,
             scope=job.scope,
+            blocks=blocks,
+            dropped_facts=lost,
             metadata=meta,
         )
         return summary, fallback
 
+    # ----------------------------------------------------------------- append-only blocks
+
+    async def _append(self, job: SummaryJob, text: str,
+                      meta: SummaryMetadata) -> tuple[list[SummaryBlock], str | None, list[SummaryBlock]]:
+        """The previous summary's blocks, unchanged, then the new one; consolidated when they
+        outgrow the tier (and why the consolidation fell back, if it did; and the blocks it merged)."""
+        previous = job.previous
+        old = list(previous.blocks or []) if previous else []
+        if previous is not None and not old and previous.summary.strip():  # written whole: one block
+            old = [SummaryBlock(first=1, last=previous.round, count=previous.covered_count, made_at=previous.round,
+                                text=previous.summary)]
+        if not job.items:  # a manual roll with nothing new
+            if job.focus and old:  # asked to focus: every block becomes one, written with that focus
+                merged, why = await self.consolidate(job, old, job.tier_tokens, job.tier_chars, meta)
+                return [merged], why, old
+            return old, None, []  # the summary stands as it was
+        new = SummaryBlock(first=job.items[0].round, last=job.items[-1].round, count=len(job.items),
+                           made_at=job.round, text=text)
+        blocks = [*old, new]
+        # The cap counts the blocks' texts, as a summary written whole counts its text alone; their
+        # labels (a dozen tokens each) ride on top, and `MAX_BLOCKS` bounds them.
+        used = sum(tokens.count_text(b.text, job.model) for b in blocks)
+        if len(blocks) < 2 or (used <= job.tier_tokens and len(blocks) <= MAX_BLOCKS):
+            return blocks, None, []
+        # All but the newest into one, within what the newest leaves of the tier (a third of it
+        # at most, so that a few more rolls append before the next consolidation).
+        room = job.tier_tokens - tokens.count_text(new.text, job.model)
+        cap = min(max(32, job.tier_tokens // 3), room)
+        if cap < 32:  # the tier is too small for two: everything becomes one block
+            merged, why = await self.consolidate(job, blocks, job.tier_tokens, job.tier_chars, meta)
+            return [merged], why, old
+        merged, why = await self.consolidate(job, old, cap, max(100, min(job.tier_chars // 3, cap * 4)), meta)
+        return [merged, new], why, old
+
+    async def consolidate(self, job: SummaryJob, blocks: list[SummaryBlock], max_tokens: int, max_chars: int,
+                          meta: SummaryMetadata) -> tuple[SummaryBlock, str | None]:
+        """One block standing in for `blocks` (oldest first): a summary of their summaries, by the
+        job's method, rule-based when the LLM's fails; and why it fell back (None: it did not)."""
+        why: str | None = None
+        parts = [f"{b.label}\n\n{b.text.strip()}" for b in blocks]
+        text = ""
+        if job.method != "rule-based":
+            # The job's answer reserve is one block's: the request keeps its size, and the answer
+            # gets the consolidated block's cap (at most half of it).
+            room = job.budget + job.reserve
+            reserve = min(max_tokens, room // 2)
+            merge = replace(job, budget=room - reserve, reserve=reserve)
+            try:
+                text = await self._reduce(merge, parts, max_chars, max_tokens, meta, depth=0, make=consolidate_parts)
+                if len(text) > sum(len(p) for p in parts):
+                    raise SummaryRejected("the consolidated summary was longer than its input")
+                loop = degenerate(text)
+                if loop:
+                    raise SummaryRejected(f"the consolidated summary is degenerate: {loop}")
+            except (ProviderError, SummaryRejected, ContextOverflow) as exc:
+                failed = "failed" if isinstance(exc, ProviderError) else "rejected"
+                why = f"LLM consolidation of the summary {failed}: {exc}"
+                text = ""
+        if not text:
+            text = summarize_rule_based([SourceItem(b.label.removeprefix("### "), b.text) for b in blocks],
+                                        max_chars=max_chars, max_tokens=max_tokens, model=job.model)
+        text = with_reads(text, [], "\n\n".join(b.text for b in blocks), max_chars)
+        text = cap_text(text, max_chars, max_tokens, job.model)
+        return SummaryBlock(first=blocks[0].first, last=blocks[-1].last, count=sum(b.count for b in blocks),
+                            made_at=job.round, text=text, consolidated=True), why
+
     # ----------------------------------------------------------------- llm + chunking
 
     def _record(self, job: SummaryJob, ids: list[str], prev: str | None, parts: dict[str, str], max_chars: int) -> ViewRecord:
+        notes = {"notes": APPEND_NOTE} if job.append and ids else {}
         record = ViewRecord(
             call_id=self.new_id("call"),
             agent_id=job.agent_id,
@@ -221,7 +340,7 @@ class Summarizer:
                          **({"focus": job.focus} if job.focus else {})},
             summary_id=prev,
             task_contribution_ids=ids,
-            inline=parts,
+            inline={**parts, **notes},
         )
         self.builder.choose_prompts(record, job.budget)  # as the call will: chunks are sized with these prompts
         return record
@@ -279,12 +398,13 @@ class Summarizer:
         meta.chunks = len(chunks)
         return await self._reduce(job, parts, max_chars, max_tokens, meta, depth=0)
 
-    async def _reduce(self, job: SummaryJob, parts: list[str], max_chars: int, max_tokens: int, meta: SummaryMetadata, depth: int) -> str:
+    async def _reduce(self, job: SummaryJob, parts: list[str], max_chars: int, max_tokens: int, meta: SummaryMetadata,
+                      depth: int, make: Callable[[list[str]], dict[str, str]] = reduce_parts) -> str:
         if depth > 8:
             raise ContextOverflow("chunk-and-reduce did not converge")
-        if len(parts) == 1 and depth == 0 and meta.chunks == 1:
+        if len(parts) == 1 and depth == 0 and meta.chunks == 1 and make is reduce_parts:
             return parts[0]  # one (huge) item made one chunk: its summary is the summary
-        rec = self._record(job, [], None, reduce_parts(parts), max_chars)
+        rec = self._record(job, [], None, make(parts), max_chars)
         fits, _ = self._fits(job, rec)
         if fits or len(parts) == 1:
             meta.chunks += 1
@@ -294,7 +414,7 @@ class Summarizer:
         # reduce what the groups gave.
         groups: list[list[str]] = [[]]
         for part in parts:
-            if groups[-1] and not self._fits(job, self._record(job, [], None, reduce_parts([*groups[-1], part]),
+            if groups[-1] and not self._fits(job, self._record(job, [], None, make([*groups[-1], part]),
                                                               max_chars))[0]:
                 groups.append([])
             groups[-1].append(part)
@@ -303,8 +423,9 @@ class Summarizer:
             groups = [parts[:half], parts[half:]]
         toks = max(min(max_tokens, self._part_floor(job)), max_tokens // len(groups))
         chars = max(100, min(max_chars, toks * 4))
-        merged = [g[0] if len(g) == 1 else await self._reduce(job, g, chars, toks, meta, depth + 1) for g in groups]
-        return await self._reduce(job, merged, max_chars, max_tokens, meta, depth + 1)
+        merged = [g[0] if len(g) == 1 else await self._reduce(job, g, chars, toks, meta, depth + 1, make)
+                  for g in groups]
+        return await self._reduce(job, merged, max_chars, max_tokens, meta, depth + 1, make)
 
     def _part_floor(self, job: SummaryJob) -> int:
         """The fewest tokens a partial summary gets: a fifth of a request's room (five reduce

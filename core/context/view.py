@@ -25,7 +25,7 @@ tier (a conversation's share served from cache fell from 46 % to 20 % at an 8,00
 view, 82 % to 54 % at 32,000: `bench/cache.py`). A new tier goes where its rate of change
 puts it.
 
-Layout 3 (new debates) keeps a conversation's recall block where it was sent: in the same
+Layout 3 (and later) keeps a conversation's recall block where it was sent: in the same
 speaker's later views it sits after the messages before the turn that recalled it, byte for
 byte, and the window goes on after it (`_history_tiers`), for as long as the summary it came
 with stands (`ConversationProtocol._held`); items it shows are not sent again. So the next
@@ -35,6 +35,13 @@ earlier layout (1: the problem in every task, a refinement's own proposal quoted
 kept in its history, a summarization request's material inside its task, recalled items
 before the history; 2: no held blocks) rebuild, and resume, in their own layout
 (`DebateIndex.layout`).
+
+Layout 4 (new debates) makes a conversation's summary append-only: a list of blocks, each the
+summary of the messages that left the verbatim window at one roll, written once and copied
+unchanged into every later summary (`Summary.blocks`); the summary message opens with a line
+that never changes, and the oldest blocks are consolidated into one only when they outgrow
+the tier's cap. So a roll changes a speaker's request from its newest block on, not from the
+end of the system message (`moot.core.protocols.conversation`).
 
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
 full answer reserve, and a `stretch`: how many more tokens it may take from the answer
@@ -76,7 +83,7 @@ from ..models.state import Contribution, Summary, TierTokens, ViewRecord
 from ..prompts import COMPACT, placeholder, render
 from ..providers.base import Message
 
-LAYOUT = 3
+LAYOUT = 4
 """The view layout of new debates (see the module doc); a debate keeps the one it began with."""
 HISTORY_PHASES = frozenset({"proposal", "critique", "refinement", "turn"})
 """Phases whose views carry a summary and verbatim history (the others carry material in the task)."""
@@ -113,7 +120,12 @@ def format_item(c: Contribution, owner: str, index: DebateIndex) -> str:
     return f"### {item_label(c, owner, index)}\n\n{c.content.strip()}{reads}"
 
 
+SUMMARY_HEADING = "## Summary of the conversation so far"
+
+
 def summary_message(s: Summary, conversation: bool = False) -> str:
+    if s.blocks:  # layout 4: a fixed first line, then the blocks, each under its own label
+        return f"{SUMMARY_HEADING}\n\n{s.summary.strip()}\n\n(turns 1–{s.blocks[-1].last}; the latest messages follow)"
     if conversation:
         return (f"## Summary of the conversation so far (turns 1–{s.covered_count}; made at turn {s.round})"
                 f"\n\n{s.summary.strip()}")

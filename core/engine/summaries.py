@@ -82,8 +82,10 @@ class Summaries:
             previous: Summary | None = None, strategy: SummaryStrategy | None = None, focus: str | None = None,
             judge: bool = False, max_chars: int | None = None, max_tokens: int | None = None,
             context_tokens: int | None = None, reserve: int | None = None, task_key: str | None = None,
-            params: dict[str, object] | None = None, conversation: bool = False) -> SummaryJob:
-        """A job with the agent's summarization settings, any of them overridden."""
+            params: dict[str, object] | None = None, conversation: bool = False,
+            tier_tokens: int = 0, tier_chars: int = 0) -> SummaryJob:
+        """A job with the agent's summarization settings, any of them overridden (`tier_tokens`:
+        an append-only summary, `max_tokens` and `max_chars` then one block's caps)."""
         cfg = agent.summarization
         model = cfg.model or agent.model
         # The summarization request must fit the model's real window too; its answer is the
@@ -100,6 +102,8 @@ class Summaries:
             model=model, budget=fit.input_budget, reserve=fit.max_tokens, system_key=f"{agent.id}/system",
             task_key=task_key or f"{agent.id}/summarize", summary_id=self.new_id("sum"), judge=judge,
             focus=focus, params=dict(params or {}), scope="conversation" if conversation else "perspective",
+            tier_tokens=max(tier_tokens, cap) if tier_tokens else 0,
+            tier_chars=max(tier_chars, chars) if tier_tokens else 0,
         )
 
     async def make(self, job: SummaryJob) -> Summary:

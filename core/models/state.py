@@ -105,6 +105,59 @@ class SummaryMetadata(BaseModel):
     input_tokens: int = 0
     """Tokens fed to the summarizer (all chunks); what `rolling` keeps flat."""
     chunks: int = 1
+    facts: int | None = None
+    """How many facts (decisions, numbers, open questions) the texts it covers hold (None: a
+    summary made before this count)."""
+    facts_kept: int | None = None
+    """How many of them its text holds (`Summary.dropped_facts` lists the others)."""
+
+
+FactKind = Literal["decision", "number", "open"]
+
+
+class DroppedFact(BaseModel):
+    """A fact of a text a summary covers that the summary's text no longer holds
+    (`moot.core.context.facts`)."""
+
+    kind: FactKind
+    text: str
+    source: str
+    """Where it came from, as a person reads it ("Turn 3 · Ana (architect)", "Turns 1–20 (summarized …)")."""
+    item_id: str | None = None
+    """The contribution it came from (None: an earlier summary's block, at a consolidation)."""
+    turn: int = 0
+    """The step (turn or round) of its text (a block's: its first turn)."""
+    agent_id: str | None = None
+
+
+class SummaryBlock(BaseModel):
+    """One part of an append-only summary (view layout 4): the summary of the messages of turns
+    `first`–`last`, written once and copied unchanged into every later summary, until the oldest
+    blocks are consolidated into one."""
+
+    first: int
+    """The first turn it covers."""
+    last: int
+    """The last turn it covers."""
+    count: int
+    """How many messages it covers."""
+    made_at: int
+    """The turn at which it was written."""
+    text: str
+    consolidated: bool = False
+    """A summary of older blocks (made when the blocks outgrew the tier's cap)."""
+
+    @property
+    def label(self) -> str:
+        """Its heading in the summary: fixed when it is written, so it never changes a prefix."""
+        span = f"Turn {self.first}" if self.first == self.last else f"Turns {self.first}–{self.last}"
+        how = "consolidated" if self.consolidated else "summarized"
+        return f"### {span} ({how} at turn {self.made_at})"
+
+
+def join_blocks(blocks: list[SummaryBlock]) -> str:
+    """The text of an append-only summary: its blocks in order, each under its label."""
+    return "\n\n".join(f"{b.label}\n\n{b.text.strip()}" for b in blocks)
 
 
 class Summary(BaseModel):
@@ -125,8 +178,25 @@ class Summary(BaseModel):
     """What the user asked the summary to focus on (`/summarize agent TEXT`)."""
     scope: Literal["perspective", "conversation"] = "perspective"
     """`conversation`: a rolling summary of a conversation's transcript (shared, or one agent's)."""
+    blocks: list[SummaryBlock] | None = None
+    """View layout 4: the conversation summary as blocks, oldest first (`summary` is their
+    `join_blocks`); None for a summary written whole (every earlier layout, and perspectives)."""
+    dropped_facts: list[DroppedFact] | None = None
+    """The facts of what this summarization covered that its text no longer holds."""
     metadata: SummaryMetadata = Field(default_factory=SummaryMetadata)
     ts: float = Field(default_factory=time.time)
+
+    @property
+    def facts_line(self) -> str | None:
+        """"kept 9 of 12 facts; lost: p99 ≤ 200 ms (Turn 3 · Ana (architect)) …", or None when not counted."""
+        total, kept = self.metadata.facts, self.metadata.facts_kept
+        if total is None or kept is None:
+            return None
+        lost = self.dropped_facts or []
+        line = f"kept {kept} of {total} facts"
+        if lost:
+            line += "; lost: " + " · ".join(f"{f.text} ({f.source})" for f in lost)
+        return line
 
     @property
     def written_by(self) -> str:

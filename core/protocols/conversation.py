@@ -15,7 +15,11 @@ Nothing falls out uncovered: every message is either verbatim in the view or cov
 by the summary it carries. The summary rolls forward — the messages leaving the
 window are folded into the previous summary, never the whole transcript — when
 `summary_every` messages wait beyond the last `recent_messages`, when the verbatim
-window would pass `recent_tokens` (or not fit the budget), and when the user asks.
+window would pass `recent_tokens` (or not fit the budget), and when the user asks. In
+view layout 4 a roll appends: the messages leaving the window are summarized into a new
+block after the previous summary's blocks, which stay byte for byte (a speaker's next
+request repeats its previous one through them), and only when the blocks outgrow the
+summary's cap are all but the newest consolidated into one (`moot.core.context.summarize`).
 
 `summary_scope = "shared"` (the seed): one summary, made by the judge, that every agent
 reads. `"per-agent"`: each agent keeps its own, written from its role's point of view
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 from .. import tokens
 from ..config import ResolvedAgent
+from ..engine.summaries import SUMMARY_FLOOR
 from ..engine.windows import Fit, reply_floor
 from ..context.recall_tier import RecallRequest, block_message, held_blocks
 from ..context.view import ViewTooLarge, continued_heading, item_label, render_messages
@@ -47,6 +52,11 @@ HEADER_TOKENS = 24
 TOKEN_HYSTERESIS = 0.5
 """A roll forced by tokens keeps the window at most this share of its cap, so the next
 turn does not have to roll again at once."""
+
+BLOCKS_PER_TIER = 6
+"""View layout 4: one roll's block gets half of what the earlier blocks leave of the summary's
+cap, and at least this share of it, so that a few rolls append before the blocks outgrow it and
+the oldest are consolidated."""
 
 NOTHING_TO_SUMMARIZE = "nothing to summarize yet"
 """How the warning that answers a `/summarize` with no summary starts (the TUI waits for it)."""
@@ -286,7 +296,8 @@ class ConversationProtocol(DebateProtocol):
     async def _roll(self, owner: ResolvedAgent, t: int, fold: list[Contribution], previous: Summary | None,
                     trigger: SummaryTrigger, focus: str | None = None) -> Summary:
         """Fold `fold` into `previous` (rolling: the request holds the previous summary and the
-        messages that aged out, never the whole transcript)."""
+        messages that aged out, never the whole transcript; in layout 4 their summary is appended
+        to the previous one's blocks as a new block)."""
         ctx = self.ctx
         conv = self.conv
         await ctx.gate.wait()
@@ -294,11 +305,19 @@ class ConversationProtocol(DebateProtocol):
         lens = ("neutrally, for all participants" if shared else
                 f"from the point of view of {owner.name}, the {owner.role}: keep your own positions and "
                 "commitments precise")
+        cap, chars = self._summary_cap(owner), conv.summary_tokens * 5
+        tier = (cap, chars) if ctx.index.layout >= 4 else (0, 0)  # append-only: one block's share of the cap
+        if tier[0]:
+            # Half of what the earlier blocks leave of the cap, and at least its `BLOCKS_PER_TIER`th:
+            # the first block has the room a summary written whole would have had, later ones less.
+            used = sum(tokens.count_text(b.text, owner.model) for b in (previous.blocks or [])) if previous else 0
+            share = max(1 / BLOCKS_PER_TIER, (1 - used / cap) / 2)
+            cap, chars = max(SUMMARY_FLOOR, int(cap * share)), max(100, int(chars * share))
         job = ctx.summaries.job(owner, step=t, trigger=trigger, items=fold, previous=previous, strategy="rolling",
-                                focus=focus, max_tokens=self._summary_cap(owner), max_chars=conv.summary_tokens * 5,
+                                focus=focus, max_tokens=cap, max_chars=chars,
                                 context_tokens=conv.max_context_tokens, reserve=conv.summary_tokens,
                                 task_key=f"{owner.id}/summarize_conversation", params={"lens": lens},
-                                conversation=True)
+                                conversation=True, tier_tokens=tier[0], tier_chars=tier[1])
         return await ctx.summaries.make(job)
 
     def _summary_cap(self, owner: ResolvedAgent) -> int:

@@ -23,7 +23,7 @@ from textual.widgets import Footer, Input, Label, TextArea
 from textual.widgets.text_area import Selection
 
 from ...core.context.index import DebateIndex
-from ...core.context.inspect import call_view, message_tiers, recall_lines
+from ...core.context.inspect import call_view, message_tiers, recall_lines, summary_lines
 from ...core.models.state import DebateState, ViewRecord
 from ...core.safety.sanitize import one_line_safe, terminal_safe
 from ..format import k
@@ -85,6 +85,9 @@ def call_text(view: dict[str, Any]) -> str:
         parts.append(f"━━ [{message['role']}] {tier} · {n} tokens{about} ━━")
         if tier == "recall":  # why each item is there: the words searched, each item's score and words
             parts += [terminal_safe(line) for line in recall_lines(view.get("recall"))] + [""]
+        lost = summary_lines(view.get("summary")) if tier == "summary" else []
+        if lost:  # what the summary lost when it was made: the facts its text no longer holds
+            parts += [terminal_safe(line) for line in lost] + [""]
         parts.append(terminal_safe(message["content"]).rstrip())
         for call in message.get("tool_calls") or []:  # the tool loop: what the model called
             fn = call.get("function", {})

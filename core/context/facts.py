@@ -1,0 +1,92 @@
+"""What a summary lost: the facts of the texts it covers that its own text no longer holds.
+
+A summary says which items it covers, not which of their facts it kept. Each summarization
+looks at the facts the rule-based extractor finds in what it covers (`extract_facts`: the
+decisions, the numbers with their units, the open questions) and records those its text does
+not hold as "dropped facts", each with the text it came from, so a person can see what a
+compaction lost (`moot context`, `/context`).
+
+A fact counts as held when the summary holds it in substance, not word for word (an LLM
+rewords): each of its quantities ("200 ms", "50k", "85%") appears in the summary, and so do
+most of its content words (`WORDS_HELD`), or the fact appears whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .rule_based import extract_facts
+from ..models.state import DroppedFact, FactKind
+
+WORDS_HELD = 0.6
+"""The share of a fact's content words a summary must hold (besides every quantity in it)."""
+MAX_DROPPED = 48
+"""At most this many dropped facts are recorded per summary (the newest)."""
+
+_WORD = re.compile(r"[a-z][a-z0-9'-]{3,}")
+_QUANTITY = re.compile(r"[$€£]?\d[\d,]*(?:\.\d+)?\s?(?:%|[a-zµ/]+)?")
+_COMMON = frozenset(
+    "that this these those with from into about over under than then them they their there where which while "
+    "would could should will shall must have been being were what when also only each very more most less such "
+    "some other same just like because after before since until still yet does done make made using used use "
+    "need needs keep kept into onto upon your ours ourselves".split())
+
+
+@dataclass(frozen=True)
+class Covered:
+    """One text a summary covers: its id, its step, whose it is, how it is labelled, its content."""
+
+    item_id: str | None
+    turn: int
+    agent_id: str | None
+    source: str
+    content: str
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.lower().replace("**", "").replace("`", "").replace("…", " ").split())
+
+
+def _quantities(text: str) -> set[str]:
+    return {q.replace(" ", "").replace(",", "") for q in _QUANTITY.findall(text)}
+
+
+def holds(summary: str, fact: str) -> bool:
+    """Whether `summary` (lowercased, plain: `_plain`) holds `fact` in substance (see the module doc)."""
+    plain = _plain(fact).rstrip(".!?;: ")
+    if plain and plain in summary:
+        return True
+    wanted = _quantities(plain)
+    if wanted and not wanted <= _quantities(summary):
+        return False
+    words = {w for w in _WORD.findall(plain) if w not in _COMMON}
+    if not words:
+        return bool(wanted)
+    have = set(_WORD.findall(summary))
+    return len(words & have) >= WORDS_HELD * len(words)
+
+
+def facts_of(content: str) -> list[tuple[FactKind, str]]:
+    """The decisions, numbers and open questions of one text, in that order."""
+    found = extract_facts(content)
+    return ([("decision", f) for f in found.decisions] + [("number", f) for f in found.claims]
+            + [("open", f) for f in found.questions])
+
+
+def dropped_facts(covered: Sequence[Covered], summary: str) -> tuple[int, int, list[DroppedFact]]:
+    """(how many facts the covered texts hold, how many of them `summary` holds, those it does
+    not: the last `MAX_DROPPED` of them, oldest first)."""
+    text = _plain(summary)
+    total = kept = 0
+    lost: list[DroppedFact] = []
+    for c in covered:
+        for kind, fact in facts_of(c.content):
+            total += 1
+            if holds(text, fact):
+                kept += 1
+            else:
+                lost.append(DroppedFact(kind=kind, text=fact, source=c.source, item_id=c.item_id, turn=c.turn,
+                                        agent_id=c.agent_id))
+    return total, kept, lost[-MAX_DROPPED:]
