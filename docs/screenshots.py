@@ -84,7 +84,11 @@ async def conversation(work: Path, out: Path) -> None:
 
 async def saved_debates(work: Path, out: Path) -> None:
     """`moot watch` with no id: the saved debates, newest first."""
-    state = work / "saved"
+    import os
+
+    work.mkdir(parents=True)
+    os.chdir(work)  # the title shows the folder as given: `debates`, as a person's would read
+    state = Path("debates")
     for i, roles in enumerate((["architect", "kiss"], FOUR, ["architect", "security", "testing"])):
         await _record(state, roles=roles, debate_id=f"debate-{i + 1}")
     app = create_app(None, state_dir=state, cursor_blink=False, clock=fixed_clock)

@@ -75,6 +75,13 @@ def moot(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cw
                           timeout=timeout, env=full_env, cwd=cwd, input=input_text if input_text is not None else "")
 
 
+
+def manual() -> str:
+    """The README and every page of the docs site, one text: the examples tests run as written
+    live in whichever page tells a person about them."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return "\n\n".join(p.read_text(encoding="utf-8") for p in pages)
+
 def cli(*argv: str) -> SimpleNamespace:
     """`moot ARGV` in-process, like `moot()` without the interpreter start: exit code, stdout, stderr."""
     from moot.cli import main

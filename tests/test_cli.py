@@ -19,7 +19,7 @@ import pytest
 
 from moot import __version__
 from moot.core.safety.sanitize import UNSAFE
-from tests.conftest import ROOT, cli, make_server, moot, read_jsonl, run_debate
+from tests.conftest import ROOT, cli, make_server, manual, moot, read_jsonl, run_debate
 
 TRACEBACK = "Traceback (most recent call last)"
 DEMO = {"MOOT_DEMO_DELAY": "0"}
@@ -244,7 +244,7 @@ def test_eval_without_config_calls_the_debates_own_endpoint(tmp_path: Path) -> N
 
 
 def test_the_readmes_evaluator_file_works_without_a_key(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = manual()
     after = readme.split("Your own evaluators go in a file, `evaluators.toml`:", 1)[1]
     block = after.split("```toml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "evaluators.toml").write_text(block)

@@ -181,8 +181,10 @@ def test_ctl_say_answers_a_debate_running_elsewhere(tmp_path: Path) -> None:
 
 
 def test_the_readmes_headless_seat_example_runs_as_written(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    block = readme.split("### Take a seat in the debate", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    from tests.conftest import manual
+
+    readme = manual()
+    block = readme.split("# Take a seat in the debate", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     piped = block[block.index("printf"):].strip()
     env = {**os.environ, **_env(tmp_path), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.pop("OPENAI_API_KEY", None)

@@ -11,7 +11,7 @@ import pytest
 
 from moot.core.models.state import DebateState
 from moot.core.storage.folder import DebateFolder
-from tests.conftest import ROOT, cli, moot
+from tests.conftest import ROOT, cli, manual, moot
 from tests.test_resume import TRACEBACK, only_debate
 
 
@@ -101,7 +101,7 @@ def test_a_truncated_problem_says_so_on_stderr_and_in_show(tmp_path: Path) -> No
 
 
 def test_the_readmes_providers_snippet_runs_three_agents_and_one_agent_is_named(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = manual()
     block = next(b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[providers." in b)
     (tmp_path / "moot.toml").write_text(block)
     r = cli("run", "Design a cache", "--provider", "demo", "--headless", "-r", "1", "--state-dir", "D")
