@@ -19,38 +19,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from typing import assert_never
 
-from ..events import (
-    BudgetReached,
-    CallContinued,
-    CallFailed,
-    CallStarted,
-    ClarificationsAnswered,
-    ClarificationsAsked,
-    ContributionAdded,
-    ControlChanged,
-    Converged,
-    ConvergenceScored,
-    DebateCompleted,
-    DebateFailed,
-    DebateInterrupted,
-    DebateResumed,
-    DebateStarted,
-    Event,
-    NoteInjected,
-    PhaseCompleted,
-    PhaseStarted,
-    RoundStarted,
-    SummaryAdded,
-    SeatAnswered,
-    SummaryRequested,
-    SynthesisCompleted,
-    Token,
-    ToolCalled,
-    ToolReturned,
-    ToolsReady,
-    Warning_,
-    WindowLearned,
-)
+from .. import events as ev
 from ..models.state import AgentInfo, Contribution, DebateState, Summary
 
 PHASE_RANK: dict[str, int] = {
@@ -173,24 +142,25 @@ class DebateIndex:
         if state.judge_summary:
             self.summaries[state.judge_summary.id] = state.judge_summary
 
-    def on_event(self, event: Event) -> None:
+    def on_event(self, event: ev.Event) -> None:
         match event:
-            case ContributionAdded(contribution=c):
+            case ev.ContributionAdded(contribution=c):
                 self.add_contribution(c)
-            case SummaryAdded(summary=s, judge=True):
+            case ev.SummaryAdded(summary=s, judge=True):
                 self.summaries[s.id] = s
-            case SummaryAdded(summary=s):
+            case ev.SummaryAdded(summary=s):
                 self.add_summary(s)
-            case DebateStarted():
+            case ev.DebateStarted():
                 self.prompts = dict(event.prompts)
                 self.problem = event.problem
                 self.layout = event.view_layout
                 self._people(event.agents, event.judge)
-            case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
-                  | CallFailed() | SummaryRequested() | SeatAnswered() | SynthesisCompleted() | Warning_() | ControlChanged()
-                  | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
-                  | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
-                  | WindowLearned() | ToolCalled() | ToolReturned() | CallContinued() | ToolsReady()):
+            case (ev.DebateResumed() | ev.RoundStarted() | ev.PhaseStarted() | ev.PhaseCompleted() | ev.CallStarted()
+                  | ev.Token() | ev.CallFailed() | ev.SummaryRequested() | ev.SeatAnswered() | ev.SynthesisCompleted()
+                  | ev.Warning_() | ev.ControlChanged() | ev.ClarificationsAsked() | ev.ClarificationsAnswered()
+                  | ev.NoteInjected() | ev.ConvergenceScored() | ev.Converged() | ev.BudgetReached()
+                  | ev.DebateCompleted() | ev.DebateInterrupted() | ev.DebateFailed() | ev.WindowLearned()
+                  | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady()):
                 pass  # nothing to index
             case _:
                 assert_never(event)

@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from .. import tokens
 from ..config import ResolvedAgent
@@ -28,10 +28,10 @@ from ..providers.base import Provider
 from ..safety.sanitize import terminal_safe
 from ..safety.secrets import redact
 from ..search.index import SearchIndex
-from .recall_tool import RECALL_DESCRIPTION, RECALL_NAME, RECALL_PARAMETERS, RecallTool
+from .recall_tool import RECALL_NAME, RecallTool
 from ..tools.builtin import Limits, reference_tools, root_label
 from ..tools.references import ReferenceSet, RefUnreadable
-from ..tools.registry import ToolDef, Toolbox, ToolOutput
+from ..tools.registry import Toolbox
 
 ToolPhase = frozenset({"proposal", "critique", "refinement", "answer", "turn"})
 """Phases whose calls may read: the ones that write an agent's own view of the problem."""
@@ -93,11 +93,7 @@ class Grounding:
             g.modes[agent.id] = own.mode if own is not None and own.mode else config.tools.mode
             g.max_calls[agent.id] = own.max_calls if own is not None and own.max_calls is not None \
                 else config.tools.max_calls
-            box = Toolbox()
-            if builtin is not None:
-                for d in builtin.defs:
-                    box.add(d, builtin.runners[d.name])
-            g.boxes[agent.id] = box
+            g.boxes[agent.id] = builtin.copy() if builtin is not None else Toolbox()
             g.mcp[agent.id] = [*config.tools.mcp, *(own.mcp if own is not None else [])]
         return g
 
@@ -130,10 +126,7 @@ class Grounding:
 
     def add_tools(self, agent_id: str, box: Toolbox) -> None:
         """Offer more tools to one agent (an MCP server's)."""
-        mine = self.boxes.setdefault(agent_id, Toolbox())
-        for d in box.defs:
-            if mine.get(d.name) is None:
-                mine.add(d, box.runners[d.name])
+        self.boxes.setdefault(agent_id, Toolbox()).merge(box)
 
     def access(self, agent: ResolvedAgent, provider: Provider, phase: str) -> Access | None:
         """How this call reads: by tools, by the retrieval tier, or not at all."""
@@ -157,13 +150,8 @@ class Grounding:
         box = self.boxes.get(agent_id) or Toolbox()
         if recall is None or box.get(RECALL_NAME) is not None:  # an MCP tool already has the name
             return box
-        out = Toolbox(list(box.defs), dict(box.runners))
-
-        async def run(name: str, arguments: dict[str, Any]) -> ToolOutput:
-            answer = await recall(name, arguments)
-            return ToolOutput(answer.text, answer.ok, answer.summary)
-
-        out.add(ToolDef(RECALL_NAME, RECALL_DESCRIPTION, RECALL_PARAMETERS, "recall"), run)
+        out = box.copy()
+        out.add(recall.tool())
         return out
 
     def tools_note(self, agent_id: str, box: Toolbox | None = None) -> str:

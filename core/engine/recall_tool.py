@@ -10,49 +10,48 @@ capped in tokens. Like every tool answer it never raises: a bad argument is one 
 can read and correct.
 
 It depends only on the call's inputs (`moot.core.search.recall`): asked twice, it answers the
-same. `RecallTool.__call__(name, arguments)` has the shape of the tool registry's runners
-(`moot.core.tools.registry.Runner`) and `RecallAnswer` the fields of its `ToolOutput`: the
-call engine builds one per call with tools whose view a summary stands in for part of, and
-`Grounding.toolbox` offers it beside the reference tools (`moot.core.engine.grounding`).
+same. `RECALL` is the tool as declared (a `moot.core.tools.registry.Tool`, like the reference
+tools); `RecallTool.tool()` binds it to one call: the call engine builds a `RecallTool` per call
+with tools whose view a summary stands in for part of, and `Grounding.toolbox` offers it beside
+the reference tools (`moot.core.engine.grounding`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from .. import tokens
 from ..context.index import DebateIndex
 from ..context.recall_tier import MIN_PASSAGE_CHARS, item_block, passage
 from ..models.state import Contribution, ViewRecord
 from ..search.recall import SCAN, Postings, RecallScope, query_words, rank
+from ..tools.extracts import recall_facts
+from ..tools.registry import Tool, ToolOutput
+from ..tools.signature import Bounds
 
-RECALL_NAME = "recall"
-RECALL_DESCRIPTION = ("Search this debate's earlier messages that are no longer in your context (the summary "
-                      "stands in for them) for a name, a number or a few words; returns each match verbatim "
-                      "with its turn or round and speaker.")
-RECALL_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "a name, a number or a few distinctive words"},
-        "limit": {"type": "integer", "description": "at most this many matches (1-8, default 4)",
-                  "minimum": 1, "maximum": 8},
-    },
-    "required": ["query"],
-}
+
+
+# The declaration: the model sees this name, docstring and signature; `RecallTool.run` answers.
+def recall(query: str, limit: Annotated[int, Bounds(1, 8)] = 4) -> None:
+    """Search this debate's earlier messages that are no longer in your context (the summary
+    stands in for them) for a name, a number or a few words; returns each match verbatim
+    with its turn or round and speaker.
+
+    Args:
+        query: a name, a number or a few distinctive words
+        limit: at most this many matches (1-8, default 4)
+    """
+
+
+RECALL = Tool.declare(recall, recall_facts)
+"""The tool as offered; `RecallTool.tool()` is it bound to one call's search."""
+RECALL_NAME = RECALL.name
+RECALL_DESCRIPTION = RECALL.description
+RECALL_PARAMETERS: dict[str, Any] = RECALL.parameters
 RESULT_TOKENS = 1500
 MAX_QUERY_CHARS = 4000
 PERSPECTIVE = ("proposal", "critique", "refinement", "answer")
-
-
-@dataclass(frozen=True)
-class RecallAnswer:
-    """What the tool returns: the text the model reads, whether it worked, one line for people."""
-
-    text: str
-    ok: bool = True
-    summary: str = ""
 
 
 class RecallTool:
@@ -90,21 +89,25 @@ class RecallTool:
 
         return item_label(c, self.owner, self.index)
 
-    async def __call__(self, name: str, arguments: Mapping[str, Any]) -> RecallAnswer:
+    async def __call__(self, name: str, arguments: Mapping[str, Any]) -> ToolOutput:
         return self.run(arguments)
 
-    def run(self, arguments: Mapping[str, Any]) -> RecallAnswer:
+    def tool(self) -> Tool:
+        """`recall` run by this call's search."""
+        return RECALL.bound(self)
+
+    def run(self, arguments: Mapping[str, Any]) -> ToolOutput:
         query = arguments.get("query")
         limit = arguments.get("limit", 4)
         if isinstance(limit, str) and limit.strip().isdigit():
             limit = int(limit)  # small models quote numbers
         if not isinstance(query, str) or not query.strip():
-            return RecallAnswer("error: 'query' must be a non-empty string", False, "no query")
+            return ToolOutput("error: 'query' must be a non-empty string", False, "no query")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 8:
-            return RecallAnswer("error: 'limit' must be a whole number from 1 to 8", False, "bad limit")
+            return ToolOutput("error: 'limit' must be a whole number from 1 to 8", False, "bad limit")
         words = query_words([query[:MAX_QUERY_CHARS]])
         if not words:
-            return RecallAnswer(f"nothing to search for in {query[:80]!r}: give a name, a number or a few words",
+            return ToolOutput(f"nothing to search for in {query[:80]!r}: give a name, a number or a few words",
                                 False, "no words")
         ranking = rank(self.search, words, self.scope, exclude=self.in_view, rare=SCAN, share=1.0)
         blocks: list[str] = []
@@ -129,8 +132,8 @@ class RecallTool:
             left -= n
         lost = (f" ({unread} more matched but could not be read back from the debate's log)" if unread else "")
         if not blocks:
-            return RecallAnswer(f"no earlier message out of your context matches {query[:80]!r}{lost}", True,
+            return ToolOutput(f"no earlier message out of your context matches {query[:80]!r}{lost}", True,
                                 f"no match{lost}")
         head = f"{len(blocks)} earlier message{'s' if len(blocks) != 1 else ''} (verbatim, best match first){lost}:"
-        return RecallAnswer("\n\n".join([head, *blocks]), True,
+        return ToolOutput("\n\n".join([head, *blocks]), True,
                             f"{len(blocks)} match{'es' if len(blocks) != 1 else ''} for {query[:40]!r}{lost}")

@@ -165,7 +165,8 @@ class ToolLoop:
             text = self._clean(out.text)
             tool = self.box.get(call.name)
             result = ToolResultRecord(call_id=ident, name=name, ok=out.ok, content=text,
-                                      extract=extract(name, rec.arguments, text, out.ok, tool.kind if tool else None),
+                                      extract=(tool.extract(rec.arguments, text, out.ok) if tool
+                                               else extract(name, rec.arguments, text, out.ok)),
                                       summary=redact(terminal_safe(out.summary), secrets)[:200],
                                       tokens=tokens.count_text(text, record.model))
             step.results.append(result)

@@ -11,38 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, assert_never
 
 from ..models.provider_kinds import any_scripted, listed
-from ..events import (
-    BudgetReached,
-    CallFailed,
-    CallContinued,
-    CallStarted,
-    ClarificationsAnswered,
-    ClarificationsAsked,
-    ContributionAdded,
-    ControlChanged,
-    Converged,
-    ConvergenceScored,
-    DebateCompleted,
-    DebateFailed,
-    DebateInterrupted,
-    DebateResumed,
-    DebateStarted,
-    Event,
-    NoteInjected,
-    PhaseCompleted,
-    PhaseStarted,
-    RoundStarted,
-    SummaryAdded,
-    SeatAnswered,
-    SummaryRequested,
-    SynthesisCompleted,
-    Token,
-    ToolCalled,
-    ToolReturned,
-    ToolsReady,
-    Warning_,
-    WindowLearned,
-)
+from .. import events as ev
 from ..models.state import Contribution
 from ..safety.sanitize import one_line_safe, terminal_safe
 
@@ -103,7 +72,7 @@ def _safe(text: str, limit: int | None = None) -> str:
     return one_line_safe(text, limit)
 
 
-def describe(event: Event) -> Line | None:
+def describe(event: ev.Event) -> Line | None:
     """The line for an event, or None for events no view lists (tokens, call starts).
 
     Made safe as a whole: ids and names come from the log, which a watcher may be reading
@@ -114,9 +83,9 @@ def describe(event: Event) -> Line | None:
     return Line(line.kind, terminal_safe(line.text).replace("\n", " ").replace("\t", " "))
 
 
-def _describe(event: Event) -> Line | None:
+def _describe(event: ev.Event) -> Line | None:
     match event:
-        case DebateStarted():
+        case ev.DebateStarted():
             demo = " · DEMO provider (offline, scripted answers)" if any_scripted(listed(event.provider_label)) else ""
             names = ", ".join(_safe(a.id) for a in event.agents)
             unit = "turn" if event.protocol == "conversation" else "round"
@@ -125,19 +94,19 @@ def _describe(event: Event) -> Line | None:
             judge = "no judge" if event.protocol in ("single", "vote") else f"judge {_safe(event.judge.id)}"
             return Line("phase", f"▶ debate {event.debate_id} started: {shape}{steps}, "
                                  f"agents {names}; {judge}{demo}")
-        case DebateResumed(from_round=r):
+        case ev.DebateResumed(from_round=r):
             return Line("phase", f"▶ debate {event.debate_id} resumed at round {r}")
-        case RoundStarted(step="turn"):
+        case ev.RoundStarted(step="turn"):
             return None  # a conversation's message line says its turn
-        case RoundStarted(round=r):
+        case ev.RoundStarted(round=r):
             return Line("phase", f"── round {r} ──")
-        case PhaseStarted(phase=phase):
+        case ev.PhaseStarted(phase=phase):
             return Line("phase", f"   {PHASE_LABELS.get(phase, phase)}")
-        case ContributionAdded(contribution=c) if c.type == "message":
+        case ev.ContributionAdded(contribution=c) if c.type == "message":
             m = c.metadata
             return Line("contribution", f"✎ turn {c.round} {c.agent_id}: {len(c.content)} chars, "
                                         f"{k(m.prompt_tokens)} in / {k(m.completion_tokens)} out{_cut(c)}")
-        case ContributionAdded(contribution=c):
+        case ev.ContributionAdded(contribution=c):
             target = f" → {c.target_agent_id}" if c.target_agent_id else ""
             if c.carried_from:
                 return Line("contribution", f"✎ {c.agent_id} {c.type}{target}: carried from its last refinement")
@@ -145,7 +114,7 @@ def _describe(event: Event) -> Line | None:
             secs = f", {m.latency_ms / 1000:.1f}s" if m.latency_ms else ""
             return Line("contribution", f"✎ {c.agent_id} {c.type}{target}: {len(c.content)} chars, "
                                         f"{k(m.prompt_tokens)} in / {k(m.completion_tokens)} out{secs}{_cut(c)}")
-        case SummaryAdded(summary=s, judge=judge):
+        case ev.SummaryAdded(summary=s, judge=judge):
             md = s.metadata
             who = ("judge (final round)" if judge else f"the conversation ({s.agent_id}'s)" if s.scope == "conversation"
                    else s.agent_id)
@@ -156,81 +125,81 @@ def _describe(event: Event) -> Line | None:
             return Line("manual" if s.trigger == "manual" else "summary",
                         f"⇣ summary of {who}, {how}{why}: {k(md.before_tokens)} → {k(md.after_tokens)} tokens, "
                         f"{s.written_by}/{s.strategy}{focus}{fb}")
-        case SummaryRequested(agent_id=agent_id, focus=focus):
+        case ev.SummaryRequested(agent_id=agent_id, focus=focus):
             about = f", focus: {_safe(focus, 80)}" if focus else ""
             return Line("manual", f"⇣ summary requested for {agent_id} (at its next call{about})")
-        case SeatAnswered(agent_id=agent_id, via=via, chars=chars, phase=phase, round=r):
+        case ev.SeatAnswered(agent_id=agent_id, via=via, chars=chars, phase=phase, round=r):
             where = {"editor": "in the editor", "stdin": "on stdin", "ctl": "with moot ctl say", "library": ""}[via]
             return Line("manual", f"✎ {agent_id} answered ({'message' if phase == 'turn' else phase}, "
                                   f"{'turn' if phase == 'turn' else 'round'} {r}){' ' + where if where else ''}: "
                                   f"{chars} chars")
-        case CallFailed(agent_id=agent_id, error=error, will_retry=True):
+        case ev.CallFailed(agent_id=agent_id, error=error, will_retry=True):
             return Line("warning", f"↻ {agent_id}: {_safe(error, 300)} (retrying)")
-        case CallFailed(agent_id=agent_id, error=error):
+        case ev.CallFailed(agent_id=agent_id, error=error):
             return Line("error", f"✗ {agent_id}: {_safe(error, 300)}")
-        case Warning_(message=message):
+        case ev.Warning_(message=message):
             return Line("warning", f"⚠ {_safe(message, 400)}")
-        case SynthesisCompleted(solution=solution) if solution.tally is not None and solution.confidence is None:
+        case ev.SynthesisCompleted(solution=solution) if solution.tally is not None and solution.confidence is None:
             return Line("done", f"★ final answer ({_safe(solution.synthesized_by)}): {solution.tally.summary()}")
-        case SynthesisCompleted(solution=solution):
+        case ev.SynthesisCompleted(solution=solution):
             conf = solution.confidence
             ranks = f" · {solution.tally.summary()}" if solution.tally is not None else ""
             return Line("done", f"★ synthesis: confidence {conf if conf is not None else 'n/a'}{ranks}")
-        case ClarificationsAsked(questions=questions, round=r):
+        case ev.ClarificationsAsked(questions=questions, round=r):
             n = len(questions)
             agents = len({q.agent_id for q in questions})
             follow = " (follow-up)" if r > 1 else ""
             return Line("manual", f"? {n} clarifying question{_s(n)}{follow} from {agents} agent{_s(agents)}: "
                                   "waiting for the user's answers")
-        case ClarificationsAnswered(answers=answers, round=r):
+        case ev.ClarificationsAnswered(answers=answers, round=r):
             n = len(answers)
             answered = sum(1 for a in answers if a.answer)
             which = f"clarify (round {r})" if r > 1 else "clarify"
             if not n:
                 return Line("manual", f"{which}: no questions")
             return Line("manual", f"{which}: {n} question{_s(n)}, {answered} answered")
-        case NoteInjected(note=note):
+        case ev.NoteInjected(note=note):
             return Line("manual", f"✉ moderator note (agents see it from their next call): {_safe(note.text, 400)}")
-        case ConvergenceScored(score=score):
+        case ev.ConvergenceScored(score=score):
             value = score.confidence
             # "convergence score", never "confidence": that word is the synthesis's own.
             return Line("summary", f"≈ convergence after round {score.round}: convergence score "
                                    f"{value if value is not None else 'not parsed'} (how far the agents agree)")
-        case Converged(round=r, confidence=conf, threshold=threshold):
+        case ev.Converged(round=r, confidence=conf, threshold=threshold):
             return Line("done", f"✓ converged after round {r} (convergence score {conf} ≥ {threshold}): "
                                 "the judge synthesizes")
-        case WindowLearned(endpoint=endpoint, model=model, window=window, source=source, ratio=ratio, reason=why):
+        case ev.WindowLearned(endpoint=endpoint, model=model, window=window, source=source, ratio=ratio, reason=why):
             size = f"window {window} tokens" if window else "window unknown"
             count = f", the server counts ×{ratio:.2f} moot's tokens" if ratio > 1 else ""
             because = f" ({_safe(why, 200)})" if why else ""
             return Line("control", f"⚙ {_safe(model, 80)} at {_safe(endpoint, 80)}: {size}, {source}{count}{because}")
-        case BudgetReached(reason=reason):
+        case ev.BudgetReached(reason=reason):
             return Line("warning", f"$ budget reached: {reason}; the judge synthesizes from what exists")
-        case ControlChanged(action="pause", effective=True):
+        case ev.ControlChanged(action="pause", effective=True):
             return Line("control", "⏸ paused: no call in flight; nothing runs until /resume")
-        case ControlChanged(action=action, command_id=command_id):
+        case ev.ControlChanged(action=action, command_id=command_id):
             text = {"pause": "⏸ pause requested", "resume": "▶ resumed", "stop": "■ stop requested"}[action]
             by = " (from another process)" if command_id else ""
             return Line("control", text + (" (at the next call boundary)" if action != "resume" else "") + by)
-        case DebateCompleted(status=status, totals=tot):
+        case ev.DebateCompleted(status=status, totals=tot):
             cost = f", {usd(tot.cost_usd)}" if tot.cost_usd > 0 else ""
             how = "✓ debate completed" if status == "completed" else "■ debate stopped at its budget"
             return Line("done" if status == "completed" else "warning",
                         f"{how}: {k(tot.prompt_tokens)} prompt + {k(tot.completion_tokens)} completion tokens{cost}")
-        case DebateInterrupted(status="stopped"):
+        case ev.DebateInterrupted(status="stopped"):
             return Line("warning", "■ debate stopped by the user")
-        case DebateInterrupted():
+        case ev.DebateInterrupted():
             cause = f" ({_safe(event.cause, 80)})" if event.cause else ""
             return Line("warning", f"■ debate interrupted{cause}")
-        case DebateFailed(error=error):
+        case ev.DebateFailed(error=error):
             return Line("error", f"✗ debate failed: {_safe(error, 400)}")
-        case ToolCalled(agent_id=agent_id, tool=tool):
+        case ev.ToolCalled(agent_id=agent_id, tool=tool):
             how = " (written as text)" if tool.from_text else ""
             return Line("contribution", f"  ⚒ {agent_id} → {_safe(tool.name, 64)}({_safe(tool.arguments, 120)}){how}")
-        case ToolReturned(agent_id=agent_id, name=name, ok=ok, summary=summary):
+        case ev.ToolReturned(agent_id=agent_id, name=name, ok=ok, summary=summary):
             return Line("contribution" if ok else "warning",
                         f"  {'↳' if ok else '✗'} {agent_id} ← {_safe(name, 64)}: {_safe(summary, 160)}")
-        case ToolsReady(setup=setup):
+        case ev.ToolsReady(setup=setup):
             files = len(setup.references)
             where = ", ".join(_safe(r, 60) for r in setup.roots[:4]) + (" …" if len(setup.roots) > 4 else "")
             servers = "".join(f"; MCP {_safe(s.name, 24)}: " + (f"{len(s.tools)} tools" if s.error is None else
@@ -238,7 +207,7 @@ def _describe(event: Event) -> Line | None:
             refs = f"{files} reference file{'s' if files != 1 else ''} from {where}" if setup.roots else "no references"
             skipped = f" ({len(setup.skipped)} skipped)" if setup.skipped else ""
             return Line("control", f"⚒ {refs}{skipped}{servers}")
-        case Token() | CallStarted() | PhaseCompleted() | CallContinued():
+        case ev.Token() | ev.CallStarted() | ev.PhaseCompleted() | ev.CallContinued():
             return None
         case _:
             assert_never(event)

@@ -16,38 +16,7 @@ from typing import TextIO, assert_never
 
 from ..models.provider_kinds import any_scripted, listed
 from ..event_bus import Subscription
-from ..events import (
-    BudgetReached,
-    CallContinued,
-    CallFailed,
-    CallStarted,
-    ClarificationsAnswered,
-    ClarificationsAsked,
-    ContributionAdded,
-    ControlChanged,
-    Converged,
-    ConvergenceScored,
-    DebateCompleted,
-    DebateFailed,
-    DebateInterrupted,
-    DebateResumed,
-    DebateStarted,
-    Event,
-    NoteInjected,
-    PhaseCompleted,
-    PhaseStarted,
-    RoundStarted,
-    SeatAnswered,
-    SummaryAdded,
-    SummaryRequested,
-    SynthesisCompleted,
-    Token,
-    ToolCalled,
-    ToolReturned,
-    ToolsReady,
-    Warning_,
-    WindowLearned,
-)
+from .. import events as ev
 from ..models.state import Contribution, Summary
 from ..safety.sanitize import one_line_safe, terminal_safe
 from .describe import PHASE_LABELS, describe
@@ -74,14 +43,14 @@ class PlainNarrator:
     def name(self, agent_id: str) -> str:
         return self.names.get(agent_id, one_line_safe(agent_id, 60))
 
-    def text(self, event: Event) -> str | None:
+    def text(self, event: ev.Event) -> str | None:
         """What to print for `event` (None: nothing). Safe for a terminal."""
         said = self._text(event)
         return terminal_safe(said) if said is not None else None
 
-    def _text(self, event: Event) -> str | None:
+    def _text(self, event: ev.Event) -> str | None:
         match event:
-            case DebateStarted():
+            case ev.DebateStarted():
                 self.names = {a.id: one_line_safe(a.name, 60) for a in [*event.agents, event.judge]}
                 self.total = event.total_rounds
                 self.conversation = event.protocol == "conversation"
@@ -92,74 +61,74 @@ class PlainNarrator:
                 return (f"Debate {event.debate_id} started: protocol {event.protocol}, {event.total_rounds} {unit}. "
                         f"Agents: {agents}. Judge: {self.name(event.judge.id)}.{demo}\n"
                         "Type a command and press Enter at any time; /help lists them.\n")
-            case DebateResumed(from_round=r):
+            case ev.DebateResumed(from_round=r):
                 return f"Debate {event.debate_id} resumed at {'turn' if self.conversation else 'round'} {r}.\n"
-            case RoundStarted(step="turn"):
+            case ev.RoundStarted(step="turn"):
                 return None  # the message's own label says the turn
-            case RoundStarted(round=r):
+            case ev.RoundStarted(round=r):
                 of = f" of {self.total}" if self.total else ""
                 return f"Round {r}{of}."
-            case PhaseStarted(phase="turn") | PhaseStarted(phase="summarize"):
+            case ev.PhaseStarted(phase="turn") | ev.PhaseStarted(phase="summarize"):
                 return None  # a turn's message says its turn; a summary says itself when one is made
-            case PhaseStarted(phase=phase):
+            case ev.PhaseStarted(phase=phase):
                 return f"{PHASE_LABELS.get(phase, phase).capitalize()}."
-            case ContributionAdded(contribution=c):
+            case ev.ContributionAdded(contribution=c):
                 return self._contribution(c)
-            case SummaryAdded(summary=s, judge=judge):
+            case ev.SummaryAdded(summary=s, judge=judge):
                 return self._summary(s, judge)
-            case SeatAnswered(agent_id=agent_id, via=via):
+            case ev.SeatAnswered(agent_id=agent_id, via=via):
                 where = {"editor": " in the editor", "stdin": " on the keyboard", "ctl": " with moot ctl say",
                          "library": ""}[via]
                 return f"{self.name(agent_id)} answered{where}; the answer is read out as it is recorded."
-            case SummaryRequested(agent_id=agent_id, focus=focus):
+            case ev.SummaryRequested(agent_id=agent_id, focus=focus):
                 about = f", focusing on: {one_line_safe(focus, 200)}" if focus else ""
                 return f"Summary requested for {self.name(agent_id)}, made at its next call{about}."
-            case CallFailed(agent_id=agent_id, error=error, will_retry=retry):
+            case ev.CallFailed(agent_id=agent_id, error=error, will_retry=retry):
                 again = " Trying again." if retry else ""
                 return f"Problem: the call of {self.name(agent_id)} failed: {one_line_safe(error, 300)}.{again}"
-            case Warning_(message=message):
+            case ev.Warning_(message=message):
                 return f"Warning: {one_line_safe(message, 400)}"
-            case SynthesisCompleted(solution=solution):
+            case ev.SynthesisCompleted(solution=solution):
                 conf = f"confidence {solution.confidence}" if solution.confidence is not None else "no confidence given"
                 return f"The judge has written the final solution ({conf}). It is read out at the end."
-            case ClarificationsAsked():
+            case ev.ClarificationsAsked():
                 return None  # the questions themselves are read out by the one who answers them
-            case ClarificationsAnswered(answers=answers):
+            case ev.ClarificationsAnswered(answers=answers):
                 n = sum(1 for a in answers if a.answer)
                 return f"Clarifications: {n} of {len(answers)} questions answered." if answers else None
-            case NoteInjected(note=note):
+            case ev.NoteInjected(note=note):
                 return f"Moderator note, which every agent sees from its next call: {one_line_safe(note.text, 400)}"
-            case ControlChanged(action="pause", effective=True):
+            case ev.ControlChanged(action="pause", effective=True):
                 return "Paused: no call is running. Type /resume to go on."
-            case ControlChanged(action="pause"):
+            case ev.ControlChanged(action="pause"):
                 return "Pause requested: the calls already running finish first."
-            case ControlChanged(action="resume"):
+            case ev.ControlChanged(action="resume"):
                 return "Resumed."
-            case ControlChanged():  # stop
+            case ev.ControlChanged():  # stop
                 return "Stop requested: the debate stops at the next call boundary and stays resumable."
-            case DebateCompleted(status=status, totals=t):
+            case ev.DebateCompleted(status=status, totals=t):
                 how = "completed" if status == "completed" else "stopped at its budget"
                 cost = f", costing {t.cost_usd:.4f} dollars" if t.cost_usd > 0 else ""
                 return (f"The debate {how}: {t.prompt_tokens:,} prompt tokens and "
                         f"{t.completion_tokens:,} completion tokens{cost}.")
-            case DebateInterrupted(status="stopped"):
+            case ev.DebateInterrupted(status="stopped"):
                 return "The debate was stopped."
-            case DebateInterrupted() | DebateFailed():
+            case ev.DebateInterrupted() | ev.DebateFailed():
                 return None  # said once, with how to continue, when the run ends (`headless.ending_line`)
-            case ConvergenceScored() | Converged() | WindowLearned() | BudgetReached():
+            case ev.ConvergenceScored() | ev.Converged() | ev.WindowLearned() | ev.BudgetReached():
                 line = describe(event)
                 return line.text.lstrip("≈✓⚙$ ") if line is not None else None
-            case ToolCalled(agent_id=agent_id, tool=tool):
+            case ev.ToolCalled(agent_id=agent_id, tool=tool):
                 return (f"{self.name(agent_id)} uses the tool {one_line_safe(tool.name, 64)} with "
                         f"{one_line_safe(tool.arguments, 160)}.")
-            case ToolReturned(name=name, ok=ok, summary=summary):
+            case ev.ToolReturned(name=name, ok=ok, summary=summary):
                 how = "answered" if ok else "failed"
                 return f"The tool {one_line_safe(name, 64)} {how}: {one_line_safe(summary, 200)}"
-            case ToolsReady():
+            case ev.ToolsReady():
                 line = describe(event)
                 said = line.text.lstrip("⚒ ") if line is not None else ""
                 return f"{said[:1].upper()}{said[1:]}." if said else None
-            case Token() | CallStarted() | PhaseCompleted() | CallContinued():
+            case ev.Token() | ev.CallStarted() | ev.PhaseCompleted() | ev.CallContinued():
                 return None  # no streaming, no spinner: a contribution is read once, whole
             case _:
                 assert_never(event)

@@ -36,38 +36,7 @@ from urllib.parse import urlsplit
 
 from ..context.index import DebateIndex
 from ..context.view import render_messages
-from ..events import (
-    BudgetReached,
-    CallContinued,
-    CallFailed,
-    CallStarted,
-    ClarificationsAnswered,
-    ClarificationsAsked,
-    ContributionAdded,
-    ControlChanged,
-    Converged,
-    ConvergenceScored,
-    DebateCompleted,
-    DebateFailed,
-    DebateInterrupted,
-    DebateResumed,
-    DebateStarted,
-    Event,
-    NoteInjected,
-    PhaseCompleted,
-    PhaseStarted,
-    RoundStarted,
-    SummaryAdded,
-    SeatAnswered,
-    SummaryRequested,
-    SynthesisCompleted,
-    Token,
-    ToolCalled,
-    ToolReturned,
-    ToolsReady,
-    Warning_,
-    WindowLearned,
-)
+from .. import events as ev
 from ..models.state import AgentInfo, CallMetadata, Summary, Usage, ViewRecord
 from ..safety.secrets import strip_userinfo
 from ..trace_ids import derived_trace_id
@@ -135,25 +104,25 @@ class TraceBuilder(SpanOutlet):
 
     # ------------------------------------------------------------------ the fold
 
-    def on_event(self, event: Event) -> None:
-        if isinstance(event, Token):
+    def on_event(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Token):
             return  # not in the log: a trace built later could not have them
         t = ns(event.ts)
         if self._index is not None:
             self._index.on_event(event)
         match event:
-            case DebateStarted():
+            case ev.DebateStarted():
                 self._started(event, t)
-            case DebateResumed(from_round=from_round):
+            case ev.DebateResumed(from_round=from_round):
                 self._close_all(self._last_ns, RESUME_GAP, RESUME_GAP)
                 self._open_root(event.seq, t, {"moot.resumed": True, "moot.resumed_from": from_round})
                 if self._round_no:
                     self._open_round(self._round_no, self._step, f"{event.seq}/{self._round_no}", t,
                                      {"moot.continued": True})
-            case RoundStarted(round=number, step=step):
+            case ev.RoundStarted(round=number, step=step):
                 self._close_rounds(self._last_ns, before=number)
                 self._open_round(number, step, str(event.seq), t, {})
-            case PhaseStarted(round=number, phase=phase):
+            case ev.PhaseStarted(round=number, phase=phase):
                 self._close_phase((number, phase), self._last_ns, "no end recorded")
                 if phase in ("clarify", "synthesis"):  # not part of a round: hang from the root
                     self._close_rounds(self._last_ns, force=True)
@@ -161,85 +130,85 @@ class TraceBuilder(SpanOutlet):
                 self._phases[(number, phase)] = self._span(f"phase/{event.seq}", phase, parent or self._ensure_root(t),
                                                            t, {"moot.phase": phase, "moot.round": number,
                                                                OI_KIND: "CHAIN"})
-            case PhaseCompleted(round=number, phase=phase):
+            case ev.PhaseCompleted(round=number, phase=phase):
                 self._close_phase((number, phase), t)
                 self._close_rounds(t, before=self._round_no)
-            case CallStarted(view=view):
+            case ev.CallStarted(view=view):
                 self._call_started(view, t)
-            case CallFailed(call_id=call_id, error=error, will_retry=will_retry):
+            case ev.CallFailed(call_id=call_id, error=error, will_retry=will_retry):
                 self._call_failed(call_id, error, will_retry, t)
-            case ContributionAdded(contribution=c):
+            case ev.ContributionAdded(contribution=c):
                 if c.carried_from:
                     self._note("carried", t, {"moot.agent.id": c.agent_id, "moot.carried_from": c.carried_from},
                                where=(c.round, "proposal"))
                 else:
                     self._finish_call(c.metadata, c.agent_id, t, output=c.content)
-            case SummaryAdded(summary=summary, judge=judge):
+            case ev.SummaryAdded(summary=summary, judge=judge):
                 self._summary_added(summary, judge, t)
-            case SynthesisCompleted(solution=solution):
+            case ev.SynthesisCompleted(solution=solution):
                 answer = json.dumps({"solution": solution.description, "confidence": solution.confidence,
                                      "tradeoffs": solution.tradeoffs, "recommendations": solution.recommendations,
                                      "unresolved": solution.unresolved}, ensure_ascii=False)
                 span = self._finish_call(solution.metadata, solution.synthesized_by, t, output=answer)
                 if solution.confidence is not None:
                     span.attributes["moot.confidence"] = solution.confidence
-            case ConvergenceScored(score=score, usage=usage):
+            case ev.ConvergenceScored(score=score, usage=usage):
                 answer = score.raw if score.raw is not None else json.dumps(
                     {"confidence": score.confidence, "reason": score.reason}, ensure_ascii=False)
                 span = self._finish_call(usage, None, t, output=answer)
                 if score.confidence is not None:
                     span.attributes["moot.confidence"] = score.confidence
-            case ClarificationsAsked(questions=questions, per_agent=per_agent) | ClarificationsAnswered(
+            case ev.ClarificationsAsked(questions=questions, per_agent=per_agent) | ev.ClarificationsAnswered(
                     answers=questions, per_agent=per_agent):
                 for agent_id, meta in per_agent.items():
                     asked = [q.question for q in questions if q.agent_id == agent_id]
                     self._finish_call(meta, agent_id, t, output=json.dumps({"questions": asked}, ensure_ascii=False))
-            case ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
+            case ev.ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
                 parent = self._calls.get(call_id) or self._container(t)
                 self._tools[tool.id] = self._span(f"tool/{call_id}/{tool.id}", f"execute_tool {tool.name}", parent, t, {
                     OPERATION: "execute_tool", "gen_ai.tool.name": tool.name, "gen_ai.tool.call.id": tool.id,
                     "gen_ai.tool.type": "function", AGENT_ID: agent_id, OI_KIND: "TOOL",
                     **({"gen_ai.tool.call.arguments": self._mask(tool.arguments)} if self.content else {}),
                     **({"moot.tool.from_text": True} if tool.from_text else {})})
-            case ToolReturned(tool_call_id=tool_call_id, ok=ok, summary=summary):
+            case ev.ToolReturned(tool_call_id=tool_call_id, ok=ok, summary=summary):
                 tool_span = self._tools.pop(tool_call_id, None)
                 if tool_span is not None:
                     tool_span.attributes["moot.tool.summary"] = summary
                     self._close(tool_span, t, None if ok else summary or "tool error")
-            case CallContinued(call_id=call_id, step=step):
+            case ev.CallContinued(call_id=call_id, step=step):
                 call_span = self._calls.get(call_id)
                 if call_span is not None:
                     call_span.attributes["moot.tool_steps"] = step.index + 1
-            case ToolsReady(setup=setup):
+            case ev.ToolsReady(setup=setup):
                 self._note("tools ready", t, {"moot.references": len(setup.references),
                                               "moot.mcp_servers": [x.name for x in setup.servers]})
-            case Warning_(message=message, agent_id=agent_id):
+            case ev.Warning_(message=message, agent_id=agent_id):
                 self._note("warning", t, {"moot.message": message, **({"moot.agent.id": agent_id} if agent_id else {})})
-            case SummaryRequested(agent_id=agent_id, focus=focus):
+            case ev.SummaryRequested(agent_id=agent_id, focus=focus):
                 self._note("summary requested", t, {"moot.agent.id": agent_id,
                                                     **({"moot.focus": focus} if focus and self.content else {})})
-            case SeatAnswered(agent_id=agent_id, via=via):
+            case ev.SeatAnswered(agent_id=agent_id, via=via):
                 self._note("person answered", t, {"moot.agent.id": agent_id, "moot.via": via})
-            case ControlChanged(action=action, effective=effective, command_id=command_id):
+            case ev.ControlChanged(action=action, effective=effective, command_id=command_id):
                 self._note(f"{action} effective" if effective else action, t,
                            {"moot.command_id": command_id} if command_id else {})
-            case WindowLearned(model=model, window=window, source=source, ratio=ratio):
+            case ev.WindowLearned(model=model, window=window, source=source, ratio=ratio):
                 self._note("window learned", t, {"gen_ai.request.model": model, "moot.window.source": source,
                                                  "moot.count_ratio": ratio,
                                                  **({"moot.window": window} if window is not None else {})})
-            case NoteInjected(note=note):
+            case ev.NoteInjected(note=note):
                 self._note("note", t, {"moot.note": note.text} if self.content else {})
-            case Converged(confidence=confidence, threshold=threshold):
+            case ev.Converged(confidence=confidence, threshold=threshold):
                 self._note("converged", t, {"moot.confidence": confidence, "moot.threshold": threshold})
-            case BudgetReached(reason=reason):
+            case ev.BudgetReached(reason=reason):
                 self._note("budget reached", t, {"moot.reason": reason})
-            case DebateCompleted(status=status, totals=totals):
+            case ev.DebateCompleted(status=status, totals=totals):
                 self._end_run(t, status, None, totals)
-            case DebateInterrupted(status=status, reason=reason):
+            case ev.DebateInterrupted(status=status, reason=reason):
                 # A user's stop is not an error of the run; an interruption (a signal) is.
                 self._end_run(t, status, (reason or status) if status == "interrupted" else None, None,
                               calls_error=reason or status)
-            case DebateFailed(error=error):
+            case ev.DebateFailed(error=error):
                 self._end_run(t, "failed", error, None, calls_error=error)
             case _:
                 assert_never(event)
@@ -254,7 +223,7 @@ class TraceBuilder(SpanOutlet):
 
     # ------------------------------------------------------------------ runs, rounds, phases
 
-    def _started(self, event: DebateStarted, t: int) -> None:
+    def _started(self, event: ev.DebateStarted, t: int) -> None:
         self.debate_id = event.debate_id
         self.trace_id = event.trace_id or derived_trace_id(event.debate_id, event.ts)
         for info in [*event.agents, event.judge]:
@@ -514,7 +483,7 @@ class TraceBuilder(SpanOutlet):
             target.events.append(SpanEvent(name, t, attrs))
 
 
-def build_spans(events: Iterable[Event], *, content: bool = False, secrets: Sequence[str] = ()) -> list[SpanRecord]:
+def build_spans(events: Iterable[ev.Event], *, content: bool = False, secrets: Sequence[str] = ()) -> list[SpanRecord]:
     """Every span of a recorded debate, in the order they ended (what `moot trace` exports)."""
     spans: list[SpanRecord] = []
     builder = TraceBuilder(spans.append, content=content, secrets=secrets)

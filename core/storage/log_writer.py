@@ -4,6 +4,14 @@ Appending event k costs O(size of event k). The snapshot is rewritten only when 
 log has grown threefold since the last one, or by `SNAPSHOT_SPAN` times the snapshot's own
 size if that comes first (and at the end), so total bytes written stay linear in the
 debate's length. Between checkpoints, state = snapshot + later events.
+
+File I/O: the steady stream of appends goes through `aiofiles` (one write and one flush per
+batch, off the event loop). Two writes do not, on purpose. A new debate's first event is
+written with `os.write` and synced without yielding to the loop, so the folder is never left
+half-made while a busy engine holds the loop (see `run`). A snapshot is `write_atomic` in one
+worker thread: a temporary file, write, fsync, rename and a check that the folder is still a
+real one; with `aiofiles` each of those steps would be its own hop to the same thread pool
+(`aiofiles` runs blocking calls in threads too), slower and no safer.
 """
 
 from __future__ import annotations

@@ -10,38 +10,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from ..errors import ExitCode
-from ..events import (
-    BudgetReached,
-    CallContinued,
-    CallFailed,
-    CallStarted,
-    ClarificationsAnswered,
-    ClarificationsAsked,
-    ContributionAdded,
-    ControlChanged,
-    Converged,
-    ConvergenceScored,
-    DebateCompleted,
-    DebateFailed,
-    DebateInterrupted,
-    DebateResumed,
-    DebateStarted,
-    Event,
-    NoteInjected,
-    PhaseCompleted,
-    PhaseStarted,
-    RoundStarted,
-    SummaryAdded,
-    SeatAnswered,
-    SummaryRequested,
-    SynthesisCompleted,
-    Token,
-    ToolCalled,
-    ToolReturned,
-    ToolsReady,
-    Warning_,
-    WindowLearned,
-)
+from .. import events as ev
 from ..models.state import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
 from .archive import archive_due, archive_steps
 
@@ -65,7 +34,7 @@ def new_state(debate_id: str) -> DebateState:
     return DebateState(id=debate_id, problem="")
 
 
-def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateState:
+def apply(state: DebateState, event: ev.Event, *, bounded: bool = True) -> DebateState:
     """Fold one event into `state` (in place) and return it. Token events change nothing.
 
     `bounded`: when a step begins, let go of the older steps no later call reads (they stay in
@@ -73,12 +42,12 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
 
     Raises StateError for an event no debate could hold (the store turns it into a
     one-line StoreError naming the log line)."""
-    if isinstance(event, Token):
+    if isinstance(event, ev.Token):
         return state
     if event.seq and event.seq <= state.last_seq:
         return state  # already folded (a snapshot taken after this event)
     match event:
-        case DebateStarted():
+        case ev.DebateStarted():
             state.problem = event.problem
             state.protocol = event.protocol
             state.total_rounds = event.total_rounds
@@ -91,37 +60,37 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
             state.created_at = event.ts
             state.status = "running"
             state.exit_code = ExitCode.OK
-        case DebateResumed():
+        case ev.DebateResumed():
             state.status = "running"
             state.error = None
             state.exit_code = ExitCode.OK
-        case RoundStarted(round=number):
+        case ev.RoundStarted(round=number):
             _round(state, number).started_at = event.ts
             state.current_round = number
             if bounded:
                 archive_steps(state, archive_due(state))
-        case CallStarted(view=view):
+        case ev.CallStarted(view=view):
             if view.phase != "synthesis" or view.round:
                 rnd = _round(state, max(1, view.round))
                 rnd.calls = [c for c in rnd.calls if c.call_id != view.call_id]
                 rnd.calls.append(view)
-        case CallContinued(call_id=call_id, round=number, step=step, tokens=tokens, tools=tools):
+        case ev.CallContinued(call_id=call_id, round=number, step=step, tokens=tokens, tools=tools):
             rnd = _round(state, max(1, number))
             record = next((v for v in reversed(rnd.calls) if v.call_id == call_id), None)
             if record is not None:
                 if len(record.tool_steps) <= step.index:  # in-process the engine's record already holds it
                     record.tool_steps.append(step)
                 record.tokens, record.tools = tokens, list(tools)
-        case ToolsReady(setup=setup):
+        case ev.ToolsReady(setup=setup):
             state.tools = setup
-        case ContributionAdded(contribution=c):
+        case ev.ContributionAdded(contribution=c):
             rnd = _round(state, c.round)
             if not any(x.id == c.id for x in rnd.contributions):
                 rnd.contributions.append(c)
                 if c.round > state.archived_rounds:
                     state.count_held(1)
                 _add_usage(state, c.metadata, c.agent_id, calls=0 if c.carried_from else 1)
-        case SummaryAdded(summary=s, judge=judge):
+        case ev.SummaryAdded(summary=s, judge=judge):
             if judge:
                 state.judge_summary = s
             else:
@@ -132,42 +101,42 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
                 rnd.summaries[s.agent_id] = s
             llm_calls = s.metadata.chunks if (s.metadata.prompt_tokens or s.metadata.completion_tokens) else 0
             _add_usage(state, s.metadata, s.agent_id, calls=llm_calls, summary=True)
-        case SynthesisCompleted(solution=solution):
+        case ev.SynthesisCompleted(solution=solution):
             state.final_solution = solution
             if solution.metadata.call_id is not None or solution.metadata.prompt_tokens:
                 _add_usage(state, solution.metadata, solution.synthesized_by)  # not a vote's (no call)
-        case ClarificationsAsked():
+        case ev.ClarificationsAsked():
             state.pending_questions = list(event.questions)
             state.pending_round = event.round
             _add_usage(state, event.usage, calls=len(event.per_agent))
             for agent_id, meta in event.per_agent.items():
                 _add_usage(state, meta, agent_id, totals=False)
-        case ClarificationsAnswered():
+        case ev.ClarificationsAnswered():
             state.clarifications = [c for c in state.clarifications if c.round != event.round] + list(event.answers)
             state.clarified = state.clarified or event.done
             state.pending_questions, state.pending_round = [], 0
             _add_usage(state, event.usage, calls=len(event.per_agent))
             for agent_id, meta in event.per_agent.items():
                 _add_usage(state, meta, agent_id, totals=False)
-        case NoteInjected(note=note):
+        case ev.NoteInjected(note=note):
             state.notes.append(note)
-        case ConvergenceScored(score=score, usage=usage):
+        case ev.ConvergenceScored(score=score, usage=usage):
             state.convergence = [c for c in state.convergence if c.round != score.round] + [score]
             _add_usage(state, usage, state.judge.id if state.judge else None)
-        case DebateCompleted(status=status):
+        case ev.DebateCompleted(status=status):
             state.status = status
             state.exit_code = ExitCode.OK
-        case DebateInterrupted(status=status):
+        case ev.DebateInterrupted(status=status):
             state.status = status
             state.error = event.cause  # not the status again ("interrupted: interrupted")
             state.exit_code = ExitCode.INTERRUPTED if status == "interrupted" else ExitCode.OK
-        case DebateFailed(error=error, exit_code=code):
+        case ev.DebateFailed(error=error, exit_code=code):
             state.status = "failed"
             state.error = error
             state.exit_code = code
-        case (PhaseStarted() | PhaseCompleted() | CallFailed() | SummaryRequested() | SeatAnswered() | Warning_()
-              | ControlChanged()
-              | Converged() | BudgetReached() | WindowLearned() | ToolCalled() | ToolReturned()):
+        case (ev.PhaseStarted() | ev.PhaseCompleted() | ev.CallFailed() | ev.SummaryRequested() | ev.SeatAnswered()
+              | ev.Warning_() | ev.ControlChanged()
+              | ev.Converged() | ev.BudgetReached() | ev.WindowLearned() | ev.ToolCalled() | ev.ToolReturned()):
             pass  # shown as they happen; nothing in the state changes
         case _:
             assert_never(event)

@@ -12,12 +12,14 @@ import asyncio
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from .. import tokens
 from ..safety.found_secrets import ScanHalted
 from .references import ReferenceSet, RefFile, RefUnreadable
-from .registry import ToolDef, ToolError, ToolOutput, Toolbox, int_arg, string_arg
+from .extracts import list_facts, read_facts, search_facts
+from .registry import Tool, ToolError, ToolOutput, Toolbox, int_arg, string_arg
+from .signature import Bounds
 
 READ_LINES = 200
 LIST_ENTRIES = 200
@@ -42,31 +44,42 @@ class Limits:
     """Deadline of one call: past it the call is stopped and answered with a tool error."""
 
 
-LIST_FILES = ToolDef(
-    "list_files",
-    "List the reference files (the documents and code the user gave this debate) under a folder, with sizes.",
-    {"type": "object", "properties": {
-        "path": {"type": "string", "description": "folder relative to the references; \".\" for all"},
-        "pattern": {"type": "string", "description": "optional glob such as \"*.md\""}},
-     "required": []},
-    "list")
-READ_FILE = ToolDef(
-    "read_file",
-    "Read a reference file, with line numbers. Long files come in parts: ask again with start_line.",
-    {"type": "object", "properties": {
-        "path": {"type": "string", "description": "file path as list_files shows it"},
-        "start_line": {"type": "integer", "description": "first line (1-based)", "minimum": 1},
-        "end_line": {"type": "integer", "description": "last line (inclusive)", "minimum": 1}},
-     "required": ["path"]},
-    "read")
-SEARCH = ToolDef(
-    "search",
-    "Search the reference files for words or a phrase; answers file:line and a short excerpt per match.",
-    {"type": "object", "properties": {
-        "query": {"type": "string", "description": "words or a phrase"},
-        "path": {"type": "string", "description": "folder or file to search in; \".\" for all"}},
-     "required": ["query"]},
-    "search")
+# The built-in tools as a model sees them: each declared by its name, docstring and signature
+# (`Tool.declare`; the declaration's own name is taken by the function below that runs it, over
+# one reference set).
+
+def _list_files(path: str = ".", pattern: str | None = None) -> None:
+    """List the reference files (the documents and code the user gave this debate) under a folder, with sizes.
+
+    Args:
+        path: folder relative to the references; "." for all
+        pattern: optional glob such as "*.md"
+    """
+
+
+def _read_file(path: str, start_line: Annotated[int, Bounds(1)] = 1,
+               end_line: Annotated[int | None, Bounds(1)] = None) -> None:
+    """Read a reference file, with line numbers. Long files come in parts: ask again with start_line.
+
+    Args:
+        path: file path as list_files shows it
+        start_line: first line (1-based)
+        end_line: last line (inclusive)
+    """
+
+
+def _search(query: str, path: str = ".") -> None:
+    """Search the reference files for words or a phrase; answers file:line and a short excerpt per match.
+
+    Args:
+        query: words or a phrase
+        path: folder or file to search in; "." for all
+    """
+
+
+LIST_FILES = Tool.declare(_list_files, list_facts, name="list_files")
+READ_FILE = Tool.declare(_read_file, read_facts, name="read_file")
+SEARCH = Tool.declare(_search, search_facts, name="search")
 BUILTIN = (LIST_FILES, READ_FILE, SEARCH)
 
 
@@ -260,7 +273,7 @@ def reference_tools(refs: ReferenceSet, limits: Limits = Limits()) -> Toolbox:
                 halt.set()
             return out
 
-        box.add(tool, run)
+        box.add(tool.bound(run))
     return box
 
 

@@ -1,4 +1,4 @@
-"""Rule-based extracts of tool results: a line of key facts per result, per tool type.
+"""Rule-based extracts of tool results: a line of key facts per result, per tool (`Tool.facts`).
 
 When a call's next model turn would not fit, the oldest tool results are replaced by these
 (priority trimming); across calls they are what an agent's history keeps of what it read.
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 MAX_EXTRACT_CHARS = 400
+Facts = Callable[[dict[str, object], str], list[str]]
+"""A tool's rule: its arguments and its result's text → the facts its extract keeps."""
 _KINDS = {".py": "python", ".md": "markdown", ".rst": "text", ".txt": "text", ".ts": "typescript",
           ".tsx": "typescript", ".js": "javascript", ".jsx": "javascript", ".go": "go", ".rs": "rust",
           ".java": "java", ".kt": "kotlin", ".c": "c", ".h": "c", ".cc": "c++", ".cpp": "c++", ".rb": "ruby",
@@ -51,7 +54,7 @@ def _join(facts: list[str], name: str, ok: bool) -> str:
     return text if len(text) <= MAX_EXTRACT_CHARS else text[: MAX_EXTRACT_CHARS - 2] + "…]"
 
 
-def _read(args: dict[str, object], content: str) -> list[str]:
+def read_facts(args: dict[str, object], content: str) -> list[str]:
     path = str(args.get("path") or "?")
     facts = [f"File: {path}"]
     m = _LINES.search(content.split("\n", 1)[0])
@@ -76,7 +79,7 @@ def _read(args: dict[str, object], content: str) -> list[str]:
     return facts
 
 
-def _search(args: dict[str, object], content: str) -> list[str]:
+def search_facts(args: dict[str, object], content: str) -> list[str]:
     query = str(args.get("query") or "")[:80]
     matches = [m for line in content.splitlines()[1:] if (m := _MATCH.match(line))]
     head = content.split("\n", 1)[0]
@@ -88,7 +91,7 @@ def _search(args: dict[str, object], content: str) -> list[str]:
     return facts
 
 
-def _list(args: dict[str, object], content: str) -> list[str]:
+def list_facts(args: dict[str, object], content: str) -> list[str]:
     lines = content.splitlines()
     m = re.match(r"(\d+) files?", lines[0] if lines else "")
     entries = [line.split("  (", 1)[0] for line in lines[1:] if not line.startswith("[")]
@@ -98,7 +101,7 @@ def _list(args: dict[str, object], content: str) -> list[str]:
     return facts
 
 
-def _recall(args: dict[str, object], content: str) -> list[str]:
+def recall_facts(args: dict[str, object], content: str) -> list[str]:
     found = list(dict.fromkeys(m.group(1) for line in content.splitlines() if (m := _RECALLED.match(line))))
     facts = [f'Query: "{str(args.get("query") or "")[:80]}"', f"Matches: {len(found)}"]
     if found:
@@ -106,7 +109,7 @@ def _recall(args: dict[str, object], content: str) -> list[str]:
     return facts
 
 
-def _other(args: dict[str, object], content: str) -> list[str]:
+def other_facts(args: dict[str, object], content: str) -> list[str]:
     shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)[:40]}" for k, v in list(args.items())[:3])
     lines = content.splitlines()
     facts = [f"Args: {shown or '(none)'}", f"Output: {len(lines)} lines"]
@@ -116,11 +119,9 @@ def _other(args: dict[str, object], content: str) -> list[str]:
     return facts
 
 
-def extract(name: str, arguments: str, content: str, ok: bool, kind: str | None = None) -> str:
-    """The one-line extract of a tool result (`[✓ read_file: File: a.py | Lines: 1–80 of 120 | …]`)."""
+def extract(name: str, arguments: str, content: str, ok: bool, facts: Facts | None = None) -> str:
+    """The one-line extract of a tool result (`[✓ read_file: File: a.py | Lines: 1–80 of 120 | …]`);
+    `facts`: the tool's own rule (`Tool.facts`), else the one for any tool."""
     if not ok:
         return _join([content.removeprefix("error: ").strip()[:200]], name, False)
-    args = _args(arguments)
-    kind = kind or {"read_file": "read", "search": "search", "list_files": "list", "recall": "recall"}.get(name)
-    facts = {"read": _read, "search": _search, "list": _list, "recall": _recall}.get(kind or "", _other)(args, content)
-    return _join(facts, name, True)
+    return _join((facts or other_facts)(_args(arguments), content), name, True)

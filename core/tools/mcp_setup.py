@@ -17,7 +17,7 @@ from typing import Any
 from ..events import Event, Warning_
 from ..models.tools import McpServerConfig, ToolServerInfo
 from .mcp_client import McpServer, McpTool
-from .registry import ToolDef, ToolOutput, Toolbox
+from .registry import Tool, ToolOutput, Toolbox
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -49,7 +49,7 @@ def toolbox(server: McpServer) -> tuple[Toolbox, list[str]]:
         async def run(_: str, args: dict[str, Any], tool_name: str = tool.name) -> ToolOutput:
             return await server.call(tool_name, args)
 
-        box.add(ToolDef(name, f"[{server.name}] {description}", tool.parameters, "mcp", server.name), run)
+        box.add(Tool(name, f"[{server.name}] {description}", tool.parameters, run, server=server.name))
     return box, withheld
 
 
@@ -87,8 +87,5 @@ async def start_servers(wanted: dict[str, list[McpServerConfig]], emit: Callable
     for agent_id, configs in wanted.items():
         mine = out.boxes.setdefault(agent_id, Toolbox())
         for cfg in configs:
-            box, _ = toolbox(servers[cfg.name])
-            for d in box.defs:
-                if mine.get(d.name) is None:
-                    mine.add(d, box.runners[d.name])
+            mine.merge(toolbox(servers[cfg.name])[0])
     return out

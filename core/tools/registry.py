@@ -10,28 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-ToolKind = Literal["list", "read", "search", "recall", "mcp"]
+from .extracts import Facts, extract, other_facts
+from .signature import schema_of
+
 MAX_ARGUMENT_CHARS = 4000
 """Arguments longer than this are refused (a model looping inside a JSON string)."""
-
-
-@dataclass(frozen=True)
-class ToolDef:
-    """One tool as offered to a model (OpenAI function calling)."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    kind: ToolKind
-    server: str | None = None
-    """The MCP server it comes from (None: built in)."""
-
-    def schema(self) -> dict[str, Any]:
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
 
 
 @dataclass(frozen=True)
@@ -90,48 +76,92 @@ def int_arg(args: Mapping[str, Any], name: str, default: int | None = None, *, l
 Runner = Callable[[str, dict[str, Any]], Awaitable[ToolOutput]]
 
 
+async def _unbound(name: str, args: dict[str, Any]) -> ToolOutput:
+    raise ToolError(f"{name} is declared but has nothing to run it here")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool, whole: the schema offered to a model (OpenAI function calling), how a call runs,
+    and how its result shrinks to one line of facts when the budget is tight (`extracts`).
+
+    Built-in tools and `recall` are declared by a function's signature and docstring
+    (`Tool.declare`) and given their runner where what they read is known (`bound`); an MCP
+    server's tools are made from what the server lists."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Runner = _unbound
+    facts: Facts = other_facts
+    """The facts its extract keeps of a result (`extracts`)."""
+    server: str | None = None
+    """The MCP server it comes from (None: built in)."""
+
+    @classmethod
+    def declare(cls, fn: Callable[..., Any], facts: Facts = other_facts, name: str | None = None) -> Tool:
+        """The tool `fn`'s docstring and signature declare (`signature.schema_of`), named `name`
+        (default: the function's name)."""
+        declared, description, parameters = schema_of(fn)
+        return cls(name or declared, description, parameters, facts=facts)
+
+    def bound(self, run: Runner) -> Tool:
+        """This tool run by `run`."""
+        return replace(self, run=run)
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+    def extract(self, arguments: str, content: str, ok: bool) -> str:
+        """The one-line extract of one of its results."""
+        return extract(self.name, arguments, content, ok, self.facts)
+
+
 @dataclass
 class Toolbox:
-    """The tools one agent may call, and how to run each."""
+    """The tools one agent may call, by name, in the order they are offered."""
 
-    defs: list[ToolDef] = field(default_factory=list)
-    runners: dict[str, Runner] = field(default_factory=dict)
+    tools: dict[str, Tool] = field(default_factory=dict)
 
-    def add(self, tool: ToolDef, runner: Runner) -> None:
-        self.defs.append(tool)
-        self.runners[tool.name] = runner
+    def add(self, tool: Tool) -> None:
+        self.tools[tool.name] = tool
 
     def __bool__(self) -> bool:
-        return bool(self.defs)
+        return bool(self.tools)
 
     @property
     def names(self) -> list[str]:
-        return [d.name for d in self.defs]
+        return list(self.tools)
 
-    def get(self, name: str) -> ToolDef | None:
-        return next((d for d in self.defs if d.name == name), None)
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [d.schema() for d in self.defs]
+        return [t.schema() for t in self.tools.values()]
+
+    def copy(self) -> Toolbox:
+        return Toolbox(dict(self.tools))
+
+    def merge(self, other: Toolbox) -> None:
+        """Add `other`'s tools, but none under a name this box already offers."""
+        for tool in other.tools.values():
+            self.tools.setdefault(tool.name, tool)
 
     async def call(self, name: str, raw_arguments: str) -> ToolOutput:
         """Run one call; every failure is a tool error the model reads."""
-        runner = self.runners.get(name)
-        if runner is None:
+        tool = self.tools.get(name)
+        if tool is None:
             offered = ", ".join(self.names) or "none"
             return ToolOutput(f"error: there is no tool named {name[:64]!r}; the tools are: {offered}", False,
                               "unknown tool")
         try:
             args = parse_arguments(raw_arguments)
-            return await runner(name, args)
+            return await tool.run(name, args)
         except ToolError as exc:
             return ToolOutput(f"error: {exc}", False, str(exc)[:120])
 
 
 def without(box: Toolbox, names: Sequence[str]) -> Toolbox:
     """A copy of `box` without the named tools."""
-    out = Toolbox()
-    for d in box.defs:
-        if d.name not in names:
-            out.add(d, box.runners[d.name])
-    return out
+    return Toolbox({n: t for n, t in box.tools.items() if n not in names})

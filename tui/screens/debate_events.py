@@ -14,38 +14,7 @@ from textual import on
 
 from ...core.context.fold import Fold
 from ...core.context.index import DebateIndex
-from ...core.events import (
-    BudgetReached,
-    CallContinued,
-    CallFailed,
-    CallStarted,
-    ClarificationsAnswered,
-    ClarificationsAsked,
-    ContributionAdded,
-    ControlChanged,
-    Converged,
-    ConvergenceScored,
-    DebateCompleted,
-    DebateFailed,
-    DebateInterrupted,
-    DebateResumed,
-    DebateStarted,
-    Event,
-    NoteInjected,
-    PhaseCompleted,
-    PhaseStarted,
-    RoundStarted,
-    SummaryAdded,
-    SeatAnswered,
-    SummaryRequested,
-    SynthesisCompleted,
-    Token,
-    ToolCalled,
-    ToolReturned,
-    ToolsReady,
-    Warning_,
-    WindowLearned,
-)
+from ...core import events as ev
 from ...core.models.state import DebateState
 from ...core.models.terms import JUDGE_ID
 from ..activity import calls_in_flight
@@ -89,7 +58,7 @@ class DebateEvents(DebateLayout):
             log.start_ts = self.state.created_at
         for event in snap.backlog:
             log.add_event(event)
-            if isinstance(event, PhaseStarted):
+            if isinstance(event, ev.PhaseStarted):
                 self.phase = event.phase
         await self._build_panes()
         await self._load_panes()
@@ -144,7 +113,7 @@ class DebateEvents(DebateLayout):
         finally:
             self.call_after_refresh(self.bridge.drawn)
 
-    async def _route(self, event: Event) -> None:
+    async def _route(self, event: ev.Event) -> None:
         """What each event changes on screen (the header and the log are refreshed by the caller).
 
         Pane work is queued on the pane (`call_later`): the screen repaints only when its
@@ -157,9 +126,9 @@ class DebateEvents(DebateLayout):
         pane: AgentPane | None
         row: AgentRow | None
         match event:
-            case DebateStarted():
+            case ev.DebateStarted():
                 await self._build_panes()
-            case PhaseStarted(phase=phase):
+            case ev.PhaseStarted(phase=phase):
                 self.phase = phase
                 for pane in self.panes.values():
                     if pane.status == "done":
@@ -167,7 +136,7 @@ class DebateEvents(DebateLayout):
                 for row in roster.rows.values():
                     row.activity.phase_over()
                     row.refresh_status()
-            case CallStarted(view=view):
+            case ev.CallStarted(view=view):
                 if view.phase in ("clarify", "score"):
                     self.phase = view.phase  # no phase_started for these steps
                 if view.phase == "turn":
@@ -181,13 +150,13 @@ class DebateEvents(DebateLayout):
                     row.refresh_status()
                 if conv is not None:
                     conv.call_later(conv.call_started, view)
-            case ContributionAdded(contribution=c):
+            case ev.ContributionAdded(contribution=c):
                 if (pane := self.pane(c.agent_id)) is not None:
                     pane.call_later(pane.contribution_added, c)
                 self._row_ended(c.agent_id, c.metadata.call_id)
                 if conv is not None:
                     conv.call_later(conv.contribution_added, c)
-            case CallFailed(agent_id=agent_id, call_id=call_id, error=error, will_retry=will_retry):
+            case ev.CallFailed(agent_id=agent_id, call_id=call_id, error=error, will_retry=will_retry):
                 if (pane := self.pane(agent_id)) is not None:
                     pane.call_later(pane.call_failed, call_id, error, will_retry)
                 if not will_retry and (row := roster.row(agent_id)) is not None:
@@ -195,56 +164,56 @@ class DebateEvents(DebateLayout):
                     row.refresh_status()
                 if conv is not None:
                     conv.call_later(conv.call_failed, call_id, error, will_retry)
-            case SummaryAdded(summary=summary, judge=for_judge):
+            case ev.SummaryAdded(summary=summary, judge=for_judge):
                 pane = judge if for_judge else self.pane(summary.agent_id)
                 if pane is not None:
                     pane.call_later(pane.summary_added, summary)
                 self._row_ended(judge_id if for_judge else summary.agent_id, None)
                 if conv is not None and summary.agent_id == judge_id and summary.scope == "conversation":
                     conv.call_later(conv.summary_added, summary)
-            case SummaryRequested(agent_id=agent_id, focus=focus):
+            case ev.SummaryRequested(agent_id=agent_id, focus=focus):
                 if (pane := self.pane(agent_id)) is not None:
                     pane.call_later(pane.summary_requested, focus)
-            case ClarificationsAsked(questions=items, round=r) | ClarificationsAnswered(answers=items, round=r):
-                answered = isinstance(event, ClarificationsAnswered)
+            case ev.ClarificationsAsked(questions=items, round=r) | ev.ClarificationsAnswered(answers=items, round=r):
+                answered = isinstance(event, ev.ClarificationsAnswered)
                 for agent_id, pane in self.panes.items():
                     mine = [c for c in items if c.agent_id == agent_id]
                     pane.call_later(pane.clarifications, mine, answered, r)
                 for row in roster.rows.values():
                     row.activity.ended_phase("clarify")
                     row.refresh_status()
-            case ConvergenceScored(score=score, usage=usage):
+            case ev.ConvergenceScored(score=score, usage=usage):
                 if judge is not None:
                     judge.call_later(judge.convergence_scored, score, usage.call_id)
                 self._row_ended(judge_id, usage.call_id)
-            case SynthesisCompleted(solution=solution):
+            case ev.SynthesisCompleted(solution=solution):
                 if judge is not None:
                     judge.call_later(judge.show_solution, solution)
                 self._row_ended(judge_id, solution.metadata.call_id)
                 if conv is not None:
                     conv.call_later(conv.show_solution, solution)
-            case DebateCompleted() | DebateInterrupted() | DebateFailed():
+            case ev.DebateCompleted() | ev.DebateInterrupted() | ev.DebateFailed():
                 self._debate_ended()
                 for row in roster.rows.values():
                     row.activity.stopped()
                     row.refresh_status()
                 self.refresh_bindings()
-            case ControlChanged():
+            case ev.ControlChanged():
                 self.refresh_bindings()
-            case ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
+            case ev.ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
                 if (pane := self.pane(agent_id)) is not None:
                     pane.call_later(pane.tool_called, call_id, tool)
-            case ToolReturned(call_id=call_id, agent_id=agent_id, tool_call_id=tool_call_id, ok=ok, summary=summary):
+            case ev.ToolReturned(call_id=call_id, agent_id=agent_id, tool_call_id=tool_call_id, ok=ok, summary=summary):
                 if (pane := self.pane(agent_id)) is not None:
                     pane.call_later(pane.tool_returned, call_id, tool_call_id, ok, summary)
-            case CallContinued(agent_id=agent_id, tokens=tokens, call_id=call_id, round=number):
+            case ev.CallContinued(agent_id=agent_id, tokens=tokens, call_id=call_id, round=number):
                 if (pane := self.pane(agent_id)) is not None:  # the gauge counts the tool loop's tier
                     budget = next((v.budget for r in self.state.rounds[number - 1:number] for v in r.calls
                                    if v.call_id == call_id), 0)
                     pane.call_later(pane.gauge.update_view, tokens, budget)
-            case (DebateResumed() | RoundStarted() | PhaseCompleted() | Token() | Warning_() | NoteInjected()
-                  | SeatAnswered()
-                  | Converged() | BudgetReached() | WindowLearned() | ToolsReady()):
+            case (ev.DebateResumed() | ev.RoundStarted() | ev.PhaseCompleted() | ev.Token() | ev.Warning_()
+                  | ev.NoteInjected() | ev.SeatAnswered()
+                  | ev.Converged() | ev.BudgetReached() | ev.WindowLearned() | ev.ToolsReady()):
                 pass  # the header and the event log show these
             case _:
                 assert_never(event)
