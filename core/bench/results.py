@@ -128,7 +128,8 @@ def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, s
     protocol = state.protocol
     per_round = answers_by_round(state, folder.steps())
     seqs = {a: [extract(c.content, fmt) for c in cs] for a, cs in per_round.items()}
-    last = {a: s[-1] if s else None for a, s in seqs.items()}
+    # `adaptive` draws only the seats it needs: a seat never drawn is not an unparsed answer
+    last = {a: s[-1] if s else None for a, s in seqs.items() if s or protocol != "adaptive"}
     vote = majority(list(last.values()))
     judge = protocol in JUDGE_DECIDES or (protocol == "simultaneous" and state.config.get("debate", {})
                                           .get("final", "judge") == "judge")

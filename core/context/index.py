@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import assert_never
 
 from ..events import (
+    AdaptiveDecided,
     BudgetReached,
     CallContinued,
     CallFailed,
@@ -189,7 +190,7 @@ class DebateIndex:
             case (DebateResumed() | RoundStarted() | PhaseStarted() | PhaseCompleted() | CallStarted() | Token()
                   | CallFailed() | SummaryRequested() | SeatAnswered() | SynthesisCompleted() | Warning_() | ControlChanged()
                   | ClarificationsAsked() | ClarificationsAnswered() | NoteInjected() | ConvergenceScored()
-                  | Converged() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
+                  | Converged() | AdaptiveDecided() | BudgetReached() | DebateCompleted() | DebateInterrupted() | DebateFailed()
                   | WindowLearned() | ToolCalled() | ToolReturned() | CallContinued() | ToolsReady()):
                 pass  # nothing to index
             case _:

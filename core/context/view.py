@@ -205,9 +205,11 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
         first = int(p.get("round", 1)) <= 1
         p["own_answer"] = (_brief(record, index, own, limit) if own else
                            "(none: this is the first round)" if first else "(your previous answer was not recorded)")
+        anonymous = p.pop("anonymous", False)  # `adaptive`: answers without their authors' names
         p["other_answers"] = "\n\n".join(
-            f"### {index.name(index.contributions[i].agent_id)} ({index.contributions[i].role})\n\n"
-            f"{_brief(record, index, i, limit)}" for i in ids if i != own
+            (f"### Answer {chr(65 + k)}" if anonymous else
+             f"### {index.name(index.contributions[i].agent_id)} ({index.contributions[i].role})")
+            + f"\n\n{_brief(record, index, i, limit)}" for k, i in enumerate(j for j in ids if j != own)
         ) or ("(none: this is the first round)" if first else "(no other answers were recorded)")
     elif phase == "rank":  # anonymized: "Response A", "Response B"… in the record's order
         p["answers"] = "\n\n".join(f"### Response {chr(65 + k)}\n\n{_quote(index.contributions[i].content, limit, m)}"

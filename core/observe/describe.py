@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, assert_never
 
 from ..events import (
+    AdaptiveDecided,
     BudgetReached,
     CallFailed,
     CallContinued,
@@ -42,7 +43,7 @@ from ..events import (
     Warning_,
     WindowLearned,
 )
-from ..models.state import Contribution
+from ..models.state import AdaptiveDecision, Contribution
 from ..safety.sanitize import one_line_safe, terminal_safe
 
 LineKind = Literal["phase", "contribution", "summary", "manual", "warning", "error", "done", "control"]
@@ -98,6 +99,16 @@ def _cut(c: Contribution) -> str:
 
 def _safe(text: str, limit: int | None = None) -> str:
     return one_line_safe(text, limit)
+
+
+def adaptive_line(d: AdaptiveDecision) -> str:
+    """One `adaptive` decision: what the step saw and cost, then what comes next and why."""
+    counts = ", ".join(f"{_safe(a, 40)} ×{n}" for a, n in d.counts.items()) or "no answer in the asked form"
+    if d.unparsed:
+        counts += f", {d.unparsed} unparsed"
+    nxt = {"stop": "stop", "draw": "draw more", "debate": "debate"}[d.decision]
+    return (f"⚖ {d.step} in round {d.round} ({d.calls} call{_s(d.calls)}, {k(d.tokens)} tokens): {counts} → "
+            f"{nxt}: {_safe(d.reason, 300)}")
 
 
 def describe(event: Event) -> Line | None:
@@ -196,6 +207,8 @@ def _describe(event: Event) -> Line | None:
         case Converged(round=r, confidence=conf, threshold=threshold):
             return Line("done", f"✓ converged after round {r} (convergence score {conf} ≥ {threshold}): "
                                 "the judge synthesizes")
+        case AdaptiveDecided(decision=d):
+            return Line("done" if d.decision == "stop" else "summary", adaptive_line(d))
         case WindowLearned(endpoint=endpoint, model=model, window=window, source=source, ratio=ratio, reason=why):
             size = f"window {window} tokens" if window else "window unknown"
             count = f", the server counts ×{ratio:.2f} moot's tokens" if ratio > 1 else ""

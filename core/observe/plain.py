@@ -16,6 +16,7 @@ from typing import TextIO, assert_never
 
 from ..event_bus import Subscription
 from ..events import (
+    AdaptiveDecided,
     BudgetReached,
     CallContinued,
     CallFailed,
@@ -145,7 +146,7 @@ class PlainNarrator:
                 return "The debate was stopped."
             case DebateInterrupted() | DebateFailed():
                 return None  # said once, with how to continue, when the run ends (`headless.ending_line`)
-            case ConvergenceScored() | Converged() | WindowLearned() | BudgetReached():
+            case ConvergenceScored() | Converged() | AdaptiveDecided() | WindowLearned() | BudgetReached():
                 line = describe(event)
                 return line.text.lstrip("≈✓⚙$ ") if line is not None else None
             case ToolCalled(agent_id=agent_id, tool=tool):

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from ..context.index import DebateIndex
 from ..context.view import render_messages
 from ..events import (
+    AdaptiveDecided,
     BudgetReached,
     CallContinued,
     CallFailed,
@@ -231,6 +232,11 @@ class TraceBuilder(SpanOutlet):
                 self._note("note", t, {"moot.note": note.text} if self.content else {})
             case Converged(confidence=confidence, threshold=threshold):
                 self._note("converged", t, {"moot.confidence": confidence, "moot.threshold": threshold})
+            case AdaptiveDecided(decision=d):
+                self._note("adaptive decided", t, {"moot.round": d.round, "moot.decision": d.decision,
+                                                   "moot.reason": d.reason, "moot.posterior": d.posterior,
+                                                   "moot.threshold": d.threshold, "moot.step.calls": d.calls,
+                                                   "moot.step.tokens": d.tokens})
             case BudgetReached(reason=reason):
                 self._note("budget reached", t, {"moot.reason": reason})
             case DebateCompleted(status=status, totals=totals):

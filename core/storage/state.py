@@ -11,6 +11,7 @@ from typing import assert_never
 
 from ..errors import ExitCode
 from ..events import (
+    AdaptiveDecided,
     BudgetReached,
     CallContinued,
     CallFailed,
@@ -153,6 +154,8 @@ def apply(state: DebateState, event: Event, *, bounded: bool = True) -> DebateSt
         case ConvergenceScored(score=score, usage=usage):
             state.convergence = [c for c in state.convergence if c.round != score.round] + [score]
             _add_usage(state, usage, state.judge.id if state.judge else None)
+        case AdaptiveDecided(decision=d):
+            state.adaptive = [x for x in state.adaptive if x.round != d.round] + [d]
         case DebateCompleted(status=status):
             state.status = status
             state.exit_code = ExitCode.OK

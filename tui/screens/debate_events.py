@@ -15,6 +15,7 @@ from textual import on
 from ...core.context.fold import Fold
 from ...core.context.index import DebateIndex
 from ...core.events import (
+    AdaptiveDecided,
     BudgetReached,
     CallContinued,
     CallFailed,
@@ -244,7 +245,7 @@ class DebateEvents(DebateLayout):
                     pane.call_later(pane.gauge.update_view, tokens, budget)
             case (DebateResumed() | RoundStarted() | PhaseCompleted() | Token() | Warning_() | NoteInjected()
                   | SeatAnswered()
-                  | Converged() | BudgetReached() | WindowLearned() | ToolsReady()):
+                  | Converged() | AdaptiveDecided() | BudgetReached() | WindowLearned() | ToolsReady()):
                 pass  # the header and the event log show these
             case _:
                 assert_never(event)
