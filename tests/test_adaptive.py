@@ -90,6 +90,14 @@ def test_a_debate_reads_the_distinct_answers_anonymized_and_shows_its_decisions(
         debated = [r for r in doc["results"] if r["protocol"] == "adaptive"
                    and any(d.step == "debate" for d in StateDir(sd).open(r["debate_id"]).load().adaptive)]
         assert debated, "a model right 40% of the time should disagree with itself on some question"
+        for row in debated:  # only the agents whose answer differs from a clear leader's answer again
+            for d in StateDir(sd).open(row["debate_id"]).load().adaptive:
+                if d.decision != "debate":
+                    continue
+                answered = sum(d.counts.values()) + d.unparsed
+                top = d.counts[d.leader] if d.leader is not None else 0
+                clear = top > 1 and all(n < top for a, n in d.counts.items() if a != d.leader)
+                assert len(d.debaters) == (answered - top if clear else answered)
         state = StateDir(sd).open(debated[0]["debate_id"]).load()
         names = [a.name for a in state.agents]
         first_debate = next(d.round for d in state.adaptive if d.step == "debate")

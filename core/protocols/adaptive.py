@@ -13,10 +13,12 @@ answers so far:
   give the same probability). It stops when that probability reaches `threshold` (default 0.9):
   two agreeing answers give 0.92, three against one 0.82, five against one 0.95.
 - **Not settled.** Drawing goes on until `max_samples` answers are in; then, if still not settled,
-  the agents that answered debate: each sees its own answer and one answer for each other
+  the agents whose answers disagree debate: those whose answer differs from a clear leader's
+  (one held by more than one agent and by more than any other answer), or every agent that
+  answered when there is no clear leader. Each sees its own answer and one answer for each other
   distinct answer, with its reasoning, anonymized ("Answer A", "Answer B"…, no author's name),
-  and answers again. The rule is checked after each round (over each agent's latest answer),
-  up to `max_rounds`.
+  and answers again; the others keep theirs. The rule is checked after each round (over each
+  agent's latest answer), up to `max_rounds`.
 - **The final answer** is the majority of the latest answers, a tie broken as `vote` breaks it.
 
 Each check is an `AdaptiveDecided` event: what was decided and why, the counts, the posterior and
@@ -187,10 +189,13 @@ class AdaptiveProtocol(DebateProtocol):
             more = min(cfg.batch, len(ctx.agents) - drawn)
             decision, reason = "draw", f"not settled: {said} < {cfg.threshold:g}; drawing {more} more"
         elif debates_done < cfg.max_rounds and len(positions) > 1:
-            debaters = [c.agent_id for c in positions]
+            debaters = self._debaters(positions, votes.answers, votes.counts, votes.winner)
             decision = "debate"
-            reason = (f"not settled after {n} answers: {said} < {cfg.threshold:g}; the {len(debaters)} agents "
-                      f"that answered debate (round {debates_done + 1} of at most {cfg.max_rounds})")
+            who = (f"the {len(debaters)} agents that answered" if len(debaters) == n else
+                   f"the {len(debaters)} agent{'s' if len(debaters) != 1 else ''} whose answer differs from the "
+                   "leader's")
+            reason = (f"not settled after {n} answers: {said} < {cfg.threshold:g}; {who} debate "
+                      f"(round {debates_done + 1} of at most {cfg.max_rounds})")
         else:
             cap = "debate rounds" if step == "debate" or cfg.max_rounds == 0 else "answers"
             decision, reason = "stop", f"cap: {said} < {cfg.threshold:g} and no {cap} left; the majority stands"
@@ -201,6 +206,15 @@ class AdaptiveProtocol(DebateProtocol):
             cost_usd=round(sum(c.metadata.cost_usd for c in mine), 8), debaters=debaters)
         ctx.emit(AdaptiveDecided(decision=d))
         return d
+
+    @staticmethod
+    def _debaters(positions: Sequence[Contribution], keys: Mapping[str, str | None], counts: Mapping[str, int],
+                  leader: str | None) -> list[str]:
+        """Who answers again: the agents whose answer differs from a clear leader's (held by more than
+        one agent and by more than any other answer); every agent when there is no clear leader."""
+        top = counts.get(leader, 0) if leader is not None else 0
+        clear = top > 1 and all(n < top for a, n in counts.items() if a != leader)
+        return [c.agent_id for c in positions if not clear or keys.get(c.agent_id) != leader]
 
     def synthesis_input(self) -> SynthesisInput | None:
         found = self.positions()
