@@ -172,6 +172,11 @@ def _conversation(record: ViewRecord) -> bool:
     return record.phase == "turn" or (record.phase == "summarize" and "summarize_conversation" in record.task_key)
 
 
+CONFIDENCE_ASK = ("After your answer, say how confident you are that it is right, from 0 to 100, on a line of its "
+                  "own: `Confidence: 80`.")
+"""Added to an answer's task when the votes are weighed by confidence (`debate.weight`)."""
+
+
 def render_task(record: ViewRecord, index: DebateIndex) -> str:
     """The phase's task message, from the record's template key, parameters and ids."""
     p: dict[str, Any] = {"problem": index.problem, **record.task_params}
@@ -179,6 +184,7 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
     transcript = p.pop("transcript", False)
     own = p.pop("own_answer_id", None)
     focus = p.pop("focus", None)
+    ask_confidence = p.pop("ask_confidence", False)
     m = record.model
     ids = record.task_contribution_ids
     phase = record.phase
@@ -237,6 +243,8 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
     text = render(index.prompts[record.task_key], **p)
     if focus:
         text += f"\n\n## The user asks this summary to focus on\n\n{focus}"
+    if ask_confidence:
+        text += f"\n\n{CONFIDENCE_ASK}"
     notes = record.inline.get("notes")
     if notes:
         text += "\n\n" + notes

@@ -239,6 +239,10 @@ class DebateSettings(_Strict):
     """`vote`: how many independent answers (the agents are cycled); default one per agent."""
     adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
     """`adaptive`: draw answers a few at a time, stop when the leader is settled, debate when not."""
+    weight: Literal["plain", "confidence"] = "plain"
+    """`vote`, `simultaneous`, `adaptive`: `confidence` asks each answer for a confidence (0–100) and
+    weighs it by that (an answer that states none counts as one plain vote); the plain majority is
+    reported beside the weighted one."""
     final: Literal["judge", "majority"] = "judge"
     """`simultaneous`: the judge synthesizes the final answer, or the majority of the last answers stands
     (no judge call; what Du et al. report)."""

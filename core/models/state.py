@@ -270,6 +270,13 @@ class Tally(BaseModel):
     rankings_parsed: int = 0
     """Council: how many rankings could be read."""
     kind: Literal["vote", "council"] = "vote"
+    weighting: Literal["plain", "confidence"] = "plain"
+    """`confidence`: the winner is the confidence-weighted majority; `plain_winner` the plain one beside it."""
+    confidences: dict[str, int | None] = Field(default_factory=dict)
+    """`confidence`: agent id → the confidence its answer stated (None: none, it weighed 1)."""
+    weighted: dict[str, float] = Field(default_factory=dict)
+    """`confidence`: answer → the summed weight behind it, most first."""
+    plain_winner: str | None = None
 
     def summary(self) -> str:
         """One line: the winner and how it was reached, or a council's ranks."""

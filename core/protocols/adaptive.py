@@ -175,6 +175,8 @@ class AdaptiveProtocol(DebateProtocol):
         cfg = ctx.settings.adaptive
         positions = self.positions()
         votes = tally(ctx, positions)[0]
+        if votes.weighting == "confidence":  # the rule counts plain votes; the final answer may be weighted
+            votes = votes.model_copy(update={"winner": votes.plain_winner})
         post = leader_posterior(votes.counts, votes.winner)
         mine = [c for c in ctx.state.round(r).contributions if c.type == "answer"] if r <= ctx.state.round_count else []
         debates_done = sum(1 for d in ctx.state.adaptive if d.step == "debate") + (step == "debate")
