@@ -17,7 +17,8 @@ answers so far:
   (one held by more than one agent and by more than any other answer), or every agent that
   answered when there is no clear leader. Each sees its own answer and one answer for each other
   distinct answer, with its reasoning, anonymized ("Answer A", "Answer B"…, no author's name),
-  and answers again; the others keep theirs. The rule is checked after each round (over each
+  and answers again; the others keep theirs. With `debate.topology` (`ring`, `star`) an agent
+  reads only the answers of the agents it is linked to among those that answered. The rule is checked after each round (over each
   agent's latest answer), up to `max_rounds`.
 - **The final answer** is the majority of the latest answers, a tie broken as `vote` breaks it.
 
@@ -43,6 +44,7 @@ from ..models.terms import Phase, ProtocolName
 from ..storage.state import find_contribution
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .majority import conclude_by_vote, tally
+from .topology import most_read, reads
 from .vote import cycled_seats
 
 PRIOR = 0.5
@@ -86,7 +88,7 @@ class AdaptiveProtocol(DebateProtocol):
         if cfg.max_rounds < 1 or len(self.ctx.agents) < 2:
             return []
         return [("answer", {"round": 2, "total_rounds": cfg.max_rounds + 1, "role": agent.role},
-                 len(self.ctx.agents) - 1)]
+                 most_read(len(self.ctx.agents), self.ctx.settings.topology))]
 
     @property
     def total_steps(self) -> int:
@@ -123,29 +125,29 @@ class AdaptiveProtocol(DebateProtocol):
     async def _debate(self, r: int, debaters: Sequence[ResolvedAgent]) -> None:
         positions = self.positions()
         keys = tally(self.ctx, positions)[0].answers
-        shown: dict[str, Contribution] = {}  # one answer for each distinct answer, in agent order
-        for c in positions:
-            key = keys.get(c.agent_id)
-            if key is not None:
-                shown.setdefault(key, c)
         debate_round = r - sum(1 for d in self.ctx.state.adaptive if d.step == "draw") + 1
-        await self.ctx.gather([self._one(r, agent, positions, shown, keys, debate_round) for agent in debaters])
+        await self.ctx.gather([self._one(r, agent, positions, keys, debate_round) for agent in debaters])
 
     async def _one(self, r: int, agent: ResolvedAgent, positions: Sequence[Contribution] = (),
-                   shown: Mapping[str, Contribution] | None = None, keys: Mapping[str, str | None] | None = None,
-                   debate_round: int = 1) -> None:
-        """One answer: drawn from the problem alone, or (`shown`) after reading the distinct answers."""
+                   keys: Mapping[str, str | None] | None = None, debate_round: int = 1) -> None:
+        """One answer: drawn from the problem alone, or (`keys`) after reading the distinct answers."""
         ctx = self.ctx
         if find_contribution(ctx.state, r, agent.id, "answer"):
             return
         await ctx.gate.wait()
-        if shown is None:
+        if keys is None:
             record = ctx.record(agent, r, "answer", params={"round": 1, "total_rounds": 1, "role": agent.role})
             record.task_key = f"{agent.id}/solo"
         else:
             own = next((c for c in positions if c.agent_id == agent.id), None)
-            mine = (keys or {}).get(agent.id)
-            others = [c for key, c in shown.items() if key != mine and (own is None or c.id != own.id)]
+            mine = keys.get(agent.id)
+            seen = reads([c.agent_id for c in positions], agent.id, ctx.settings.topology)
+            shown: dict[str, Contribution] = {}  # one answer for each other distinct answer it reads, in agent order
+            for c in positions:
+                key = keys.get(c.agent_id)
+                if c.agent_id in seen and key is not None and key != mine:
+                    shown.setdefault(key, c)
+            others = list(shown.values())
             record = ctx.record(agent, r, "answer", task_ids=[c.id for c in others],
                                 params={"round": debate_round, "total_rounds": ctx.settings.adaptive.max_rounds + 1,
                                         "role": agent.role, "anonymous": True,
