@@ -125,7 +125,7 @@ def test_the_demo_provider_runs_it_labelled_demo(tmp_path: Path) -> None:
     r = cli("run", "What is 3+4*5? Give the number.", "--protocol", "adaptive", "--provider", "demo", "--headless",
             "--demo-delay", "0", "--state-dir", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert "DEMO" in r.stderr and "started: adaptive" in r.stderr
+    assert "DEMO" in r.stderr and "started: adaptive" in r.stderr and "; no judge" in r.stderr
     assert "⚖ draw in round 1 (2 calls" in r.stderr
 
 

@@ -130,7 +130,7 @@ def _describe(event: Event) -> Line | None:
             unit = "turn" if event.protocol == "conversation" else "round"
             steps = f"{event.total_rounds} {unit}{'' if event.total_rounds == 1 else 's'}"
             shape = "" if event.protocol == "rounds" else f"{event.protocol}, "
-            judge = "no judge" if event.protocol in ("single", "vote") else f"judge {_safe(event.judge.id)}"
+            judge = "no judge" if event.protocol in ("single", "vote", "adaptive") else f"judge {_safe(event.judge.id)}"
             return Line("phase", f"▶ debate {event.debate_id} started: {shape}{steps}, "
                                  f"agents {names}; {judge}{demo}")
         case DebateResumed(from_round=r):
