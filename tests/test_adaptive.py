@@ -25,11 +25,16 @@ NUMBER = AnswerFormat(kind="number")
 
 
 def _bench(srv: LoopbackServer, sd: Path, out: Path, *extra: str, questions: int = 12) -> dict[str, Any]:
+    _bench_cli(srv, sd, out, *extra, questions=questions)
+    doc: dict[str, Any] = json.loads(out.read_text())
+    return doc
+
+
+def _bench_cli(srv: LoopbackServer, sd: Path, out: Path, *extra: str, questions: int = 12) -> Any:
     r = cli("bench", f"arithmetic:{questions}:terms=3", "--protocols", "single,vote,adaptive", "--provider", "openai",
             "--base-url", srv.base_url, "--model", "loop", "--headless", "--state-dir", str(sd), "-o", str(out), *extra)
     assert r.returncode == 0, r.stderr
-    doc: dict[str, Any] = json.loads(out.read_text())
-    return doc
+    return r
 
 
 def test_the_stopping_rule_settles_on_agreement_and_not_on_a_split() -> None:
@@ -44,7 +49,8 @@ def test_the_stopping_rule_settles_on_agreement_and_not_on_a_split() -> None:
 def test_adaptive_spends_calls_only_where_the_first_answers_disagree(tmp_path: Path) -> None:
     sd = tmp_path / "debates"
     with LoopbackServer(arithmetic_reply(0.6)) as srv:
-        doc = _bench(srv, sd, tmp_path / "r.json")
+        res = _bench_cli(srv, sd, tmp_path / "r.json")
+        doc = json.loads((tmp_path / "r.json").read_text())
         assert srv.calls == sum(r["calls"] for r in doc["results"])
         assert "adaptive draws at most 4" in doc["vote_samples_note"] and doc["vote_samples"] == 4
         rows = [r for r in doc["results"] if r["protocol"] == "adaptive"]
@@ -75,6 +81,10 @@ def test_adaptive_spends_calls_only_where_the_first_answers_disagree(tmp_path: P
         assert min(split) > max(agreed)
         stats = doc["protocols"]["adaptive"]
         assert stats["correct"] == sum(r["correct"] for r in rows) and stats["calls"] == sum(r["calls"] for r in rows)
+        # the table says how far the calls per question vary: the fewest (agreement) and the most
+        assert (stats["calls_min"], stats["calls_max"]) == (2, max(split))
+        line = next(ln for ln in res.stdout.splitlines() if ln.startswith("adaptive "))
+        assert f"(2–{max(split)})" in line
 
         # the same seeds give the same results, in a fresh state folder
         again = _bench(srv, tmp_path / "again", tmp_path / "r2.json")
