@@ -137,6 +137,10 @@ def test_the_demo_provider_runs_it_labelled_demo(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "DEMO" in r.stderr and "started: adaptive" in r.stderr and "; no judge" in r.stderr
     assert "⚖ draw in round 1 (2 calls" in r.stderr
+    debate_id = StateDir(tmp_path).debates()[0].id
+    trace = cli("trace", debate_id, "--state-dir", str(tmp_path))
+    assert trace.returncode == 0, trace.stderr
+    assert '"adaptive decided"' in trace.stdout and "moot.posterior" in trace.stdout
 
 
 @pytest.mark.slow
