@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, Field, TypeAdapter
 
 from .models.state import (
+    AdaptiveDecision,
     AgentInfo,
     CallMetadata,
     Clarification,
@@ -255,6 +256,14 @@ class Converged(_Event):
     threshold: int
 
 
+class AdaptiveDecided(_Event):
+    """The `adaptive` protocol's stopping rule was checked after a step: it stops, draws more
+    answers or lets the agents that disagree debate; why, with the posterior and the step's cost."""
+
+    type: Literal["adaptive_decided"] = "adaptive_decided"
+    decision: AdaptiveDecision
+
+
 class WindowLearned(_Event):
     """What moot now knows of a model's real context window and token count (see
     `moot.core.engine.windows`): discovered from the server, learned from a refusal, or a
@@ -326,6 +335,7 @@ Event = Annotated[
         NoteInjected,
         ConvergenceScored,
         Converged,
+        AdaptiveDecided,
         WindowLearned,
         BudgetReached,
         DebateCompleted,

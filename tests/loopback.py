@@ -255,6 +255,9 @@ def arithmetic_reply(p_right: float = 0.6) -> ReplyFn:
             order = sorted(labels, key=lambda x: _chance(body, x))
             return ("I checked each response's arithmetic step by step and compared the results with my own.\n\n"
                     "FINAL RANKING:\n" + "\n".join(f"{i}. Response {x}" for i, x in enumerate(order, start=1)))
+        if "`Confidence: 80`" in ask:  # votes weighed by confidence: surer when right, though not always
+            sure = 55 + int(_chance(body, "sure") * 45) if value == truth else 20 + int(_chance(body, "sure") * 60)
+            return f"{steps}\n\nAnswer: {value}\nConfidence: {sure}"
         return f"{steps}\n\nAnswer: {value}"
 
     return reply

@@ -73,7 +73,7 @@ def test_bash_completes_commands_flags_choices_files_and_debate_ids(tmp_path: Pa
     assert _bash_complete(script, ["moot", "run", "--prot"], tmp_path) == ["--protocol"]
     assert _bash_complete(script, ["moot", "run", "--protocol", ""], tmp_path) == ["rounds", "conversation",
                                                                                    "simultaneous", "single", "vote",
-                                                                                   "council"]
+                                                                                   "council", "adaptive"]
     assert _bash_complete(script, ["moot", "run", "-p", "prob"], tmp_path) == ["problem.md"]
     ids = ["20260101-090000-a1b2", "20260102-090000-c3d4"]
     assert _bash_complete(script, ["moot", "show", "--state-dir", "D", ""], tmp_path) == ids

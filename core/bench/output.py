@@ -57,7 +57,9 @@ def table_rows(doc: dict[str, Any]) -> list[list[str]]:
     for p, s in _stats(doc).items():
         per = max(1, s.n)
         rows.append([p, str(s.n), str(s.correct), f"{_pct(s.accuracy)} ± {_pct(s.stderr)}",
-                     f"{s.tokens_per_question:,.0f}", f"{s.calls / per:.1f}", f"{s.cost_per_question:.5f}",
+                     f"{s.tokens_per_question:,.0f}",
+                     f"{s.calls / per:.1f}" + (f" ({s.calls_min}–{s.calls_max})" if s.calls_min != s.calls_max else ""),
+                     f"{s.cost_per_question:.5f}",
                      f"{s.seconds_per_question:.1f}", str(s.unparsed), str(s.ties),
                      f"{s.changes.changed} ({s.changes.right_to_wrong}, {s.changes.wrong_to_right})",
                      _pct(s.majority_accuracy)])

@@ -17,7 +17,9 @@ from ..models.config import AnswerFormat
 from ..models.state import Contribution, DebateState, Round
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder
-from ..protocols.answers import expected_key, extract, is_correct, majority
+from ..protocols.answers import (expected_key, extract, extract_confidence, is_correct, majority,
+                                 weighted_majority)
+from ..protocols.base import WEIGHED
 
 ANSWER_TYPES = ("answer", "refinement", "proposal", "message")
 """Contribution types that carry an agent's answer (a critique or a ranking does not)."""
@@ -42,7 +44,7 @@ class ResultRow(BaseModel):
     debate_id: str
     status: str
     decided_by: str
-    """`judge`, `majority` (vote, simultaneous) or `single`."""
+    """`judge`, `majority` (vote, simultaneous), `weighted majority` (`debate.weight = "confidence"`) or `single`."""
     agent_answers: dict[str, str | None] = Field(default_factory=dict)
     """Each agent's last answer, normalized."""
     majority: str | None = None
@@ -128,7 +130,8 @@ def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, s
     protocol = state.protocol
     per_round = answers_by_round(state, folder.steps())
     seqs = {a: [extract(c.content, fmt) for c in cs] for a, cs in per_round.items()}
-    last = {a: s[-1] if s else None for a, s in seqs.items()}
+    # `adaptive` draws only the seats it needs: a seat never drawn is not an unparsed answer
+    last = {a: s[-1] if s else None for a, s in seqs.items() if s or protocol != "adaptive"}
     vote = majority(list(last.values()))
     judge = protocol in JUDGE_DECIDES or (protocol == "simultaneous" and state.config.get("debate", {})
                                           .get("final", "judge") == "judge")
@@ -137,6 +140,12 @@ def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, s
         decided = "judge"
     else:
         answer, decided = vote.winner, ("single" if protocol == "single" else "majority")
+        if protocol in WEIGHED and state.config.get("debate", {}).get("weight") == "confidence":
+            # the final answer is the confidence-weighted majority; the plain one stays in `majority`
+            latest = [cs[-1].content for a, cs in per_round.items() if a in last and cs]
+            answer = weighted_majority([extract(t, fmt) for t in latest],
+                                       [extract_confidence(t) for t in latest]).winner
+            decided = "weighted majority"
     t = state.totals
     return ResultRow(
         id=qid, protocol=protocol, answer=answer, expected=expected_key(expected, fmt),

@@ -86,6 +86,8 @@ def calls_per_question(cfg: MootConfig) -> int:
             return first + later * (d.rounds - 1) + 1
         case "conversation":
             return d.turns + 1
+        case "adaptive":  # its most: every draw, then every debate round among them
+            return d.adaptive.max_samples * (1 + d.adaptive.max_rounds)
 
 
 def protocol_config(base: MootConfig, protocol: ProtocolName, samples: int | None) -> MootConfig:
@@ -114,7 +116,10 @@ def plan(dataset: Dataset, protocols: Sequence[ProtocolName], base: MootConfig, 
     note = f"--samples {samples}" if samples else ""
     if samples is None and "vote" in protocols:
         compared = next((p for p in protocols if p not in BASELINES), None)
-        if compared is not None:
+        if compared == "adaptive":  # its cost varies by question: the vote gets its most independent answers
+            samples = base.debate.adaptive.max_samples
+            note = f"adaptive draws at most {samples} independent answers per question"
+        elif compared is not None:
             samples = calls_per_question(protocol_config(base, compared, None))
             note = f"equal cost: {compared} makes {samples} calls per question"
         else:

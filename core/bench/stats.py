@@ -34,6 +34,9 @@ class ProtocolStats(BaseModel):
     majority_accuracy: float
     """Accuracy of the majority of the agents' last answers (for judge protocols, beside the judge's)."""
     calls: int
+    calls_min: int = 0
+    calls_max: int = 0
+    """The fewest and most calls one question took (they differ where the calls vary with agreement: `adaptive`)."""
     prompt_tokens: int
     completion_tokens: int
     tokens_per_question: float
@@ -85,7 +88,8 @@ def protocol_stats(rows: Sequence[ResultRow], unfinished: int = 0) -> ProtocolSt
         n=n, correct=correct, accuracy=correct / n if n else 0.0, stderr=stderr(correct, n),
         unparsed=sum(r.answer is None for r in done), ties=sum(r.tie and r.decided_by != "judge" for r in done),
         majority_accuracy=sum(r.majority_correct for r in done) / n if n else 0.0,
-        calls=sum(r.calls for r in done), prompt_tokens=sum(r.prompt_tokens for r in done),
+        calls=sum(r.calls for r in done), calls_min=min((r.calls for r in done), default=0),
+        calls_max=max((r.calls for r in done), default=0), prompt_tokens=sum(r.prompt_tokens for r in done),
         completion_tokens=sum(r.completion_tokens for r in done), tokens_per_question=tokens / per,
         cost_usd=round(cost, 8), cost_per_question=cost / per,
         seconds_per_question=sum(r.seconds for r in done) / per, changes=changes, unfinished=unfinished)

@@ -158,7 +158,7 @@ class DebateIndex:
             case (ev.DebateResumed() | ev.RoundStarted() | ev.PhaseStarted() | ev.PhaseCompleted() | ev.CallStarted()
                   | ev.Token() | ev.CallFailed() | ev.SummaryRequested() | ev.SeatAnswered() | ev.SynthesisCompleted()
                   | ev.Warning_() | ev.ControlChanged() | ev.ClarificationsAsked() | ev.ClarificationsAnswered()
-                  | ev.NoteInjected() | ev.ConvergenceScored() | ev.Converged() | ev.BudgetReached()
+                  | ev.NoteInjected() | ev.ConvergenceScored() | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached()
                   | ev.DebateCompleted() | ev.DebateInterrupted() | ev.DebateFailed() | ev.WindowLearned()
                   | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady()):
                 pass  # nothing to index

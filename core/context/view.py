@@ -184,6 +184,11 @@ def _conversation(record: ViewRecord) -> bool:
     return record.phase == "turn" or (record.phase == "summarize" and "summarize_conversation" in record.task_key)
 
 
+CONFIDENCE_ASK = ("After your answer, say how confident you are that it is right, from 0 to 100, on a line of its "
+                  "own: `Confidence: 80`.")
+"""Added to an answer's task when the votes are weighed by confidence (`debate.weight`)."""
+
+
 def render_task(record: ViewRecord, index: DebateIndex) -> str:
     """The phase's task message, from the record's template key, parameters and ids."""
     p: dict[str, Any] = {"problem": index.problem, **record.task_params}
@@ -191,6 +196,7 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
     transcript = p.pop("transcript", False)
     own = p.pop("own_answer_id", None)
     focus = p.pop("focus", None)
+    ask_confidence = p.pop("ask_confidence", False)
     m = record.model
     ids = record.task_contribution_ids
     phase = record.phase
@@ -217,9 +223,11 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
         first = int(p.get("round", 1)) <= 1
         p["own_answer"] = (_brief(record, index, own, limit) if own else
                            "(none: this is the first round)" if first else "(your previous answer was not recorded)")
+        anonymous = p.pop("anonymous", False)  # `adaptive`: answers without their authors' names
         p["other_answers"] = "\n\n".join(
-            f"### {index.name(index.contributions[i].agent_id)} ({index.contributions[i].role})\n\n"
-            f"{_brief(record, index, i, limit)}" for i in ids if i != own
+            (f"### Answer {chr(65 + k)}" if anonymous else
+             f"### {index.name(index.contributions[i].agent_id)} ({index.contributions[i].role})")
+            + f"\n\n{_brief(record, index, i, limit)}" for k, i in enumerate(j for j in ids if j != own)
         ) or ("(none: this is the first round)" if first else "(no other answers were recorded)")
     elif phase == "rank":  # anonymized: "Response A", "Response B"… in the record's order
         p["answers"] = "\n\n".join(f"### Response {chr(65 + k)}\n\n{_quote(index.contributions[i].content, limit, m)}"
@@ -247,6 +255,8 @@ def render_task(record: ViewRecord, index: DebateIndex) -> str:
     text = render(index.prompts[record.task_key], **p)
     if focus:
         text += f"\n\n## The user asks this summary to focus on\n\n{focus}"
+    if ask_confidence:
+        text += f"\n\n{CONFIDENCE_ASK}"
     notes = record.inline.get("notes")
     if notes:
         text += "\n\n" + notes

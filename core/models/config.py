@@ -228,14 +228,38 @@ class AnswerFormat(_Strict):
     """The options of a multiple-choice question, lettered A, B, C… in this order."""
 
 
+class AdaptiveConfig(_Strict):
+    """The `adaptive` protocol: answers drawn `batch` at a time until the leading one is settled
+    (see `moot.core.protocols.adaptive` for the stopping rule), then a debate only if they disagree."""
+
+    batch: int = Field(2, ge=1, le=64)
+    """Answers drawn at once (in parallel) before the stopping rule is checked again."""
+    threshold: float = Field(0.9, gt=0, lt=1, allow_inf_nan=False)
+    """Stop once the posterior probability that the leading answer is the most likely one reaches this."""
+    max_samples: int = Field(4, ge=1, le=64)
+    """Independent answers drawn at most (the agents cycled, as `vote` cycles them); then a debate."""
+    max_rounds: int = Field(2, ge=0, le=20)
+    """Debate rounds at most among the agents that answered, the rule checked after each; 0: none."""
+
+
 class DebateSettings(_Strict):
     protocol: ProtocolName = "rounds"
     """`rounds` (propose, critique, refine; the anchor's), `conversation` (turns into one shared
     transcript), `simultaneous` (every agent answers each round, having read the others), `single`
     (one agent answers once), `vote` (independent answers, the majority wins) or `council` (answers,
-    anonymized rankings, the judge as chairman)."""
+    anonymized rankings, the judge as chairman) or `adaptive` (answers drawn a few at a time until the
+    leading one is settled; a debate only when they disagree)."""
     samples: int | None = Field(None, ge=1, le=64)
     """`vote`: how many independent answers (the agents are cycled); default one per agent."""
+    adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
+    """`adaptive`: draw answers a few at a time, stop when the leader is settled, debate when not."""
+    topology: Literal["full", "ring", "star"] = "full"
+    """`simultaneous`, `adaptive`: whose previous answers each agent reads: everyone's (`full`), its two
+    neighbours' in agent order (`ring`), or (`star`) the first agent everyone's and the others only its."""
+    weight: Literal["plain", "confidence"] = "plain"
+    """`vote`, `simultaneous`, `adaptive`: `confidence` asks each answer for a confidence (0–100) and
+    weighs it by that (an answer that states none counts as one plain vote); the plain majority is
+    reported beside the weighted one."""
     final: Literal["judge", "majority"] = "judge"
     """`simultaneous`: the judge synthesizes the final answer, or the majority of the last answers stands
     (no judge call; what Du et al. report)."""

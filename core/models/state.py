@@ -343,6 +343,13 @@ class Tally(BaseModel):
     rankings_parsed: int = 0
     """Council: how many rankings could be read."""
     kind: Literal["vote", "council"] = "vote"
+    weighting: Literal["plain", "confidence"] = "plain"
+    """`confidence`: the winner is the confidence-weighted majority; `plain_winner` the plain one beside it."""
+    confidences: dict[str, int | None] = Field(default_factory=dict)
+    """`confidence`: agent id → the confidence its answer stated (None: none, it weighed 1)."""
+    weighted: dict[str, float] = Field(default_factory=dict)
+    """`confidence`: answer → the summed weight behind it, most first."""
+    plain_winner: str | None = None
 
     def summary(self) -> str:
         """One line: the winner and how it was reached, or a council's ranks."""
@@ -406,6 +413,31 @@ class ConvergenceScore(BaseModel):
     """The judge's answer as given, kept when it could not be parsed (shown by the report)."""
 
 
+class AdaptiveDecision(BaseModel):
+    """What the `adaptive` protocol decided after one step (a draw of answers or a debate round),
+    and why: the answers counted, the posterior of the leading one, what the step cost."""
+
+    round: int
+    step: Literal["draw", "debate"]
+    decision: Literal["stop", "draw", "debate"]
+    """`stop`: the majority is the final answer; `draw`: more independent answers; `debate`: a round."""
+    reason: str
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Each distinct answer (normalized) → how many of the agents' current answers give it."""
+    unparsed: int = 0
+    leader: str | None = None
+    posterior: float = 0.0
+    """The probability that the leader is the most likely answer (see the protocol's stopping rule)."""
+    threshold: float = 0.9
+    calls: int = 0
+    """Calls this step made (answers recorded in its round)."""
+    tokens: int = 0
+    """Prompt and completion tokens of those calls."""
+    cost_usd: float = 0.0
+    debaters: list[str] = Field(default_factory=list)
+    """`debate`: the agents that take part in the next round."""
+
+
 class Round(BaseModel):
     number: int
     contributions: list[Contribution] = Field(default_factory=list)
@@ -465,6 +497,8 @@ class DebateState(BaseModel):
     clarifications: list[Clarification] = Field(default_factory=list)
     notes: list[ModeratorNote] = Field(default_factory=list)
     convergence: list[ConvergenceScore] = Field(default_factory=list)
+    adaptive: list[AdaptiveDecision] = Field(default_factory=list)
+    """The `adaptive` protocol's decisions, one per step, in order."""
     clarified: bool = False
     """The clarification step finished (resume does not ask again)."""
     pending_questions: list[Clarification] = Field(default_factory=list)

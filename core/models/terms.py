@@ -22,8 +22,9 @@ ContributionType = Literal["proposal", "critique", "refinement", "answer", "mess
 (conversation), ranking (council: one agent's ranking of the others' anonymized answers)."""
 Phase = Literal["summarize", "proposal", "critique", "refinement", "answer", "turn", "synthesis", "clarify", "score",
                 "rank"]
-ProtocolName = Literal["rounds", "conversation", "simultaneous", "single", "vote", "council"]
-PROTOCOL_NAMES: tuple[ProtocolName, ...] = ("rounds", "conversation", "simultaneous", "single", "vote", "council")
+ProtocolName = Literal["rounds", "conversation", "simultaneous", "single", "vote", "council", "adaptive"]
+PROTOCOL_NAMES: tuple[ProtocolName, ...] = ("rounds", "conversation", "simultaneous", "single", "vote", "council",
+                                            "adaptive")
 AnswerKind = Literal["number", "choice", "text", "boxed"]
 SummaryScope = Literal["shared", "per-agent"]
 SummaryMethod = Literal["llm", "rule-based", "hybrid"]

@@ -12,7 +12,7 @@ from typing import Literal, assert_never
 
 from ..models.provider_kinds import any_scripted, listed
 from .. import events as ev
-from ..models.state import Contribution
+from ..models.state import AdaptiveDecision, Contribution
 from ..safety.sanitize import one_line_safe, terminal_safe
 
 LineKind = Literal["phase", "contribution", "summary", "manual", "warning", "error", "done", "control"]
@@ -72,6 +72,16 @@ def _safe(text: str, limit: int | None = None) -> str:
     return one_line_safe(text, limit)
 
 
+def adaptive_line(d: AdaptiveDecision) -> str:
+    """One `adaptive` decision: what the step saw and cost, then what comes next and why."""
+    counts = ", ".join(f"{_safe(a, 40)} ×{n}" for a, n in d.counts.items()) or "no answer in the asked form"
+    if d.unparsed:
+        counts += f", {d.unparsed} unparsed"
+    nxt = {"stop": "stop", "draw": "draw more", "debate": "debate"}[d.decision]
+    return (f"⚖ {d.step} in round {d.round} ({d.calls} call{_s(d.calls)}, {k(d.tokens)} tokens): {counts} → "
+            f"{nxt}: {_safe(d.reason, 300)}")
+
+
 def describe(event: ev.Event) -> Line | None:
     """The line for an event, or None for events no view lists (tokens, call starts).
 
@@ -91,7 +101,7 @@ def _describe(event: ev.Event) -> Line | None:
             unit = "turn" if event.protocol == "conversation" else "round"
             steps = f"{event.total_rounds} {unit}{'' if event.total_rounds == 1 else 's'}"
             shape = "" if event.protocol == "rounds" else f"{event.protocol}, "
-            judge = "no judge" if event.protocol in ("single", "vote") else f"judge {_safe(event.judge.id)}"
+            judge = "no judge" if event.protocol in ("single", "vote", "adaptive") else f"judge {_safe(event.judge.id)}"
             return Line("phase", f"▶ debate {event.debate_id} started: {shape}{steps}, "
                                  f"agents {names}; {judge}{demo}")
         case ev.DebateResumed(from_round=r):
@@ -168,6 +178,8 @@ def _describe(event: ev.Event) -> Line | None:
         case ev.Converged(round=r, confidence=conf, threshold=threshold):
             return Line("done", f"✓ converged after round {r} (convergence score {conf} ≥ {threshold}): "
                                 "the judge synthesizes")
+        case ev.AdaptiveDecided(decision=d):
+            return Line("done" if d.decision == "stop" else "summary", adaptive_line(d))
         case ev.WindowLearned(endpoint=endpoint, model=model, window=window, source=source, ratio=ratio, reason=why):
             size = f"window {window} tokens" if window else "window unknown"
             count = f", the server counts ×{ratio:.2f} moot's tokens" if ratio > 1 else ""

@@ -115,7 +115,8 @@ class PlainNarrator:
                 return "The debate was stopped."
             case ev.DebateInterrupted() | ev.DebateFailed():
                 return None  # said once, with how to continue, when the run ends (`headless.ending_line`)
-            case ev.ConvergenceScored() | ev.Converged() | ev.WindowLearned() | ev.BudgetReached():
+            case (ev.ConvergenceScored() | ev.Converged() | ev.AdaptiveDecided() | ev.WindowLearned()
+                  | ev.BudgetReached()):
                 line = describe(event)
                 return line.text.lstrip("≈✓⚙$ ") if line is not None else None
             case ev.ToolCalled(agent_id=agent_id, tool=tool):

@@ -200,6 +200,11 @@ class TraceBuilder(SpanOutlet):
                 self._note("note", t, {"moot.note": note.text} if self.content else {})
             case ev.Converged(confidence=confidence, threshold=threshold):
                 self._note("converged", t, {"moot.confidence": confidence, "moot.threshold": threshold})
+            case ev.AdaptiveDecided(decision=d):
+                self._note("adaptive decided", t, {"moot.round": d.round, "moot.decision": d.decision,
+                                                   "moot.reason": d.reason, "moot.posterior": d.posterior,
+                                                   "moot.threshold": d.threshold, "moot.step.calls": d.calls,
+                                                   "moot.step.tokens": d.tokens})
             case ev.BudgetReached(reason=reason):
                 self._note("budget reached", t, {"moot.reason": reason})
             case ev.DebateCompleted(status=status, totals=totals):

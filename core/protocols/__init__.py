@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..models.terms import ProtocolName
+from .adaptive import AdaptiveProtocol
 from .base import DebateProtocol
 from .conversation import ConversationProtocol
 from .council import CouncilProtocol
@@ -17,4 +18,5 @@ PROTOCOLS: dict[ProtocolName, type[DebateProtocol]] = {
     "single": SingleProtocol,
     "vote": VoteProtocol,
     "council": CouncilProtocol,
+    "adaptive": AdaptiveProtocol,
 }

@@ -161,6 +161,43 @@ def is_correct(answer: str | None, expected: str, fmt: AnswerFormat | None) -> b
     return answer is not None and answer == expected_key(expected, fmt)
 
 
+_CONFIDENCE = re.compile(r"confidence\s*(?:level)?\s*[:=]\s*(\d{1,3}(?:\.\d+)?)\s*(%|/\s*100)?", re.IGNORECASE)
+
+
+def extract_confidence(text: str) -> int | None:
+    """The confidence (0–100) the last `Confidence: N` line states (`85`, `85%`, `85/100`); None when
+    there is none or it is out of range."""
+    found = _CONFIDENCE.findall(_MARKUP.sub("", text))
+    if not found:
+        return None
+    value = float(found[-1][0])
+    return round(value) if 0 <= value <= 100 else None
+
+
+@dataclass(frozen=True)
+class Weighted:
+    """The answer with the most confidence behind it: each answer weighs its confidence / 100, one
+    with no stated confidence weighs 1 (a plain vote); a tie goes to the tied answer given first."""
+
+    winner: str | None
+    totals: dict[str, float] = field(default_factory=dict)
+    tied: list[str] = field(default_factory=list)
+
+
+def weighted_majority(answers: Sequence[str | None], confidences: Sequence[int | None]) -> Weighted:
+    """The confidence-weighted majority of answers given in agent order; None answers count for nothing."""
+    totals: dict[str, float] = {}
+    for a, c in zip(answers, confidences, strict=True):
+        if a is not None:
+            totals[a] = totals.get(a, 0.0) + (1.0 if c is None else c / 100)
+    if not totals:
+        return Weighted(None)
+    top = max(totals.values())
+    best = [a for a, w in totals.items() if abs(w - top) < 1e-9]  # first-seen order
+    ordered = dict(sorted(((a, round(w, 4)) for a, w in totals.items()), key=lambda kv: -kv[1]))
+    return Weighted(best[0], ordered, best if len(best) > 1 else [])
+
+
 @dataclass(frozen=True)
 class Majority:
     """The answer most agents gave; a tie goes to the tied answer given first in agent order

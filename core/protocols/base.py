@@ -59,6 +59,9 @@ class Ids:
         return f"{kind}-{secrets.token_hex(5)}"
 
 
+WEIGHED: tuple[ProtocolName, ...] = ("vote", "simultaneous", "adaptive")
+"""The protocols whose final majority `debate.weight = "confidence"` weighs."""
+
 TASK_KINDS: dict[str, str] = {
     "proposal": "propose", "critique": "critique", "refinement": "refine", "synthesis": "synthesize",
     "score": "score", "clarify": "clarify", "answer": "answer", "turn": "turn", "rank": "rank",
@@ -114,6 +117,8 @@ class DebateContext:
         (`call_id` for a record that is only measured, so no id is spent on it.)"""
         notes = self.notes_text()
         p: dict[str, object] = dict(params or {})
+        if phase == "answer" and self.settings.weight == "confidence" and self.settings.protocol in WEIGHED:
+            p["ask_confidence"] = True  # the answer states a confidence that weighs its vote
         if target is not None:
             p.update(target_name=target.name, target_role=target.role)
         return ViewRecord(

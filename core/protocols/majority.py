@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from .answers import extract, majority, normalize_text
+from .answers import extract, extract_confidence, majority, normalize_text, weighted_majority
 from ..events import SynthesisCompleted
 from ..models.state import CallMetadata, Contribution, Solution, Tally
 from .base import DebateContext
@@ -18,13 +18,27 @@ def free_form_key(text: str) -> str:
 
 
 def tally(ctx: DebateContext, answers: Sequence[Contribution]) -> tuple[Tally, Contribution | None]:
-    """The vote over `answers` (in agent order) and the first reply that gave the winning answer."""
+    """The vote over `answers` (in agent order) and the first reply that gave the winning answer;
+    with `debate.weight = "confidence"` the winner is the confidence-weighted one, the plain
+    majority kept beside it."""
     fmt = ctx.settings.answer
     extracted = {c.agent_id: extract(c.content, fmt) if fmt is not None else free_form_key(c.content)
                  for c in answers}
     m = majority(list(extracted.values()))
-    chosen = next((c for c in answers if m.winner is not None and extracted[c.agent_id] == m.winner), None)
-    return Tally(answers=extracted, counts=m.counts, winner=m.winner, tied=m.tied, rule=m.rule), chosen
+    result = Tally(answers=extracted, counts=m.counts, winner=m.winner, tied=m.tied, rule=m.rule)
+    if ctx.settings.weight == "confidence":
+        confidences = {c.agent_id: extract_confidence(c.content) for c in answers}
+        w = weighted_majority(list(extracted.values()), list(confidences.values()))
+        rule = "no agent gave an answer in the asked form"
+        if w.winner is not None:
+            rule = (f"confidence-weighted: {w.totals[w.winner]:.2f} of {sum(w.totals.values()):.2f}"
+                    + (f" (tie of {len(w.tied)}, broken by agent order)" if w.tied else "")
+                    + f"; the plain majority is {m.winner} ({m.rule})")
+        result = result.model_copy(update={"winner": w.winner, "tied": w.tied, "rule": rule,
+                                           "weighting": "confidence", "confidences": confidences,
+                                           "weighted": w.totals, "plain_winner": m.winner})
+    chosen = next((c for c in answers if result.winner is not None and extracted[c.agent_id] == result.winner), None)
+    return result, chosen
 
 
 def conclude_by_vote(ctx: DebateContext, answers: Sequence[Contribution], *, by: str) -> None:
@@ -39,7 +53,8 @@ def conclude_by_vote(ctx: DebateContext, answers: Sequence[Contribution], *, by:
     elif result.winner is None:
         head = f"**No answer in the asked form** from {len(answers)} agents.\n\n"
     else:
-        head = f"**Majority answer: {result.winner}** ({result.rule}).\n\n"
+        word = "Confidence-weighted majority answer" if result.weighting == "confidence" else "Majority answer"
+        head = f"**{word}: {result.winner}** ({result.rule}).\n\n"
     body = chosen.content if chosen is not None else (answers[0].content if answers else "")
     usage = CallMetadata(model=chosen.metadata.model if chosen is not None else "")
     ctx.emit(SynthesisCompleted(solution=Solution(description=head + body, synthesized_by=by, tally=result,

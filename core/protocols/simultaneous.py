@@ -1,6 +1,7 @@
 """`simultaneous` (Du et al. 2023, "Improving Factuality and Reasoning in Language Models
 through Multiagent Debate"): each round every agent answers in parallel, having read its
-own previous answer and every other agent's previous-round answer; after the last round
+own previous answer and every other agent's previous-round answer (or, with `debate.topology`,
+only those of the agents it reads: see `topology.py`); after the last round
 the judge synthesizes from the final answers.
 
 The view is bounded by construction (one round back). When the previous answers do not
@@ -26,6 +27,7 @@ from ..models.terms import Phase
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from .majority import conclude_by_vote
+from .topology import most_read, reads
 from ..storage.state import find_contribution
 
 
@@ -41,7 +43,8 @@ class SimultaneousProtocol(DebateProtocol):
         """From round 2 an answer quotes every agent's previous answer."""
         if self.total_steps < 2:
             return []
-        return [("answer", {"round": 2, "total_rounds": self.total_steps, "role": agent.role}, len(self.ctx.agents))]
+        quotes = most_read(len(self.ctx.agents), self.ctx.settings.topology) + 1  # and its own
+        return [("answer", {"round": 2, "total_rounds": self.total_steps, "role": agent.role}, quotes)]
 
     async def run(self) -> None:
         ctx = self.ctx
@@ -54,11 +57,14 @@ class SimultaneousProtocol(DebateProtocol):
 
     async def _answers(self, r: int) -> None:
         ctx = self.ctx
-        previous = self._round_answers(r - 1) if r > 1 else []
+        everyone = self._round_answers(r - 1) if r > 1 else []
+        order = [a.id for a in ctx.agents]
 
         async def one(agent: ResolvedAgent) -> None:
             if find_contribution(ctx.state, r, agent.id, "answer"):
                 return
+            seen = reads(order, agent.id, ctx.settings.topology)  # its own, and those the topology lets it read
+            previous = [c for c in everyone if c.agent_id == agent.id or c.agent_id in seen]
             own = next((c for c in previous if c.agent_id == agent.id), None)
             record = ctx.record(agent, r, "answer", task_ids=[c.id for c in previous],
                                 params={"round": r, "total_rounds": self.total_steps, "role": agent.role,

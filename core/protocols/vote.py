@@ -23,6 +23,29 @@ from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .majority import conclude_by_vote
 
 
+def cycled_seats(config: MootConfig, n: int) -> list[AgentConfig]:
+    """`n` seats: the enabled agents, then copies of the model agents cycled, each copy with its
+    own id and seed (`generalist-s2`), so every sample is a draw of its own."""
+    agents = config.active_agents
+    seats: list[AgentConfig] = []
+    taken = {a.id for a in config.agents} | {config.judge.id}
+    models = [a for a in agents if not is_person(a.provider)]  # a person answers once: more samples are models'
+    for i in range(n):
+        if i < len(agents):
+            seats.append(agents[i])
+            continue
+        if not models:
+            break
+        base = models[(i - len(agents)) % len(models)]
+        new_id = f"{base.id}-s{(i - len(agents)) // len(models) + 2}"  # its second sample: generalist-s2
+        while new_id in taken:
+            new_id += "x"
+        taken.add(new_id)
+        seed = None if base.seed is None else (base.seed + 1000 * (i // len(agents))) % 2**31
+        seats.append(base.model_copy(update={"id": new_id, "name": None, "seed": seed}))
+    return seats
+
+
 class VoteProtocol(DebateProtocol):
     name: ClassVar[ProtocolName] = "vote"
     task_kinds: ClassVar[tuple[str, ...]] = ("solo", "summarize", "clarify")
@@ -35,25 +58,7 @@ class VoteProtocol(DebateProtocol):
 
     @classmethod
     def seats(cls, config: MootConfig) -> list[AgentConfig]:
-        agents = config.active_agents
-        n = config.debate.samples or len(agents)
-        seats: list[AgentConfig] = []
-        taken = {a.id for a in config.agents} | {config.judge.id}
-        models = [a for a in agents if not is_person(a.provider)]  # a person answers once: more samples are models'
-        for i in range(n):
-            if i < len(agents):
-                seats.append(agents[i])
-                continue
-            if not models:
-                break
-            base = models[(i - len(agents)) % len(models)]
-            new_id = f"{base.id}-s{(i - len(agents)) // len(models) + 2}"  # its second sample: generalist-s2
-            while new_id in taken:
-                new_id += "x"
-            taken.add(new_id)
-            seed = None if base.seed is None else (base.seed + 1000 * (i // len(agents))) % 2**31
-            seats.append(base.model_copy(update={"id": new_id, "name": None, "seed": seed}))
-        return seats
+        return cycled_seats(config, config.debate.samples or len(config.active_agents))
 
     @property
     def total_steps(self) -> int:

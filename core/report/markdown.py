@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 
 from ..models.provider_kinds import any_scripted
-from ..models.state import (CallMetadata, Contribution, ConvergenceScore, DebateState, ModeratorNote, Round, Summary,
-                            Usage)
-from ..safety.sanitize import terminal_safe
+from ..models.state import (AdaptiveDecision, CallMetadata, Contribution, ConvergenceScore, DebateState,
+                            ModeratorNote, Round, Summary, Usage)
+from ..safety.sanitize import one_line_safe, terminal_safe
 from .grounding import report_section
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
@@ -225,6 +225,8 @@ def _rounds(state: DebateState, verbose: bool, steps: Iterable[Round]) -> Iterat
         order = {"proposal": 0, "answer": 0, "critique": 1, "ranking": 1, "refinement": 2}
         views = {v.call_id: v for v in rnd.calls if v.phase == "rank"}
         authors = {c.id: c.agent_id for c in rnd.contributions}
+        shown = {v.call_id: v for v in rnd.calls if v.phase == "answer" and v.task_params.get("anonymous")}
+        every = {c.id: c.agent_id for r in state.rounds for c in r.contributions} if shown else {}
         for c in sorted(rnd.contributions, key=lambda c: order.get(c.type, 3)):
             out += _contribution(c, verbose)
             view = views.get(c.metadata.call_id or "") if c.type == "ranking" else None
@@ -232,8 +234,15 @@ def _rounds(state: DebateState, verbose: bool, steps: Iterable[Round]) -> Iterat
                 labels = ", ".join(f"Response {chr(65 + k)} = {authors.get(i, '?')}"
                                    for k, i in enumerate(view.task_contribution_ids))
                 out += [f"_Anonymized as: {labels}._", ""]
+            seen = shown.get(c.metadata.call_id or "") if c.type == "answer" else None
+            if seen is not None and seen.task_contribution_ids:  # `adaptive`: whose answers it read
+                labels = ", ".join(f"Answer {chr(65 + k)} = {every.get(i, '?')}"
+                                   for k, i in enumerate(seen.task_contribution_ids))
+                out += [f"_Read anonymized: {labels}._", ""]
         if not rnd.contributions:
             out += ["_No contributions recorded in this round._", ""]
+        for d in (d for d in state.adaptive if d.round == rnd.number):
+            out += [f"**Adaptive decision after round {d.round}:** {_adaptive_text(d)}", ""]
         out += _after_step(rnd.number, "round", scores, notes)
         yield out
 
@@ -266,6 +275,13 @@ def _after_step(number: int, word: str, scores: dict[int, ConvergenceScore], not
         if n.after_round == number:
             out += [f"> **Moderator note:** {n.text}", ""]
     return out
+
+
+def _adaptive_text(d: AdaptiveDecision) -> str:
+    counts = ", ".join(f"`{one_line_safe(a, 40)}` ×{n}" for a, n in d.counts.items()) or "no answer in the asked form"
+    return (f"{d.decision} — {one_line_safe(d.reason, 300)} (answers: {counts}"
+            + (f", {d.unparsed} unparsed" if d.unparsed else "")
+            + f"; this {d.step} cost {d.calls} call{'s' if d.calls != 1 else ''}, {d.tokens:,} tokens)")
 
 
 def _score_text(s: ConvergenceScore) -> str:

@@ -123,6 +123,8 @@ def apply(state: DebateState, event: ev.Event, *, bounded: bool = True) -> Debat
         case ev.ConvergenceScored(score=score, usage=usage):
             state.convergence = [c for c in state.convergence if c.round != score.round] + [score]
             _add_usage(state, usage, state.judge.id if state.judge else None)
+        case ev.AdaptiveDecided(decision=d):
+            state.adaptive = [x for x in state.adaptive if x.round != d.round] + [d]
         case ev.DebateCompleted(status=status):
             state.status = status
             state.exit_code = ExitCode.OK

@@ -182,6 +182,10 @@ def overrides(args: argparse.Namespace, *, with_rounds: bool = True) -> Override
         debate["turns"] = args.turns
     if getattr(args, "samples", None) is not None:
         debate["samples"] = args.samples
+    if getattr(args, "topology", None):
+        debate["topology"] = args.topology
+    if getattr(args, "weight", None):
+        debate["weight"] = args.weight
     if getattr(args, "trace", False):  # saved with a new debate, so that its resume traces too
         debate["trace"] = True
     if getattr(args, "ref", None):  # saved (absolute) with the debate: a resume keeps them

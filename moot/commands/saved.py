@@ -133,6 +133,7 @@ def state_json(state: DebateState, steps: Iterable[Round]) -> Iterator[str]:
 def cmd_show(args: argparse.Namespace) -> int:
     from moot.core.inputs import truncation_note
     from moot.core.models.provider_kinds import any_scripted
+    from moot.core.observe.describe import adaptive_line
     from moot.core.observe.printer import solution_text
     from moot.core.safety.sanitize import json_safe, one_line_safe, terminal_safe
     from moot.core.storage.state_dir import fork_label, shown_status
@@ -190,6 +191,8 @@ def cmd_show(args: argparse.Namespace) -> int:
                          for s in [*rnd.replaced_summaries, *rnd.summaries.values()])
         say(f"round {rnd.number}: " + ", ".join(f"{v} {k}s" for k, v in kinds.items())
             + (f"; summaries: {summ}" if summ else ""))
+        for d in (d for d in state.adaptive if d.round == rnd.number):
+            say("  " + adaptive_line(d))
         for c in rnd.contributions:
             if c.metadata.clipped_at is not None:
                 say(f"  clipped: {c.agent_id} {c.type} ran far past its token limit; moot stopped reading it "

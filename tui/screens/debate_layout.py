@@ -168,8 +168,8 @@ class DebateLayout(Screen[None]):
             return
         infos: list[tuple[AgentInfo, bool]] = [(a, False) for a in self.state.agents]
         if self.state.judge is not None:
-            # single and vote make no judge call: that pane shows the final answer the vote reached
-            no_judge = self.state.protocol in ("single", "vote")
+            # single, vote and adaptive make no judge call: that pane shows the final answer the vote reached
+            no_judge = self.state.protocol in ("single", "vote", "adaptive")
             infos.append((self.state.judge.model_copy(update={"name": "Final answer", "role": "by vote"})
                           if no_judge else self.state.judge, True))
         panes = [AgentPane(info, judge=judge) for info, judge in infos]
