@@ -25,7 +25,8 @@ from moot.core.config import Overrides, build_config  # noqa: E402
 from moot.core.session import SessionOptions, new_session  # noqa: E402
 
 
-async def run(rounds: int, strategy: str, state_dir: Path, roles: list[str]) -> tuple[dict[int, list[float]], dict[int, int], float]:
+async def run(rounds: int, strategy: str, state_dir: Path,
+              roles: list[str]) -> tuple[dict[int, list[float]], dict[int, int], float]:
     cfg = build_config({"debate": {"summarization": {"strategy": strategy, "method": "llm"}}},
                        Overrides(rounds=rounds, provider="demo", roles=roles))
     session = new_session("Design a collaborative document editor for 1M daily users", cfg,

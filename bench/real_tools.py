@@ -71,7 +71,8 @@ def main() -> int:
                       + "\n[tools]\nmax_calls = 4\nresult_tokens = 600\n")
     started = time.monotonic()
     run = subprocess.run(
-        [sys.executable, "-m", "moot", "run", args.problem, "--ref", str(refs), "--base-url", args.base_url, "--model", args.model, "-a", args.agents,
+        [sys.executable, "-m", "moot", "run", args.problem, "--ref", str(refs), "--base-url", args.base_url,
+         "--model", args.model, "-a", args.agents,
          "-r", args.rounds, "--headless", "-c", str(config), "--state-dir", str(work / "debates")],
         capture_output=True, text=True, cwd=work)
     wall = time.monotonic() - started

@@ -142,7 +142,7 @@ async def run(turns: int, state_dir: Path, recall: bool) -> dict[str, Any]:
     timed(ConversationProtocol, "_overflow", lambda record, window, *rest: record.round)
     try:
         t0 = time.perf_counter()
-        state = await session.run()
+        await session.run()
         wall = time.perf_counter() - t0
     finally:
         for cls, name, fn in patched:

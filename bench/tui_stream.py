@@ -191,7 +191,7 @@ async def main(seconds: float, n_agents: int, rate: float, breakdown: bool, pace
         if isinstance(message, Input.Changed):
             changes.append(time.perf_counter())
 
-    async with app.run_test(size=(160, 48), message_hook=hook) as pilot:
+    async with app.run_test(size=(160, 48), message_hook=hook):
         from moot.tui.screens.debate import DebateScreen
 
         while not isinstance(app.screen, DebateScreen):
@@ -308,7 +308,7 @@ async def main(seconds: float, n_agents: int, rate: float, breakdown: bool, pace
           f"{g.cpu * 1000:.0f} ms CPU = {g.cpu / app_cpu * 100 if app_cpu else 0:.1f} % of the app's, "
           f"longest {g.longest * 1000:.1f} ms")
     if breakdown:
-        print(f"app CPU by category (exclusive; ms a second of streaming, ms a frame, share):")
+        print("app CPU by category (exclusive; ms a second of streaming, ms a frame, share):")
         claimed = 0.0
         for category in CATEGORIES:
             value = meter.cpu.get(category, 0.0)

@@ -2,9 +2,9 @@
 
 `Orchestrator.run()` records the start (or the resume), asks the clarifying questions
 when configured, runs the protocol's steps, lets the judge synthesize and records
-the end. Every change to the state is an event folded by `moot.core.storage.state.apply` (through `Fold`, as the live TUI folds them), so
-a debate resumed from its log skips every call whose result was recorded and redoes
-the ones that were in flight.
+the end. Every change to the state is an event folded by `moot.core.storage.state.apply`
+(through `Fold`, as the live TUI folds them), so a debate resumed from its log skips every call
+whose result was recorded and redoes the ones that were in flight.
 
 Commands come in through `request_summary`, `pause`, `resume`, `stop` and `inject`,
 each honoured at the next call boundary (the gate), never in the middle of a call.

@@ -32,7 +32,7 @@ from .storage.folder import DebateFolder
 from .storage.lock import DebateLock
 from .storage.log_writer import EventLogWriter
 from .storage.state_dir import StateDir, default_state_dir, new_debate_id
-from .search.index import SearchIndex, open_index
+from .search.index import open_index
 from .tools.references import ReferenceSet, scan
 
 

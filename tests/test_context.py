@@ -241,7 +241,8 @@ def test_view_builder_never_exceeds_budget(contents: list[str], budget: int) -> 
     assert messages == render_messages(record, index)  # the record rebuilds the exact view
     assert set(record.contribution_ids) | set(record.dropped_ids) == {f"c{i}" for i in range(len(contents))}
     kept = [int(i[1:]) for i in record.contribution_ids]
-    assert kept == sorted(kept) and (not kept or not record.dropped_ids or min(kept) > max(int(i[1:]) for i in record.dropped_ids))
+    assert kept == sorted(kept)
+    assert not kept or not record.dropped_ids or min(kept) > max(int(i[1:]) for i in record.dropped_ids)
 
 
 def test_calls_for_resolves_names(tmp_path: Path) -> None:

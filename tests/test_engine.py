@@ -214,7 +214,8 @@ def test_judge_parsing_is_tolerant(reply: str, confidence: int | None, parsed: b
 
 
 async def test_judge_non_json_reply_is_kept_as_text(tmp_path: Path) -> None:
-    srv = make_server(reply=lambda body, n: "Plain prose verdict." if "confidence" in body["messages"][-1]["content"] else f"ok {n}")
+    srv = make_server(reply=lambda body, n: ("Plain prose verdict." if "confidence" in body["messages"][-1]["content"]
+                                             else f"ok {n}"))
     try:
         state, folder = await run_debate(tmp_path, rounds=1, provider="openai", base_url=srv.base_url, roles=["kiss"])
     finally:

@@ -19,7 +19,7 @@ from moot.core.providers.demo import DEFAULT_DELAY_S, DemoProvider
 from moot.core.storage.folder import DebateFolder
 from tests.conftest import read_jsonl, run_debate
 from tests.test_bad_input import _one_line, cli
-from tests.test_resume import TRACEBACK, cli_env, only_debate, resume_hint
+from tests.test_resume import TRACEBACK, cli_env, only_debate
 
 
 @pytest.fixture(autouse=True)

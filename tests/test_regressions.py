@@ -57,7 +57,7 @@ def test_resume_after_last_refinement_makes_no_new_summary(tmp_path: Path) -> No
     state, folder = asyncio.run(run_debate(tmp_path, config={"debate": {"summarization": {"threshold": 1500}}},
                                            rounds=1))
     lines = folder.events_path.read_text().splitlines(keepends=True)
-    last_ref = max(i for i, l in enumerate(lines) if '"refinement"' in l and "contribution_added" in l)
+    last_ref = max(i for i, line in enumerate(lines) if '"refinement"' in line and "contribution_added" in line)
     folder.events_path.write_text("".join(lines[: last_ref + 1]))
     folder.state_path.unlink()
     session = resume_session(folder.id, SessionOptions(state_dir=folder.path.parent, demo_delay=0))

@@ -156,7 +156,7 @@ def test_both_reports_write_each_step_as_they_read_it(tmp_path: Path) -> None:
     for make, markers, want in ((report_chunks, md, render_report(whole)), (html_chunks, page, render_html(whole))):
         read: list[int] = []
 
-        def steps() -> Any:
+        def steps(read: list[int] = read) -> Any:
             for step in folder.steps():
                 read.append(step.number)
                 yield step

@@ -262,7 +262,7 @@ def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server:
                 proc.send_signal(sig)
                 waiting.remove((sig, sd, proc))
         time.sleep(0.01)
-    for sig, sd, proc in runs:
+    for _sig, _sd, proc in runs:
         assert proc.wait(timeout=30) == 130  # "at once" is checked below: calls in flight never finished
 
     resumes = []
@@ -273,7 +273,8 @@ def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server:
         last = err.strip().splitlines()[-1]
         assert last == (f"moot: debate interrupted ({sig.name}); saved in {folder}; "
                         f"continue with `moot resume {folder.name} --state-dir {sd}`")
-        assert err.replace(str(tmp_path), "").count("interrupted") == 1, err  # said once, with its cause (not "interrupted: interrupted")
+        # said once, with its cause (not "interrupted: interrupted")
+        assert err.replace(str(tmp_path), "").count("interrupted") == 1, err
         raw = (folder / "events.jsonl").read_bytes()
         assert raw.endswith(b"\n")  # no torn line: the log was flushed
         events = [parse_event(line) for line in raw.split(b"\n") if line]

@@ -11,7 +11,7 @@ import pytest
 
 from moot.core.models.state import DebateState
 from moot.core.storage.folder import DebateFolder
-from tests.conftest import ROOT, cli, manual, moot
+from tests.conftest import cli, manual, moot
 from tests.test_resume import TRACEBACK, only_debate
 
 

@@ -176,7 +176,7 @@ def test_a_document_is_found_by_its_id_without_reading_the_table_and_trimmed_wit
 
     cut = sorted({seq for seq, _ in first.values()})[len(first) // 2]
     index.trim_after(cut)
-    for doc_id, (seq, body) in first.items():
+    for doc_id, (seq, _body) in first.items():
         assert index.seq_of(doc_id) == (seq if seq <= cut else None)
     index.catch_up(folder / "events.jsonl")  # the log still holds them: they come back, findable again
     for doc_id, (seq, body) in first.items():

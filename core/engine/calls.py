@@ -336,8 +336,8 @@ class CallEngine:
                     self.emit(CallFailed(call_id=record.call_id, agent_id=agent.id, error=str(exc),
                                          will_retry=False))
                     raise
-                record = self._again(record, agent.id, f"refused as longer than the model's window; "
-                                                       f"asking again with a smaller view", str(refusals))
+                record = self._again(record, agent.id, "refused as longer than the model's window; "
+                                                       "asking again with a smaller view", str(refusals))
                 continue
             if not completion.content.strip():
                 spent.append(completion)  # paid for; summed below (after the window calibration)

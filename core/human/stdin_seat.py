@@ -18,7 +18,7 @@ from typing import Any, Protocol, TextIO
 from ..safety.sanitize import one_line_safe, terminal_safe
 from ..tokens import count_messages
 from .desk import HumanDesk, Turn
-from .stdin_lines import StdinLines, can_read_stdin, stdin_lines
+from .stdin_lines import can_read_stdin, stdin_lines
 
 END = "."
 """A line holding only this ends an answer."""

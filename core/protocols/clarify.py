@@ -56,7 +56,8 @@ async def clarify(ctx: DebateContext, clarifier: Clarifier | None) -> None:
         if asked is None:
             asked = []
 
-            async def ask(agent: ResolvedAgent, cr: int = cr) -> list[Clarification]:
+            async def ask(agent: ResolvedAgent, cr: int = cr, usage: CallMetadata = usage,
+                          per_agent: dict[str, CallMetadata] = per_agent) -> list[Clarification]:
                 record = ctx.record(agent, 0, "clarify", params={"max_questions": limit})
                 try:
                     result = await ctx.call(agent, record, json_answer=QUESTIONS_SCHEMA,
@@ -73,7 +74,7 @@ async def clarify(ctx: DebateContext, clarifier: Clarifier | None) -> None:
 
             per: dict[str, list[Clarification]] = {}  # listed in agent order, whatever order calls finish in
 
-            async def one(agent: ResolvedAgent) -> None:
+            async def one(agent: ResolvedAgent, per: dict[str, list[Clarification]] = per) -> None:
                 per[agent.id] = await ask(agent)
 
             await ctx.gather([one(a) for a in ctx.agents if not a.is_person])  # people answer, not ask

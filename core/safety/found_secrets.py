@@ -125,7 +125,7 @@ def mask_found(text: str, filename: str, halted: Callable[[], bool] | None = Non
                         key=len, reverse=True)
     if not everywhere and not any(found.values()):
         return text
-    for i, line in enumerate(lines):
+    for i in range(len(lines)):
         for value in sorted(found.get(i, set()).union(everywhere), key=len, reverse=True):
             lines[i] = _mask_value(lines[i], value)
     return "\n".join(lines)

@@ -1,8 +1,8 @@
 """Files of a debate folder, opened safely: regular files only, never through a symbolic link.
 
 The files of a debate folder are only ever opened as regular files and never through a
-symbolic link (`O_NOFOLLOW`; the folder itself must not be a link either), without blocking (a FIFO planted there cannot hang a read):
-anything else is a one-line StoreError and nothing is changed. Whole files are replaced
+symbolic link (`O_NOFOLLOW`; the folder itself must not be a link either), without blocking
+(a FIFO planted there cannot hang a read): anything else is a one-line StoreError and nothing is changed. Whole files are replaced
 atomically, so a crash leaves the old content or the new, never a mix.
 """
 

@@ -77,7 +77,8 @@ def remove_all(folders: list[DebateFolder], root: object, yes: bool) -> int:
 
     running = [f.id for f in folders if writer_alive(f)]
     if running:
-        raise InputError(f"debate {one_line_safe(running[0], 60)} is being run by a moot process; nothing removed (stop it first)")
+        raise InputError(f"debate {one_line_safe(running[0], 60)} is being run by a moot process; nothing removed "
+                         "(stop it first)")
     size = sum(folder_bytes(f.path) for f in folders)
     names = ", ".join(one_line_safe(f.id, 60) for f in folders[:5])
     more = f" and {len(folders) - 5} more" if len(folders) > 5 else ""

@@ -19,7 +19,7 @@ from moot.tui.screens.bench import BenchScreen
 from moot.tui.screens.debate import DebateScreen
 from tests.tui.scripted import ScriptedRuntime
 
-from .conftest import _record, fixed_clock, settle, wait_for
+from .conftest import _record, settle, wait_for
 from .test_snapshots import app_for
 
 MEDIUM = (100, 30)

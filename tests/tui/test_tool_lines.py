@@ -4,7 +4,6 @@ tool, its argument, what came back), the gauge and `/context` count the tools ti
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 

@@ -98,7 +98,7 @@ class BenchScreen(Screen[None]):
                                   strict=True):
                 protocols.update_cell(p, col, _cell(value))
         questions = self.query_one("#bench-questions", DataTable)
-        for (qid, p), job in self._jobs.items():
+        for qid, p in self._jobs:
             key = f"{qid}\x1f{p}"
             row = prog.rows.get((qid, p))
             if row is None:
