@@ -137,6 +137,19 @@ class _Attempt:
     truncated: bool = False
     """The server said the reply ended because its window was full (llama.cpp `truncated`)."""
 
+    def keep(self, text: str, text_cap: int) -> str:
+        """Keep `text` within the reply's byte cap; what was kept (to stream on). Past the cap, the
+        part that fits is kept and `clipped_at` set: far past max_tokens, the server would send until
+        the deadline and all of it would be kept, so the caller reads no more."""
+        size = len(text.encode("utf-8"))
+        if self.text_bytes + size > text_cap:
+            text = cut_utf8(text, text_cap - self.text_bytes)
+            self.clipped_at = text_cap
+        self.text_bytes += size
+        if text:
+            self.parts.append(text)
+        return text
+
 
 def _retry_after(response: _httpx.Response) -> float | None:
     """Seconds from `retry-after-ms` or `Retry-After` (seconds form only), capped."""
@@ -400,17 +413,10 @@ class OpenAIProvider:
                             break
                     text = self._read_chunk(chunk, result)
                     if text:
-                        size = len(text.encode("utf-8"))
-                        if result.text_bytes + size > text_cap:
-                            # Far past max_tokens: keep what fits and read no more (the server
-                            # would send until the deadline, and all of it would be kept).
-                            text = cut_utf8(text, text_cap - result.text_bytes)
-                            result.clipped_at, finished = text_cap, True
-                        result.text_bytes += size
-                        if text:
-                            result.parts.append(text)
+                        if text := result.keep(text, text_cap):
                             yield text
                         if result.clipped_at is not None:
+                            finished = True
                             break
                     if result.finish_reason is not None:
                         finished = True

@@ -23,7 +23,7 @@ import openai
 
 from ..models.provider_kinds import RESPONSES
 from .base import ChatRequest
-from .capped import ReadCapExceeded, cut_utf8, read_cap, reply_text_cap, reply_wire_cap
+from .capped import ReadCapExceeded, read_cap, reply_text_cap, reply_wire_cap
 from .openai import OpenAIProvider, _Attempt, _classify, _Failure, _field, _text, _usage_number
 
 _FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
@@ -88,15 +88,10 @@ class ResponsesProvider(OpenAIProvider):
                             break
                     text = self._read_event(event, result)
                     if text:
-                        size = len(text.encode("utf-8"))
-                        if result.text_bytes + size > text_cap:
-                            text = cut_utf8(text, text_cap - result.text_bytes)
-                            result.clipped_at, finished = text_cap, True
-                        result.text_bytes += size
-                        if text:
-                            result.parts.append(text)
+                        if text := result.keep(text, text_cap):
                             yield text
                         if result.clipped_at is not None:
+                            finished = True
                             break
                     if result.finish_reason is not None:
                         finished = True
