@@ -88,6 +88,10 @@ COMMANDS: dict[str, CommandSpec] = {
                     "Fork the debate at the start of a round (default: the current one) or turn and run the "
                     "fork in its own screen, the note as a moderator note from there; this debate goes on.",
                     1, (), "", text=True, run=what_if.fork, palette="Fork the debate here", palette_line="/fork "),
+        CommandSpec("rewind", "/rewind [round N | turn N] [note]",
+                    "As /fork, but stop this debate first (saved, resumable) and go on in the fork.",
+                    1, (), "", text=True, run=what_if.rewind, palette="Rewind the debate",
+                    palette_line="/rewind "),
         CommandSpec("save", "/save [FILE]",
                     "Write the final solution as markdown (default solution-ID.md here; atomic).", 1, (), "",
                     run=solution.save, palette="Save the final solution"),

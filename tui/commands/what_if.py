@@ -4,6 +4,8 @@ The fork is made as `moot fork` makes it (its history is this debate's log up to
 byte for byte; this debate's files are only read) and runs in this process beside the debate
 shown, which goes on running. Without a point it forks at the start of the current round (or
 turn); the rest of the line is a moderator note every agent of the fork sees from there on.
+`/rewind` takes the same line but stops the debate shown first (at its next call boundary, saved
+and resumable), so the fork is where the debate goes on.
 """
 
 from __future__ import annotations
@@ -70,3 +72,21 @@ def fork(ctx: CommandContext, text: str | None = None) -> None:
     forked = start_fork(ctx.app, folder, at, note, demo_delay_of(ctx.runtime))
     ctx.feedback(f"forked at {at.replace(':', ' ')} as {forked}" + (" with the note" if note else "")
                  + ": it runs in its own screen, this debate goes on (esc comes back)")
+
+
+def rewind(ctx: CommandContext, text: str | None = None) -> None:
+    """`/rewind [round N | turn N] [note…]`: stop this debate and go on in the fork made at the point."""
+    folder = ctx.runtime.debate_folder()
+    if folder is None or not ctx.state.problem:
+        raise CommandError("the debate has not started yet: nothing to rewind")
+    at, note = fork_point(ctx.state, text)
+    # The fork reads only what the log already holds up to the point, so stopping first loses nothing
+    # the fork needs; a debate that has already ended is simply forked.
+    stopping = ctx.state.status == "running" and ctx.runtime.can_steer
+    if stopping:
+        ctx.runtime.stop()
+    ctx.feedback(f"rewinding to {at.replace(':', ' ')}…")
+    forked = start_fork(ctx.app, folder, at, note, demo_delay_of(ctx.runtime))
+    ctx.feedback(f"rewound to {at.replace(':', ' ')} as {forked}" + (" with the note" if note else "")
+                 + (": this debate stops at its next call boundary" if stopping else "")
+                 + " and the fork goes on in its own screen (esc comes back)")
