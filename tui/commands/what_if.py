@@ -10,7 +10,6 @@ and resumable), so the fork is where the debate goes on.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ...core.errors import MootError
@@ -19,25 +18,15 @@ from ...core.storage.folder import DebateFolder
 from ...core.safety.sanitize import one_line_safe
 from .base import CommandContext, CommandError
 
-_POINT = re.compile(r"\s*(round|turn)[\s:]+([0-9]+)\b\s*(.*)", re.S)
-
-
 def fork_point(state: DebateState, text: str | None) -> tuple[str, str | None]:
     """(`round:N` or `turn:N`, the note or None) from `/fork`'s line; the current step by default."""
+    from ...core.forking import step_point
+
     unit = "turn" if state.protocol == "conversation" else "round"
-    line = (text or "").strip()
-    m = _POINT.match(line)
-    if m is not None:
-        if m.group(1) != unit:
-            raise CommandError(f"a {state.protocol} debate forks at a {unit}: /fork {unit} N [note]")
-        number, note = int(m.group(2)), m.group(3).strip()
-    else:
-        number, note = state.current_round, line
-    if number < 1:
-        raise CommandError("no round has started yet: nothing to fork")
-    if number > state.current_round:
-        raise CommandError(f"no {unit} {number} yet: this debate is at {unit} {state.current_round}")
-    return f"{unit}:{number}", note or None
+    try:
+        return step_point(state, text, f"/fork {unit} N [note]")
+    except MootError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def start_fork(app: Any, folder: DebateFolder, at: str, note: str | None, demo_delay: float | None) -> str:
