@@ -270,3 +270,31 @@ def test_ctl_fork_makes_the_fork_from_another_shell_and_leaves_the_debate_alone(
     assert wrong.returncode == 2 and "forks at a round" in wrong.stderr and len(wrong.stderr.splitlines()) == 1
     assert ahead.returncode == 2 and "no round 7 yet" in ahead.stderr
     assert [f.id for f in StateDir(state_dir).debates() if f.id != parent] == [fork]
+
+
+def test_compare_sets_a_debate_and_its_fork_side_by_side_from_the_fork_point(tmp_path: Path) -> None:
+    with LoopbackServer() as srv:
+        parent, path = _parent(tmp_path, srv, rounds=2)
+        state_dir = path.parent
+        out = cli("fork", parent, "--at", "round:2", "--inject", NOTE, "--headless", "--state-dir", str(state_dir))
+        assert out.returncode == 0, out.stderr
+        fork = _fork_id(state_dir, parent)
+    shown = cli("compare", parent, fork, "--state-dir", str(state_dir))
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    head = text.splitlines()[0]
+    assert f"{parent} (completed)" in head and f"⑂ {fork} (completed)" in head and "from round 2" in head
+    # Round 1 is the same on both sides, so only round 2 and the answer are set against each other.
+    assert "== round 1 ·" not in text and "== round 2 · architect · proposal" in text
+    assert "== final answer" in text
+    fork_state = DebateFolder(state_dir / fork).load()
+    later = [c for r in fork_state.rounds if r.number >= 2 for c in r.contributions]
+    tokens = sum(c.metadata.prompt_tokens + c.metadata.completion_tokens for c in later)
+    assert fork_state.final_solution is not None
+    tokens += fork_state.final_solution.metadata.prompt_tokens + fork_state.final_solution.metadata.completion_tokens
+    assert tokens > 0 and f"= {tokens:,} tokens" in text.splitlines()[2]
+    assert text.count("-- parent: ") == text.count("-- fork:   ") >= 4
+    swapped = cli("compare", fork, parent, "--state-dir", str(state_dir))
+    assert swapped.stdout == text  # either order: the parent is on the left
+    lone = cli("compare", parent, parent, "--state-dir", str(state_dir))
+    assert lone.returncode == 2 and "not a fork" in lone.stderr and len(lone.stderr.splitlines()) == 1
