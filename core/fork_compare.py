@@ -112,11 +112,16 @@ def compare_fork(parent: DebateState, fork: DebateState) -> ForkComparison:
     start = _first_difference(parent, fork)
     sides: dict[tuple[int, str, str, str | None], list[str | None]] = {}
     spends = (Spend(), Spend())
+    # A fork at a phase copies the step's earlier phases: the same contributions (by id) on both
+    # sides are history, neither compared nor counted.
+    shared = {c.id for r in parent.rounds for c in r.contributions} & {c.id for r in fork.rounds for c in r.contributions}
     for side, state in enumerate((parent, fork)):
         for rnd in state.rounds:
             if rnd.number < start:
                 continue
             for c in rnd.contributions:
+                if c.id in shared:
+                    continue
                 sides.setdefault(_key(c), [None, None])[side] = c.content
                 spends[side].add(c.metadata)
         if state.final_solution is not None:

@@ -122,3 +122,42 @@ async def test_rewind_stops_the_debate_and_goes_on_in_the_fork(tmp_path: Path) -
     assert state.forked_from is not None and state.forked_from.at == "round:1"
     assert [n.text for n in state.notes] == [NOTE] and state.current_round == 3
     assert DebateFolder(session.folder.path).load().status == "stopped"
+
+
+async def test_compare_fork_sets_the_fork_beside_its_parent_from_the_fork_point(tmp_path: Path) -> None:
+    from textual.widgets import Label, Static
+
+    from moot.tui.screens.fork_compare import ForkCompareScreen
+
+    session = make_session(tmp_path / "state", rounds=2)
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        first = app.screen
+        assert isinstance(first, DebateScreen)
+        await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
+        await command(pilot, "/compare fork")
+        assert "no fork yet" in feedback(app)
+        await command(pilot, f"/fork round 2 {NOTE}")
+        await wait_for(pilot, lambda: app.screen is not first)
+        forked = app.screen
+        assert isinstance(forked, DebateScreen)
+        await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
+        await command(pilot, "/compare fork")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkCompareScreen))
+        shown = app.screen
+        assert isinstance(shown, ForkCompareScreen)
+        c = shown.comparison
+        assert (c.parent_id, c.fork_id, c.at, c.from_step) == (session.folder.id, forked.state.id, "round:2", 2)
+        assert c.pairs and all(p.step == 2 for p in c.pairs) and c.answer is not None
+        assert f"⑂ {forked.state.id}" in str(shown.query_one("#fcmp-title", Label).render())
+        spend = str(shown.query_one("#fcmp-spend", Static).render())
+        assert f"= {c.fork_spend.tokens:,} tokens" in spend and c.fork_spend.tokens > 0
+        await pilot.press("escape")
+        assert app.screen is forked
+        app.pop_screen()
+        await pilot.pause()
+        assert app.screen is first
+        await command(pilot, "/compare fork")  # from the parent: its newest fork
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkCompareScreen))
+        again = app.screen
+        assert isinstance(again, ForkCompareScreen) and again.comparison.fork_id == forked.state.id

@@ -71,7 +71,8 @@ COMMANDS: dict[str, CommandSpec] = {
                     palette="Search this debate", palette_line="/search "),
         CommandSpec("compare", "/compare A B [round]",
                     "Two agents' contributions side by side: the words only one of them wrote marked, the "
-                    "claims only one makes listed; votes or ranks in vote and council debates.",
+                    "claims only one makes listed; votes or ranks in vote and council debates. `/compare fork`: "
+                    "this debate and its fork (its parent, in a fork) from the fork point, with tokens and cost.",
                     3, ("agent", "agent"), "", run=compare.compare,
                     palette="Compare two agents", palette_line="/compare "),
         CommandSpec("pause", "/pause", "Pause the debate at the next call boundary.", 0, (), "p",

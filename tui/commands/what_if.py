@@ -79,3 +79,33 @@ def rewind(ctx: CommandContext, text: str | None = None) -> None:
     ctx.feedback(f"rewound to {at.replace(':', ' ')} as {forked}" + (" with the note" if note else "")
                  + (": this debate stops at its next call boundary" if stopping else "")
                  + " and the fork goes on in its own screen (esc comes back)")
+
+
+def compare_fork(ctx: CommandContext, other: str | None = None) -> None:
+    """`/compare fork [ID]`: this debate and a fork side by side from the fork point — in a fork, its
+    parent; else its newest fork (or the debate `ID`, a fork of this one or the one this forks)."""
+    from ...core.fork_compare import compare_fork as compared
+    from ...core.storage.sessions import read_row
+    from ...core.storage.state_dir import StateDir
+    from ..screens.fork_compare import ForkCompareScreen
+
+    folder = ctx.runtime.debate_folder()
+    if folder is None or not ctx.state.problem:
+        raise CommandError("the debate has not started yet: nothing to compare")
+    sd, this = StateDir(folder.path.parent), ctx.state
+    try:
+        if other is None and this.forked_from is not None:
+            other = this.forked_from.debate
+        if other is None:
+            forks = [f.id for f in sd.debates() if read_row(f).forked_from == this.id]
+            if not forks:
+                raise CommandError("this debate has no fork yet: /fork makes one (/compare fork ID names one)")
+            other = forks[-1]
+        them = sd.open(other).load()
+        parent, fork = (this, them) if them.forked_from is not None and them.forked_from.debate == this.id \
+            else (them, this)
+        comparison = compared(parent, fork)
+    except MootError as exc:
+        raise CommandError(one_line_safe(str(exc), 300)) from None
+    ctx.feedback("")
+    ctx.app.push_screen(ForkCompareScreen(comparison))
