@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from moot.core.storage.folder import DebateFolder
@@ -161,3 +162,32 @@ async def test_compare_fork_sets_the_fork_beside_its_parent_from_the_fork_point(
         await wait_for(pilot, lambda: isinstance(app.screen, ForkCompareScreen))
         again = app.screen
         assert isinstance(again, ForkCompareScreen) and again.comparison.fork_id == forked.state.id
+
+
+async def test_inspector_shows_the_experiments_saved_on_the_call(tmp_path: Path) -> None:
+    from textual.widgets import TextArea
+
+    from moot.tui.screens.context import ContextScreen
+    from tests.conftest import cli
+
+    session = make_session(tmp_path / "state", rounds=2)
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
+        await command(pilot, "/context kiss 1")
+        inspector = app.screen
+        assert isinstance(inspector, ContextScreen) and inspector.record is not None
+        while inspector.record.phase != "proposal":
+            await pilot.press("right")
+        record = inspector.record
+        panel = inspector.query_one("#ctx-rerun", TextArea)
+        await pilot.press("x")
+        assert not panel.display  # nothing saved on it yet
+        out = await asyncio.to_thread(cli, "call", session.folder.id, "--round", str(record.round), "--agent", "kiss", "--phase", "proposal",
+                  "-n", "2", "--state-dir", str(session.folder.path.parent))  # from another shell, as it were
+        assert out.returncode == 0, out.stderr
+        await pilot.press("x")
+        assert panel.display
+        (exp,) = (session.folder.path / "experiments").glob("exp-*.json")
+        assert "1 experiment saved on this call" in panel.text and exp.stem in panel.text
+        assert "reply 1 (seed 1)" in panel.text and "reply 2 (seed 2)" in panel.text

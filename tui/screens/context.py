@@ -104,6 +104,7 @@ class ContextScreen(Screen[None]):
         Binding("full_stop", "agent(1)", "Next agent", key_display="."),
         Binding("r", "rerun", "Re-run"),
         Binding("f", "fork", "Fork here"),
+        Binding("x", "experiments", "Experiments"),
         Binding("n", "find_next(1)", "Next match", show=False),
         Binding("N", "find_next(-1)", "Previous match", show=False),
         Binding("q", "back", "Back", show=False),
@@ -205,7 +206,7 @@ class ContextScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         typing = isinstance(self.focused, Input)
-        if action in ("call", "round", "agent", "find", "find_next", "rerun", "fork") and typing:
+        if action in ("call", "round", "agent", "find", "find_next", "rerun", "fork", "experiments") and typing:
             return False  # the keys go to the find box
         if action == "find_next" and not self.searching:
             return False
@@ -271,6 +272,20 @@ class ContextScreen(Screen[None]):
             panel.insert("\n\n" + done, panel.document.end)
 
         self.run_worker(work(), exclusive=True, group="rerun")
+
+    def action_experiments(self) -> None:
+        """`x`: the experiments saved on the call shown (`moot call`, `r`), with replies and word diffs."""
+        from .context_rerun import debate_folder_of, saved_experiments
+
+        record = self.record
+        folder, _ = debate_folder_of(self.app, self.state.id)
+        text = saved_experiments(folder, record.call_id) if record is not None and folder is not None else None
+        if text is None:
+            self.notify("no experiment saved on this call (r re-runs it)", timeout=3)
+            return
+        panel = self.query_one("#ctx-rerun", TextArea)
+        panel.display = True
+        panel.load_text(text)
 
     def action_fork(self) -> None:
         """`f`: fork the debate at this call (its round and phase, or turn) and run the fork in its own screen."""

@@ -3,7 +3,8 @@
 A re-run is `moot call` from the inspector: the recorded messages, sent again with the call's
 parameters, the reply streamed into a panel under the messages, then saved as an experiment
 in the debate's folder (never in its log) with its tokens, cost and a word diff against the
-recorded reply. A fork is `/fork` at this call's round and phase (a conversation: its turn).
+recorded reply. A fork is `/fork` at this call's round and phase (a conversation: its turn). `x`
+shows the experiments saved on the call (by `r` or `moot call`), replies and word diffs.
 """
 
 from __future__ import annotations
@@ -63,3 +64,23 @@ async def rerun(state: DebateState, folder: DebateFolder, record: ViewRecord, vi
             f"${reply.cost_usd:.4f} ──")
     diff = f"\n\nword diff against the recorded reply ([-removed-] {{+added+}}):\n\n{reply.diff}" if reply.diff else ""
     return terminal_safe(head + diff)
+
+
+def saved_experiments(folder: DebateFolder, call_id: str) -> str | None:
+    """The experiments saved on this call, oldest first, as the panel shows them (None: none)."""
+    from ...core.experiments import experiments
+    from ...core.report.experiments import what_changed
+
+    found = [e for e in experiments(folder) if e.call_id == call_id]
+    if not found:
+        return None
+    out = [f"{len(found)} experiment{'s' if len(found) > 1 else ''} saved on this call"]
+    for exp in found:
+        out.append(f"\n── experiment {exp.id} · {what_changed(exp)} · {exp.provider} {exp.model} ──")
+        for n, reply in enumerate(exp.replies, 1):
+            seed = f" (seed {reply.seed})" if reply.seed is not None else ""
+            out += [f"\nreply {n}{seed} · {reply.prompt_tokens + reply.completion_tokens:,} tok · "
+                    f"${reply.cost_usd:.4f}\n", reply.text or "(empty)"]
+            if reply.diff:
+                out.append(f"\nword diff against the recorded reply ([-removed-] {{+added+}}):\n{reply.diff}")
+    return terminal_safe("\n".join(out))
