@@ -191,3 +191,48 @@ async def test_inspector_shows_the_experiments_saved_on_the_call(tmp_path: Path)
         (exp,) = (session.folder.path / "experiments").glob("exp-*.json")
         assert "1 experiment saved on this call" in panel.text and exp.stem in panel.text
         assert "reply 1 (seed 1)" in panel.text and "reply 2 (seed 2)" in panel.text
+
+
+async def test_edit_sends_the_edited_messages_and_swaps_the_summary(tmp_path: Path) -> None:
+    import json
+
+    from textual.widgets import TextArea
+
+    from moot.tui.screens.context import ContextScreen
+    from moot.tui.screens.context_edit import EditCallScreen
+
+    added = "Keep the whole design inside one region and say what that gives up."
+    session = make_session(tmp_path / "state", rounds=3,
+                           debate={"summarization": {"method": "llm", "threshold": 1500}})
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
+        target = next(c for r in session.state.rounds for c in r.calls
+                      if c.summary_id and c.phase not in ("summarize", "synthesis") and c.agent_id != "judge")
+        await command(pilot, f"/context {target.agent_id} {target.round}")
+        inspector = app.screen
+        assert isinstance(inspector, ContextScreen)
+        while inspector.record is not None and inspector.record.call_id != target.call_id:
+            await pilot.press("right")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditCallScreen))
+        editor = app.screen
+        assert isinstance(editor, EditCallScreen)
+        areas = [editor.query_one(f"#edit-msg-{n}", TextArea) for n in range(len(editor.original))]
+        recorded = [a.text for a in areas]
+        await pilot.press("ctrl+o")  # the summary written rule-based now, from the same items
+        await wait_for(pilot, lambda: editor.summary == "rule-based")
+        last = areas[-1]
+        last.load_text(last.text + "\n\n" + added)
+        await pilot.press("ctrl+r")
+        panel = editor.query_one("#edit-reply", TextArea)
+        await wait_for(pilot, lambda: "experiment exp-" in panel.text)
+        sent = [a.text for a in areas]
+    assert sent[-1] == recorded[-1] + "\n\n" + added
+    # The LLM summary the call saw is replaced by a rule-based one of the same items; the rest is as recorded.
+    (swapped,) = [n for n in range(len(sent) - 1) if sent[n] != recorded[n]]
+    assert recorded[swapped] and sent[swapped]
+    (path,) = (session.folder.path / "experiments").glob("exp-*.json")
+    exp = json.loads(path.read_text())
+    assert exp["call_id"] == target.call_id and exp["edited"] is True and exp["summary"] == "rule-based"
+    assert [m["content"] for m in exp["messages"]] == sent

@@ -105,6 +105,7 @@ class ContextScreen(Screen[None]):
         Binding("r", "rerun", "Re-run"),
         Binding("f", "fork", "Fork here"),
         Binding("x", "experiments", "Experiments"),
+        Binding("e", "edit", "Edit & re-run"),
         Binding("n", "find_next(1)", "Next match", show=False),
         Binding("N", "find_next(-1)", "Previous match", show=False),
         Binding("q", "back", "Back", show=False),
@@ -206,7 +207,7 @@ class ContextScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         typing = isinstance(self.focused, Input)
-        if action in ("call", "round", "agent", "find", "find_next", "rerun", "fork", "experiments") and typing:
+        if action in ("call", "round", "agent", "find", "find_next", "rerun", "fork", "experiments", "edit") and typing:
             return False  # the keys go to the find box
         if action == "find_next" and not self.searching:
             return False
@@ -272,6 +273,18 @@ class ContextScreen(Screen[None]):
             panel.insert("\n\n" + done, panel.document.end)
 
         self.run_worker(work(), exclusive=True, group="rerun")
+
+    def action_edit(self) -> None:
+        """`e`: the call's messages, each editable, to send again (ctrl+r) or with its summary swapped."""
+        from .context_edit import EditCallScreen
+        from .context_rerun import debate_folder_of
+
+        record = self.record
+        folder, _ = debate_folder_of(self.app, self.state.id)
+        if record is None or folder is None:
+            self.notify("no call to edit here", timeout=3)
+            return
+        self.app.push_screen(EditCallScreen(self.state, folder, record, call_view(record, self.index)))
 
     def action_experiments(self) -> None:
         """`x`: the experiments saved on the call shown (`moot call`, `r`), with replies and word diffs."""

@@ -15,6 +15,7 @@ from typing import Any
 from ...core.config import Overrides
 from ...core.models.provider_kinds import kind_of
 from ...core.models.state import DebateState, ViewRecord
+from ...core.providers.base import Message
 from ...core.safety.sanitize import terminal_safe
 from ...core.storage.folder import DebateFolder
 
@@ -39,23 +40,26 @@ def fork_point_of(state: DebateState, record: ViewRecord) -> str:
 
 
 async def rerun(state: DebateState, folder: DebateFolder, record: ViewRecord, view: dict[str, Any],
-                on_text: Callable[[str], None]) -> str:
-    """Send the call again as recorded, streaming its reply to `on_text`; save the experiment and
-    return the line that ends the panel (its id, tokens, cost) followed by the word diff."""
+                on_text: Callable[[str], None], messages: list[Message] | None = None, *, edited: bool = False,
+                summary: str | None = None) -> str:
+    """Send the call again — as recorded, or `messages` (edited, `summary` naming the summary put in
+    them) — streaming its reply to `on_text`; save the experiment and return the line that ends the
+    panel (its id, tokens, cost) followed by the word diff."""
     from ...core.experiments import new_experiment, recorded_reply, save, send, the_agent
-    from ...core.providers.base import Message
     from ...core.providers.pool import ProviderPool
 
     agent, prices = the_agent(state, record.agent_id, Overrides())
-    messages = [Message(role=m["role"], content=m["content"]) for m in view["messages"]
-                if not (m.get("tool_calls") or m.get("tool_call_id"))]
+    if messages is None:
+        messages = [Message(role=m["role"], content=m["content"]) for m in view["messages"]
+                    if not (m.get("tool_calls") or m.get("tool_call_id"))]
     recorded = recorded_reply(folder, state, record.call_id)
     max_tokens = record.max_tokens or 1024
     pool = ProviderPool(demo_delay=0.0)
     replies = await send(agent, messages, view, temperature=agent.config.temperature, max_tokens=max_tokens,
                          seeds=[None], pool=pool, prices=prices, on_text=lambda _, text: on_text(text),
                          recorded=recorded)
-    exp = new_experiment(state, view, agent, temperature=agent.config.temperature, max_tokens=max_tokens,
+    exp = new_experiment(state, view, agent, edited=edited, summary=summary, temperature=agent.config.temperature,
+                         max_tokens=max_tokens,
                          messages=[dict(m) for m in messages], recorded_reply=recorded, replies=replies)
     save(folder, exp)
     reply = replies[0]
