@@ -20,12 +20,13 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, TextArea
 
+from ...core.counterfactual import SummaryChoice
 from ...core.models.state import DebateState, ViewRecord
 from ...core.providers.base import Message
 from ...core.safety.sanitize import one_line_safe, terminal_safe
 from ...core.storage.folder import DebateFolder
 
-SWAPS = ("rule-based", "llm", "hybrid")
+SWAPS: tuple[SummaryChoice, ...] = ("rule-based", "llm", "hybrid")
 """The summaries ctrl+o cycles through, in order."""
 
 
@@ -55,7 +56,7 @@ class EditCallScreen(Screen[None]):
                                         if not (m.get("tool_calls") or m.get("tool_call_id"))]
         self.base: list[str] = [m["content"] for m in self.original]
         """What each message holds before any edit: the recorded text, or the swapped summary's."""
-        self.summary: str | None = None
+        self.summary: SummaryChoice | None = None
         """The summary swapped in (a method of `SWAPS`), None: the recorded one."""
 
     def compose(self) -> ComposeResult:
