@@ -221,7 +221,7 @@ def test_experiments_show_in_the_reports_under_the_call_they_vary(tmp_path: Path
     assert head in text and "\x1b" not in text
     # Under kiss's round-1 proposal: after its heading, before the next contribution's.
     at = text.index(head)
-    assert text.rindex("### ", 0, at) == text.index("### Proposal: kiss")
+    assert text.rindex("\n### ", 0, at) + 1 == text.index("### Proposal: kiss")
     assert "move the counters into one queue" in text[at:] and "Word diff against the recorded reply" in text[at:]
     page = cli("report", debate, "--html", "--state-dir", str(state_dir)).stdout
     assert head in page and "<script>" not in page and "&lt;script&gt;" in page and "\x1b" not in page
