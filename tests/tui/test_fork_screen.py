@@ -105,14 +105,14 @@ async def test_the_saved_debates_show_each_fork_under_its_parent(tmp_path: Path)
 
 
 async def test_rewind_stops_the_debate_and_goes_on_in_the_fork(tmp_path: Path) -> None:
-    session = make_session(tmp_path / "state", rounds=3, delay=0.02)
+    session = make_session(tmp_path / "state", rounds=2, delay=0.005)
     app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
     async with app.run_test(size=(140, 45)) as pilot:
         first = app.screen
         assert isinstance(first, DebateScreen)
         await wait_for(pilot, lambda: first.state.current_round >= 2)
         assert session.state.status == "running"
-        await command(pilot, f"/rewind round 1 {NOTE}")
+        await command(pilot, f"/rewind round 2 {NOTE}")
         await wait_for(pilot, lambda: app.screen is not first)
         forked = app.screen
         assert isinstance(forked, DebateScreen) and forked.runtime is not first.runtime
@@ -120,8 +120,8 @@ async def test_rewind_stops_the_debate_and_goes_on_in_the_fork(tmp_path: Path) -
         await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
     (fork,) = [f for f in StateDir(tmp_path / "state").debates() if f.id != session.folder.id]
     state = DebateFolder(fork.path).load()
-    assert state.forked_from is not None and state.forked_from.at == "round:1"
-    assert [n.text for n in state.notes] == [NOTE] and state.current_round == 3
+    assert state.forked_from is not None and state.forked_from.at == "round:2"
+    assert [n.text for n in state.notes] == [NOTE] and state.current_round == 2
     assert DebateFolder(session.folder.path).load().status == "stopped"
 
 
