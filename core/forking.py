@@ -14,6 +14,7 @@ history the record of another debate, and is refused in one line naming the key.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 from .config import Overrides, build_config, public_config, read_config_file
 from .errors import ConfigError, InputError
 from .events import DebateStarted, Event, NoteInjected
-from .models.state import ForkOrigin, ModeratorNote
+from .models.state import DebateState, ForkOrigin, ModeratorNote
 from .safety.secrets import known_secrets, redact
 from .storage.fork import Copied, ForkPoint, copy_history, find_cut
 from .search.index import INDEX_FILE, open_index
@@ -32,6 +33,29 @@ from .trace_ids import new_trace_id
 
 STEP_KEYS = {"rounds": "rounds", "conversation": "turns", "simultaneous": "rounds", "council": "rounds"}
 """Which `debate` setting counts a protocol's steps (the others have a fixed number)."""
+
+
+_POINT = re.compile(r"\s*(round|turn)[\s:]+([0-9]+)\b\s*(.*)", re.S)
+
+
+def step_point(state: DebateState, line: str | None, usage: str) -> tuple[str, str | None]:
+    """(`round:N` or `turn:N`, the note or None) from a line `[round N | turn N] [note…]`, the way
+    `/fork`, `/rewind` and `moot ctl ID fork` take it: without a point, the current round or turn.
+    InputError (one line, `usage` the command's own) for a point the debate has not reached."""
+    unit = "turn" if state.protocol == "conversation" else "round"
+    text = (line or "").strip()
+    m = _POINT.match(text)
+    if m is not None:
+        if m.group(1) != unit:
+            raise InputError(f"a {state.protocol} debate forks at a {unit}: {usage}")
+        number, note = int(m.group(2)), m.group(3).strip()
+    else:
+        number, note = state.current_round, text
+    if number < 1:
+        raise InputError("no round has started yet: nothing to fork")
+    if number > state.current_round:
+        raise InputError(f"no {unit} {number} yet: this debate is at {unit} {state.current_round}")
+    return f"{unit}:{number}", note or None
 
 
 @dataclass

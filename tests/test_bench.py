@@ -285,3 +285,35 @@ def test_a_dataset_answer_that_can_never_be_scored_is_refused_at_its_line(
     assert code == 2, err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"{data}:2: " in err and says in err, err
+
+
+def test_bench_from_a_round_runs_each_debate_again_from_that_point_of_its_saved_one(tmp_path: Path) -> None:
+    sd = tmp_path / "debates"
+    with LoopbackServer(arithmetic_reply(0.6)) as srv:
+        args = ["arithmetic:3:terms=3", "--protocols", "single,simultaneous", "--provider", "openai",
+                "--base-url", srv.base_url, "--model", "loop", "--headless", "--state-dir", str(sd)]
+        code, _, err = _bench(*args, "--from", "round:2")  # nothing saved yet to run from
+        assert code != 0 and "without --from first" in err
+        for junk in [f for f in StateDir(sd).debates()]:
+            assert "-from-" not in junk.id
+        code, _, err = _bench(*args, "-o", str(tmp_path / "base.json"))
+        assert code == 0, err
+        base = {(r["protocol"], r["id"]): r for r in json.loads((tmp_path / "base.json").read_text())["results"]}
+        sent = srv.calls
+        code, out, err = _bench(*args, "--from", "round:2", "-o", str(tmp_path / "from.json"))
+        assert code == 0, err
+        # Only round 2 of each simultaneous debate ran again: 3 agents × 3 questions; single was read back.
+        assert srv.calls - sent == 3 * 3
+    rows = json.loads((tmp_path / "from.json").read_text())["results"]
+    folders = StateDir(sd)
+    for row in rows:
+        parent = base[(row["protocol"], row["id"])]
+        if row["protocol"] == "single":
+            assert row == parent
+            continue
+        assert row["debate_id"] == parent["debate_id"] + "-from-round-2"
+        state = folders.open(row["debate_id"]).load()
+        assert state.forked_from is not None and state.forked_from.debate == parent["debate_id"]
+        assert state.forked_from.at == "round:2" and state.status == "completed"
+        before = folders.open(parent["debate_id"]).load()
+        assert [c.id for c in state.round(1).contributions] == [c.id for c in before.round(1).contributions]

@@ -196,3 +196,34 @@ def test_call_edit_sends_what_the_editor_saved(tmp_path: Path, monkeypatch: pyte
     assert refused.returncode == 2 and "exited with 3" in refused.stderr
     (exp,) = _experiments(folder)
     assert exp["edited"]
+
+
+def test_experiments_show_in_the_reports_under_the_call_they_vary(tmp_path: Path) -> None:
+    rerun = [False]
+    hostile = ("I would keep a single region and move the counters into one queue <script>alert(1)</script> "
+               "\x1b[31mbecause the write rate allows it\x1b[0m.")
+
+    def answer(body: dict[str, Any], n: int) -> str:
+        return hostile if rerun[0] else loopback_reply(body, n)
+
+    where = ["--round", "1", "--agent", "kiss", "--phase", "proposal"]
+    with LoopbackServer(reply=answer) as srv:
+        debate, folder = _debate(tmp_path, srv)
+        state_dir = folder.parent
+        rerun[0] = True
+        out = cli("call", debate, *where, "--temperature", "0.9", "--state-dir", str(state_dir))
+        assert out.returncode == 0, out.stderr
+    (exp,) = _experiments(folder)
+    md = cli("report", debate, "--state-dir", str(state_dir))
+    assert md.returncode == 0, md.stderr
+    text = md.stdout
+    head = f"Experiment {exp['id']}: as recorded"
+    assert head in text and "\x1b" not in text
+    # Under kiss's round-1 proposal: after its heading, before the next contribution's.
+    at = text.index(head)
+    assert text.rindex("\n### ", 0, at) + 1 == text.index("### Proposal: kiss")
+    assert "move the counters into one queue" in text[at:] and "Word diff against the recorded reply" in text[at:]
+    page = cli("report", debate, "--html", "--state-dir", str(state_dir)).stdout
+    assert head in page and "<script>" not in page and "&lt;script&gt;" in page and "\x1b" not in page
+    kiss = page.index('id="saw-kiss"') if 'id="saw-kiss"' in page else page.index(">kiss ·")
+    assert kiss < page.index(head)

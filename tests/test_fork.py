@@ -248,3 +248,53 @@ def test_the_fork_starts_its_search_index_from_its_parents_trimmed_to_its_histor
     built.close()
     assert _indexed(fork) == _indexed(fresh)  # once synced with its log: what a fresh index holds
     assert {d for d in _indexed(fork) if not d.startswith("note-")} < _indexed(path)
+
+
+def test_ctl_fork_makes_the_fork_from_another_shell_and_leaves_the_debate_alone(tmp_path: Path) -> None:
+    with LoopbackServer() as srv:
+        parent, path = _parent(tmp_path, srv, rounds=2)
+        state_dir = path.parent
+        before = _hashes(path)
+        sent = len(srv.requests)
+        out = cli("ctl", parent, "fork", "round", "2", *NOTE.split(), "--state-dir", str(state_dir))
+        assert out.returncode == 0, out.stderr
+        assert len(srv.requests) == sent  # making the fork sends nothing
+        fork = out.stdout.strip()
+        assert fork == _fork_id(state_dir, parent) and f"moot resume {fork}" in out.stderr
+        wrong = cli("ctl", parent, "fork", "turn", "1", "--state-dir", str(state_dir))
+        ahead = cli("ctl", parent, "fork", "round", "7", "--state-dir", str(state_dir))
+    assert _hashes(path) == before
+    state = DebateFolder(state_dir / fork).load()
+    assert state.forked_from is not None and state.forked_from.debate == parent
+    assert state.forked_from.at == "round:2" and [n.text for n in state.notes] == [NOTE]
+    assert wrong.returncode == 2 and "forks at a round" in wrong.stderr and len(wrong.stderr.splitlines()) == 1
+    assert ahead.returncode == 2 and "no round 7 yet" in ahead.stderr
+    assert [f.id for f in StateDir(state_dir).debates() if f.id != parent] == [fork]
+
+
+def test_compare_sets_a_debate_and_its_fork_side_by_side_from_the_fork_point(tmp_path: Path) -> None:
+    with LoopbackServer() as srv:
+        parent, path = _parent(tmp_path, srv, rounds=2)
+        state_dir = path.parent
+        out = cli("fork", parent, "--at", "round:2", "--inject", NOTE, "--headless", "--state-dir", str(state_dir))
+        assert out.returncode == 0, out.stderr
+        fork = _fork_id(state_dir, parent)
+    shown = cli("compare", parent, fork, "--state-dir", str(state_dir))
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    head = text.splitlines()[0]
+    assert f"{parent} (completed)" in head and f"⑂ {fork} (completed)" in head and "from round 2" in head
+    # Round 1 is the same on both sides, so only round 2 and the answer are set against each other.
+    assert "== round 1 ·" not in text and "== round 2 · architect · proposal" in text
+    assert "== final answer" in text
+    fork_state = DebateFolder(state_dir / fork).load()
+    later = [c for r in fork_state.rounds if r.number >= 2 for c in r.contributions]
+    tokens = sum(c.metadata.prompt_tokens + c.metadata.completion_tokens for c in later)
+    assert fork_state.final_solution is not None
+    tokens += fork_state.final_solution.metadata.prompt_tokens + fork_state.final_solution.metadata.completion_tokens
+    assert tokens > 0 and f"= {tokens:,} tokens" in text.splitlines()[2]
+    assert text.count("-- parent: ") == text.count("-- fork:   ") >= 4
+    swapped = cli("compare", fork, parent, "--state-dir", str(state_dir))
+    assert swapped.stdout == text  # either order: the parent is on the left
+    lone = cli("compare", parent, parent, "--state-dir", str(state_dir))
+    assert lone.returncode == 2 and "not a fork" in lone.stderr and len(lone.stderr.splitlines()) == 1

@@ -4,6 +4,12 @@ A debate's id is a function of the data set, the protocol's configuration and th
 (`b-<data>-<config>-<protocol>-<question>`), so a rerun of the same command finds its debates:
 a finished one is read back without a request, an unfinished one is resumed (recorded calls are
 not repeated), a missing one is started. A kill at any moment loses no finished question.
+
+`--from POINT` (`round:2`, `round:2:critique`, `turn:4`) runs each debate protocol again from that
+point of the question's saved debate — the one the same command without `--from` made: its
+history up to the point is kept (no request for it is sent again) and the rest runs anew, as a
+fork (`moot fork`) with its own id (`<the saved debate's id>-from-<point>`), so "what does round 2
+add" is one command. The baselines (single, vote) have no such point: their saved rows are read.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 from ..config import Overrides, build_config
 from ..engine.limits import EndpointLimits
-from ..errors import MootError
+from ..errors import InputError, MootError
 from ..models.config import AnswerFormat, MootConfig
 from ..models.terms import ProtocolName
 from ..session import SessionOptions, new_session, resume_session
@@ -43,6 +49,9 @@ class Job:
     config: dict[str, Any]
     state_dir: str
     demo_delay: float | None = 0.0
+    parent_id: str | None = None
+    """With `fork_at`: the saved debate this job's debate is forked from (`--from`)."""
+    fork_at: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,7 +118,8 @@ def _key(data: Any) -> str:
 
 
 def plan(dataset: Dataset, protocols: Sequence[ProtocolName], base: MootConfig, *, state_dir: Path,
-         limit: int | None = None, samples: int | None = None, demo_delay: float | None = 0.0) -> BenchPlan:
+         limit: int | None = None, samples: int | None = None, demo_delay: float | None = 0.0,
+         from_point: str | None = None) -> BenchPlan:
     """The jobs, question by question (each question through every protocol before the next, so
     partial results stay paired)."""
     questions = dataset.questions[:limit] if limit else dataset.questions
@@ -133,9 +143,12 @@ def plan(dataset: Dataset, protocols: Sequence[ProtocolName], base: MootConfig, 
             data = configs[p].model_dump(mode="json", exclude_none=True)
             data["debate"]["answer"] = fmt.model_dump(mode="json")
             debate_id = f"b-{dataset.fingerprint}-{_key(configs[p].model_dump(mode='json'))}-{p}-{q.id}"
+            forked = from_point is not None and p not in BASELINES
             jobs.append(Job(question_id=q.id, problem=problem_text(q), expected=q.expected,
-                            format=fmt.model_dump(mode="json"), protocol=p, debate_id=debate_id, config=data,
-                            state_dir=root, demo_delay=demo_delay))
+                            format=fmt.model_dump(mode="json"), protocol=p,
+                            debate_id=f"{debate_id}-from-{from_point.replace(':', '-')}" if forked and from_point
+                            else debate_id, config=data, state_dir=root, demo_delay=demo_delay,
+                            parent_id=debate_id if forked else None, fork_at=from_point if forked else None))
     public: dict[str, dict[str, Any]] = {p: c.model_dump(mode="json", exclude_none=True) for p, c in configs.items()}
     return BenchPlan(dataset, list(protocols), jobs, samples, note, public)
 
@@ -168,12 +181,27 @@ async def run_job(job: Job, limits: EndpointLimits | None = None) -> ResultRow:
     if done is not None:
         return done
     opts = SessionOptions(state_dir=sd.root, debate_id=job.debate_id, demo_delay=job.demo_delay, limits=limits)
+    if job.fork_at is not None and job.parent_id is not None and not (sd.root / job.debate_id / EVENTS_FILE).exists():
+        _fork(sd, job)
     if (sd.root / job.debate_id / EVENTS_FILE).exists():
         session = resume_session(job.debate_id, opts)
     else:
         session = new_session(job.problem, build_config(job.config, Overrides()), opts)
     state = await session.run()
     return read_row(job.question_id, job.expected, job.answer_format, session.folder, state)
+
+
+def _fork(sd: StateDir, job: Job) -> None:
+    """Make the job's debate: the question's saved debate up to `job.fork_at` (written whole or not
+    at all, so a kill leaves nothing or a fork a rerun resumes)."""
+    from ..forking import ForkChanges, fork_debate
+    from ..storage.fork import parse_point
+
+    assert job.parent_id is not None and job.fork_at is not None
+    if not (sd.root / job.parent_id / EVENTS_FILE).exists():
+        raise InputError(f"no saved {job.protocol} debate of question {job.question_id} to run from "
+                         f"{job.fork_at}: run the same command without --from first")
+    fork_debate(job.parent_id, parse_point(job.fork_at), ForkChanges(), sd.root, debate_id=job.debate_id)
 
 
 async def run_job_safely(job: Job, limits: EndpointLimits | None = None) -> ResultRow:

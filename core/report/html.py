@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models.provider_kinds import kind_of
 from ..context.index import DebateIndex
@@ -26,8 +26,12 @@ from ..context.log_index import bare_index
 from ..models.state import Contribution, DebateState, Round, Summary, Usage, ViewRecord
 from .covered import Covered
 from .html_parts import STYLE, Html, anchor_id, collapsible, count, table, usd
+from .experiments import by_call
 from .html_views import Calls, agent_anchor, agent_views, people
 from .markdown import STATUS_TEXT, looks_like_json, uses_demo
+
+if TYPE_CHECKING:
+    from ..experiments import Experiment
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'"
 """No fetch of any kind, no script; only the inline style sheet."""
@@ -50,12 +54,14 @@ def render_html(state: DebateState, secrets: Sequence[str] = (), max_calls: int 
 
 
 def html_chunks(state: DebateState, steps: Iterable[Round] | None = None, secrets: Sequence[str] = (),
-                max_calls: int | None = None, views_index: ViewsIndex | None = None) -> Iterator[str]:
+                max_calls: int | None = None, views_index: ViewsIndex | None = None,
+                experiments: Iterable[Experiment] = ()) -> Iterator[str]:
     """The document in consecutive pieces, a step (then a call) at a time, so a long debate's
     page is written without being held: `steps` are the debate's steps (default: those `state`
     holds; a long debate's come from `DebateFolder.steps()`), and `views_index` builds the index
     that rebuilds the shown calls' messages (default: one over `state`; for a folder,
-    `log_index.index_for_records` reads just what those calls saw from the log)."""
+    `log_index.index_for_records` reads just what those calls saw from the log); `experiments`
+    (the folder's re-runs) are shown under the calls they vary."""
     h = Html(secrets)
     title = _title(state)
     yield ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -74,7 +80,7 @@ def html_chunks(state: DebateState, steps: Iterable[Round] | None = None, secret
         if section:
             yield section + "\n"
     index = views_index(calls.shown()) if views_index is not None else DebateIndex(state)
-    yield from agent_views(h, state, calls, index)
+    yield from agent_views(h, state, calls, index, by_call(experiments))
     yield "</main></body></html>\n"
 
 

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context.index import DebateIndex
 from ..context.inspect import call_view, message_tiers
 from ..context.view import system_text
 from ..models.state import AgentInfo, DebateState, ViewRecord
+from .experiments import html_block
 from .html_parts import Html, anchor_id, collapsible, count
+
+if TYPE_CHECKING:
+    from ..experiments import Experiment
 
 PHASE_WORDS = {"summarize": "summary", "turn": "turn", "synthesis": "synthesis", "score": "convergence score",
                "clarify": "clarifying questions", "rank": "ranking"}
@@ -48,18 +52,20 @@ class Calls:
         return [r for kept in self.kept.values() for r in kept]
 
 
-def agent_views(h: Html, state: DebateState, calls: Calls, index: DebateIndex) -> Iterator[str]:
+def agent_views(h: Html, state: DebateState, calls: Calls, index: DebateIndex,
+                experiments: dict[str, list[Experiment]] | None = None) -> Iterator[str]:
     """Every agent's section (the judge's last), each call collapsible, a call at a time."""
     yield ('<section id="what-they-saw"><h2>What each agent saw</h2>'
            '<p class="muted">The exact messages of every call, rebuilt from its record '
            "(<code>moot context</code> prints the same), with the token count of each tier.</p>")
     for info in people(state):
-        yield from _agent_section(h, state, index, info, list(calls.kept[info.id]), calls.counts[info.id])
+        yield from _agent_section(h, state, index, info, list(calls.kept[info.id]), calls.counts[info.id],
+                                  experiments or {})
     yield "</section>\n"
 
 
 def _agent_section(h: Html, state: DebateState, index: DebateIndex, info: AgentInfo, shown: list[ViewRecord],
-                   total: int) -> Iterator[str]:
+                   total: int, experiments: dict[str, list[Experiment]]) -> Iterator[str]:
     word = "judge" if state.judge is not None and info.id == state.judge.id else info.role
     out = [f'<section id="{agent_anchor(info.id)}"><h3>{h.text(info.name)} '
            f'<span class="tag">{h.text(info.id)} · {h.text(word)} · {h.text(info.model)}</span></h3>']
@@ -77,7 +83,7 @@ def _agent_section(h: Html, state: DebateState, index: DebateIndex, info: AgentI
         out.append(collapsible("System prompt (the same in every call below)", h.pre(system)))
     yield "".join(out)
     for record in shown:
-        yield _call(h, state, call_view(record, index), system)
+        yield _call(h, state, call_view(record, index), system) + html_block(h, experiments.get(record.call_id, []))
     yield "</section>"
 
 

@@ -13,12 +13,17 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from itertools import chain
+from typing import TYPE_CHECKING
 
 from ..models.provider_kinds import any_scripted
 from ..models.state import (AdaptiveDecision, CallMetadata, Contribution, ConvergenceScore, DebateState,
                             ModeratorNote, Round, Summary, Usage)
 from ..safety.sanitize import one_line_safe, terminal_safe
+from .experiments import by_call, leftover_markdown, markdown_lines
 from .grounding import report_section
+
+if TYPE_CHECKING:
+    from ..experiments import Experiment
 
 _HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -208,12 +213,13 @@ def _meta_line_summary(s: Summary) -> str:
     return f"(model {m.model or 'none'}, {m.prompt_tokens}+{m.completion_tokens} tokens, {m.latency_ms} ms)"
 
 
-def _rounds(state: DebateState, verbose: bool, steps: Iterable[Round]) -> Iterator[list[str]]:
-    """Each round's lines in turn."""
+def _rounds(state: DebateState, verbose: bool, steps: Iterable[Round],
+            exps: dict[str, list[Experiment]], placed: set[str]) -> Iterator[list[str]]:
+    """Each round's lines in turn; under each contribution the experiments on its call (noted in `placed`)."""
     notes = list(state.notes)
     scores = {s.round: s for s in state.convergence}
     if state.protocol == "conversation":
-        yield from _transcript(state, verbose, steps)
+        yield from _transcript(state, verbose, steps, exps, placed)
         return
     for rnd in steps:
         out = [f"## Round {rnd.number}", ""]
@@ -228,7 +234,7 @@ def _rounds(state: DebateState, verbose: bool, steps: Iterable[Round]) -> Iterat
         shown = {v.call_id: v for v in rnd.calls if v.phase == "answer" and v.task_params.get("anonymous")}
         every = {c.id: c.agent_id for r in state.rounds for c in r.contributions} if shown else {}
         for c in sorted(rnd.contributions, key=lambda c: order.get(c.type, 3)):
-            out += _contribution(c, verbose)
+            out += _contribution(c, verbose) + _experiments(c, exps, placed)
             view = views.get(c.metadata.call_id or "") if c.type == "ranking" else None
             if view is not None:  # the council's anonymized labels, revealed to the reader
                 labels = ", ".join(f"Response {chr(65 + k)} = {authors.get(i, '?')}"
@@ -247,7 +253,8 @@ def _rounds(state: DebateState, verbose: bool, steps: Iterable[Round]) -> Iterat
         yield out
 
 
-def _transcript(state: DebateState, verbose: bool, steps: Iterable[Round]) -> Iterator[list[str]]:
+def _transcript(state: DebateState, verbose: bool, steps: Iterable[Round],
+                exps: dict[str, list[Experiment]], placed: set[str]) -> Iterator[list[str]]:
     """A conversation: every turn in order, each rolling summary where it was made."""
     names = {a.id: a.name for a in state.agents}
     notes = list(state.notes)
@@ -261,9 +268,17 @@ def _transcript(state: DebateState, verbose: bool, steps: Iterable[Round]) -> It
                     *table(_SUMMARY_HEAD, _summary_rows(summaries), right=(5,)), ""]
             out += _summary_texts(summaries, verbose)
         for c in rnd.contributions:
-            out += _contribution(c, verbose, names)
+            out += _contribution(c, verbose, names) + _experiments(c, exps, placed)
         out += _after_step(rnd.number, "turn", scores, notes)
         yield out
+
+
+def _experiments(c: Contribution, exps: dict[str, list[Experiment]], placed: set[str]) -> list[str]:
+    call_id = c.metadata.call_id
+    if call_id is None or call_id not in exps or c.carried_from:
+        return []
+    placed.add(call_id)
+    return markdown_lines(exps[call_id])
 
 
 def _after_step(number: int, word: str, scores: dict[int, ConvergenceScore], notes: list[ModeratorNote]) -> list[str]:
@@ -355,17 +370,22 @@ def _totals(state: DebateState) -> list[str]:
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
-def report_chunks(state: DebateState, verbose: bool = False, steps: Iterable[Round] | None = None) -> Iterator[str]:
+def report_chunks(state: DebateState, verbose: bool = False, steps: Iterable[Round] | None = None,
+                  experiments: Iterable[Experiment] = ()) -> Iterator[str]:
     """The report as consecutive pieces of text, one per step: `steps` are the debate's steps
-    (default: those `state` holds; a long debate's come from `DebateFolder.steps()`).
+    (default: those `state` holds; a long debate's come from `DebateFolder.steps()`);
+    `experiments` (the folder's re-runs) go under the contributions of the calls they vary.
 
     Without control characters: it quotes models and servers, and is read in terminals. Runs of
     blank lines are collapsed and the end is trimmed across pieces, as in the whole text."""
     parts: Iterable[list[str]] = [_header(state), _agents(state), report_section(state), _clarifications(state)]
     held, first = "", True
-    rounds = _rounds(state, verbose, state.rounds if steps is None else steps)
+    exps, placed = by_call(experiments), set[str]()
+    rounds = _rounds(state, verbose, state.rounds if steps is None else steps, exps, placed)
+    step = "turn" if state.protocol == "conversation" else "round"
+    rest = (leftover_markdown(exps, placed, step) for _ in (1,))  # once the steps have placed theirs
     # Chained, not a list: the steps' lines are made (and let go of) one step at a time.
-    for part in chain(parts, rounds, (_synthesis(state, verbose), _totals(state))):
+    for part in chain(parts, rounds, (_synthesis(state, verbose),), rest, (_totals(state),)):
         if not part:
             continue
         text = held + ("" if first else "\n") + terminal_safe("\n".join(part))

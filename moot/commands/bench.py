@@ -56,6 +56,9 @@ def register(sub: Subcommands) -> None:
                    help="local asyncio (default) or Ray tasks (pip install 'moot[ray]'; RAY_ADDRESS for a cluster)")
     completes(b.add_argument("-o", "--output", help="write results: .json, .md (+ .svg plot) or .csv by extension"),
               "file")
+    b.add_argument("--from", dest="from_point", metavar="POINT",
+                   help="run each debate protocol again from this point (round:N, round:N:PHASE, turn:N) of the "
+                        "question's saved debate, made by the same command without --from")
     b.add_argument("--headless", action="store_true", help="no dashboard: progress on stderr, table on stdout")
     b.add_argument("--theme", help="TUI theme")
     add_provider_args(b)
@@ -99,6 +102,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     fmt = _output_format(args.output)
     protocols = _protocols(args.protocols)
+    if args.from_point is not None:
+        from moot.core.storage.fork import parse_point
+
+        point = parse_point(args.from_point)
+        if point.kind == "summary":
+            raise InputError("--from takes round:N, round:N:PHASE or turn:N (a summary's id differs per question)")
+        args.from_point = point.label
     dataset = load_dataset(args.dataset)
     ov = overrides(args)
     own = args.config or Path(DEFAULT_CONFIG_NAME).is_file()
@@ -110,7 +120,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
     tui = wants_tui(args.headless)
     the_plan = plan(dataset, protocols, base, state_dir=state_dir, limit=args.limit, samples=args.samples,
-                    demo_delay=args.demo_delay if args.demo_delay is not None else (None if tui else 0.0))
+                    demo_delay=args.demo_delay if args.demo_delay is not None else (None if tui else 0.0),
+                    from_point=args.from_point)
     asyncio.run(check_startable(the_plan.jobs[0]))
     demo = _uses_demo(the_plan.jobs[0].config)
     if demo and not args.provider:

@@ -1,9 +1,11 @@
 """`moot ctl`: steer a debate that another process runs (pause, resume, stop, summarize, inject), or
-answer a person's turn in it (`say`).
+answer a person's turn in it (`say`), or fork it as `/fork` does (`fork`).
 
 The command is a file in the debate's `control/` folder; this process then follows the event
 log until the command is in effect (exit 0), refused (exit 2) or `--wait` runs out. A command
-not taken by then is withdrawn (exit 2): it is applied exactly once or not at all.
+not taken by then is withdrawn (exit 2): it is applied exactly once or not at all. `fork` sends
+nothing: it reads what the debate's log holds up to the point (the debate goes on untouched) and
+makes the fork, which `moot resume FORK` runs.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
     from .flags import Subcommands
 
-ACTIONS = ["pause", "resume", "stop", "summarize", "inject", "say"]
+ACTIONS = ["pause", "resume", "stop", "summarize", "inject", "say", "fork"]
 
 
 def register(sub: Subcommands) -> None:
@@ -32,7 +34,7 @@ def register(sub: Subcommands) -> None:
     ctl.add_argument("action", choices=ACTIONS)
     ctl.add_argument("words", nargs="*", metavar="ARG",
                      help="summarize: AGENT|all [FOCUS…]; inject: the note's text; say: your answer ('-': read "
-                          "it from stdin)")
+                          "it from stdin); fork: [round N | turn N] [NOTE…]")
     ctl.add_argument("--as", dest="seat", metavar="NAME",
                      help="say: whose seat, when more than one person takes part (before the action: "
                           "moot ctl ID --as NAME say TEXT)")
@@ -51,6 +53,8 @@ def cmd_ctl(args: argparse.Namespace) -> int:
     if args.seat is not None and args.action != "say":
         raise InputError("--as goes with say")
     words = list(args.words)
+    if args.action == "fork":
+        return _fork(folder, words, args.state_dir)
     if args.action == "say" and words == ["-"]:
         words = [_read_answer()]
     command = _command(folder, args.action, words, args.seat)
@@ -60,6 +64,20 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         print(f"sent {command.id}; the running debate takes it at its next call boundary")
         return ExitCode.OK
     return _follow(folder, command, start, args.wait)
+
+
+def _fork(folder: DebateFolder, words: list[str], state_dir: str | None) -> int:
+    """`fork [round N | turn N] [NOTE…]`: the fork made now (at the current round or turn by
+    default, the note a moderator note from there); its id on stdout, to `moot resume`."""
+    from moot.core.forking import ForkChanges, fork_debate, step_point
+    from moot.core.storage.fork import parse_point
+
+    at, note = step_point(folder.load(), " ".join(words), f"moot ctl {folder.id} fork [round N | turn N] [NOTE…]")
+    forked = fork_debate(folder.id, parse_point(at), ForkChanges(inject=note), state_dir)
+    print(f"moot: forked {folder.id} at {at.replace(':', ' ')} as {forked.id}"
+          + (" with the note" if note else "") + f"; `moot resume {forked.id}` runs it", file=sys.stderr)
+    print(forked.id)
+    return ExitCode.OK
 
 
 def _read_answer() -> str:

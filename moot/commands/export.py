@@ -43,6 +43,7 @@ def register(sub: Subcommands) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from moot.core.experiments import experiments
     from moot.core.report.markdown import report_chunks
 
     folder = open_debate(args)
@@ -55,12 +56,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         # Every step read back from the log a step at a time, and of the calls shown only what
         # they saw (a long debate's state holds its last steps; the page is never held whole).
         pieces = html_chunks(state, folder.steps(), known_secrets(), args.max_calls,
-                             lambda records: index_for_records(folder.events_path, state, records))
+                             lambda records: index_for_records(folder.events_path, state, records),
+                             experiments(folder))
         deliver(pieces, args.output, "report")
         return ExitCode.OK
     if args.max_calls is not None:
         raise InputError("--max-calls goes with --html")
-    deliver(report_chunks(state, verbose=bool(args.verbose), steps=folder.steps()), args.output, "report")
+    deliver(report_chunks(state, verbose=bool(args.verbose), steps=folder.steps(), experiments=experiments(folder)),
+            args.output, "report")
     return ExitCode.OK
 
 

@@ -47,6 +47,43 @@ def register(sub: Subcommands) -> None:
     add_state_dir(fork)
     fork.set_defaults(handler=cmd_fork)
     register_call(sub)
+    compare = sub.add_parser("compare", help="a debate and its fork side by side from the fork point")
+    add_debate_id(compare)
+    compare.add_argument("fork", help="the fork's id (either order works)")
+    add_state_dir(compare)
+    compare.set_defaults(handler=cmd_compare)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Print, from the fork point on, each contribution in the parent and in the fork (the words only
+    one side wrote marked `[-…-]` and `{+…+}`), the final answers, and each side's tokens and cost."""
+    from moot.core.compare import Piece
+    from moot.core.fork_compare import compare_fork, spend_line
+    from moot.core.safety.sanitize import terminal_safe
+    from moot.core.storage.state_dir import StateDir
+
+    sd = StateDir(args.state_dir)
+    parent, fork = sd.open(args.id).load(), sd.open(args.fork).load()
+    if fork.forked_from is None or fork.forked_from.debate != parent.id:
+        if parent.forked_from is not None and parent.forked_from.debate == fork.id:
+            parent, fork = fork, parent
+    cmp = compare_fork(parent, fork)
+
+    def marked(pieces: list[Piece], left: bool) -> str:
+        o, c = ("[-", "-]") if left else ("{+", "+}")
+        return terminal_safe("".join(f"{o}{p.text}{c}" if p.only and p.text.strip() else p.text for p in pieces))
+
+    out = [f"{cmp.parent_id} ({cmp.parent_status})  vs  ⑂ {cmp.fork_id} ({cmp.fork_status}), forked at "
+           f"{cmp.at.replace(':', ' ')}; compared from {cmp.unit} {cmp.from_step}",
+           f"  parent: {spend_line(cmp.parent_spend)}", f"  fork:   {spend_line(cmp.fork_spend)}"]
+    for pair in [*cmp.pairs, *([cmp.answer] if cmp.answer is not None else [])]:
+        title = "final answer" if pair is cmp.answer else f"{cmp.unit} {pair.title}"
+        same = f" · {pair.shared:.0%} of words shared" if pair.parent is not None and pair.fork is not None else ""
+        out += ["", f"== {terminal_safe(title)}{same}",
+                "-- parent: " + (marked(pair.parent_pieces, True) if pair.parent is not None else "(none)"),
+                "-- fork:   " + (marked(pair.fork_pieces, False) if pair.fork is not None else "(none)")]
+    print("\n".join(out))
+    return 0
 
 
 def cmd_fork(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from moot.core.storage.folder import DebateFolder
@@ -101,3 +102,137 @@ async def test_the_saved_debates_show_each_fork_under_its_parent(tmp_path: Path)
         cells = {f.fork_at: str(table.get_row(f.id)[-1]) for f in forks}
         assert cells["round 2"].startswith("⑂ round 2 · Design a URL shortener")
         assert cells["round 1"].startswith("⑂ round 1 · ")
+
+
+async def test_rewind_stops_the_debate_and_goes_on_in_the_fork(tmp_path: Path) -> None:
+    session = make_session(tmp_path / "state", rounds=2, delay=0.005)
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        first = app.screen
+        assert isinstance(first, DebateScreen)
+        await wait_for(pilot, lambda: first.state.current_round >= 2)
+        assert session.state.status == "running"
+        await command(pilot, f"/rewind round 2 {NOTE}")
+        await wait_for(pilot, lambda: app.screen is not first)
+        forked = app.screen
+        assert isinstance(forked, DebateScreen) and forked.runtime is not first.runtime
+        await wait_for(pilot, lambda: session.state.status == "stopped", timeout=120)
+        await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
+    (fork,) = [f for f in StateDir(tmp_path / "state").debates() if f.id != session.folder.id]
+    state = DebateFolder(fork.path).load()
+    assert state.forked_from is not None and state.forked_from.at == "round:2"
+    assert [n.text for n in state.notes] == [NOTE] and state.current_round == 2
+    assert DebateFolder(session.folder.path).load().status == "stopped"
+
+
+async def test_compare_fork_sets_the_fork_beside_its_parent_from_the_fork_point(tmp_path: Path) -> None:
+    from textual.widgets import Label, Static
+
+    from moot.tui.screens.fork_compare import ForkCompareScreen
+
+    session = make_session(tmp_path / "state", rounds=2)
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        first = app.screen
+        assert isinstance(first, DebateScreen)
+        await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
+        await command(pilot, "/compare fork")
+        assert "no fork yet" in feedback(app)
+        await command(pilot, f"/fork round 2 {NOTE}")
+        await wait_for(pilot, lambda: app.screen is not first)
+        forked = app.screen
+        assert isinstance(forked, DebateScreen)
+        await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
+        await command(pilot, "/compare fork")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkCompareScreen))
+        shown = app.screen
+        assert isinstance(shown, ForkCompareScreen)
+        c = shown.comparison
+        assert (c.parent_id, c.fork_id, c.at, c.from_step) == (session.folder.id, forked.state.id, "round:2", 2)
+        assert c.pairs and all(p.step == 2 for p in c.pairs) and c.answer is not None
+        assert f"⑂ {forked.state.id}" in str(shown.query_one("#fcmp-title", Label).render())
+        spend = str(shown.query_one("#fcmp-spend", Static).render())
+        assert f"= {c.fork_spend.tokens:,} tokens" in spend and c.fork_spend.tokens > 0
+        await pilot.press("escape")
+        assert app.screen is forked
+        app.pop_screen()
+        await pilot.pause()
+        assert app.screen is first
+        await command(pilot, "/compare fork")  # from the parent: its newest fork
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkCompareScreen))
+        again = app.screen
+        assert isinstance(again, ForkCompareScreen) and again.comparison.fork_id == forked.state.id
+
+
+async def test_inspector_shows_the_experiments_saved_on_the_call(tmp_path: Path) -> None:
+    from textual.widgets import TextArea
+
+    from moot.tui.screens.context import ContextScreen
+    from tests.conftest import cli
+
+    session = make_session(tmp_path / "state", rounds=2)
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
+        await command(pilot, "/context kiss 1")
+        inspector = app.screen
+        assert isinstance(inspector, ContextScreen) and inspector.record is not None
+        while inspector.record.phase != "proposal":
+            await pilot.press("right")
+        record = inspector.record
+        panel = inspector.query_one("#ctx-rerun", TextArea)
+        await pilot.press("x")
+        assert not panel.display  # nothing saved on it yet
+        out = await asyncio.to_thread(cli, "call", session.folder.id, "--round", str(record.round), "--agent", "kiss", "--phase", "proposal",
+                  "-n", "2", "--state-dir", str(session.folder.path.parent))  # from another shell, as it were
+        assert out.returncode == 0, out.stderr
+        await pilot.press("x")
+        assert panel.display
+        (exp,) = (session.folder.path / "experiments").glob("exp-*.json")
+        assert "1 experiment saved on this call" in panel.text and exp.stem in panel.text
+        assert "reply 1 (seed 1)" in panel.text and "reply 2 (seed 2)" in panel.text
+
+
+async def test_edit_sends_the_edited_messages_and_swaps_the_summary(tmp_path: Path) -> None:
+    import json
+
+    from textual.widgets import TextArea
+
+    from moot.tui.screens.context import ContextScreen
+    from moot.tui.screens.context_edit import EditCallScreen
+
+    added = "Keep the whole design inside one region and say what that gives up."
+    session = make_session(tmp_path / "state", rounds=3,
+                           debate={"summarization": {"method": "llm", "threshold": 1500}})
+    app = create_app(LiveRuntime(session, clock=fixed_clock), cursor_blink=False)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
+        target = next(c for r in session.state.rounds for c in r.calls
+                      if c.summary_id and c.phase not in ("summarize", "synthesis") and c.agent_id != "judge")
+        await command(pilot, f"/context {target.agent_id} {target.round}")
+        inspector = app.screen
+        assert isinstance(inspector, ContextScreen)
+        while inspector.record is not None and inspector.record.call_id != target.call_id:
+            await pilot.press("right")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditCallScreen))
+        editor = app.screen
+        assert isinstance(editor, EditCallScreen)
+        areas = [editor.query_one(f"#edit-msg-{n}", TextArea) for n in range(len(editor.original))]
+        recorded = [a.text for a in areas]
+        await pilot.press("ctrl+o")  # the summary written rule-based now, from the same items
+        await wait_for(pilot, lambda: editor.summary == "rule-based")
+        last = areas[-1]
+        last.load_text(last.text + "\n\n" + added)
+        await pilot.press("ctrl+r")
+        panel = editor.query_one("#edit-reply", TextArea)
+        await wait_for(pilot, lambda: "experiment exp-" in panel.text)
+        sent = [a.text for a in areas]
+    assert sent[-1] == recorded[-1] + "\n\n" + added
+    # The LLM summary the call saw is replaced by a rule-based one of the same items; the rest is as recorded.
+    (swapped,) = [n for n in range(len(sent) - 1) if sent[n] != recorded[n]]
+    assert recorded[swapped] and sent[swapped]
+    (path,) = (session.folder.path / "experiments").glob("exp-*.json")
+    exp = json.loads(path.read_text())
+    assert exp["call_id"] == target.call_id and exp["edited"] is True and exp["summary"] == "rule-based"
+    assert [m["content"] for m in exp["messages"]] == sent

@@ -1,4 +1,5 @@
-"""`/compare A B [round]`: two agents' contributions side by side, with what differs marked."""
+"""`/compare A B [round]`: two agents' contributions side by side, with what differs marked;
+`/compare fork [ID]`: this debate and a fork of it (or its parent) from the fork point."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ def compare(ctx: CommandContext, first: str | None = None, second: str | None = 
     """Open the comparison of two debaters (by id, name or role) in a round (a turn, in a
     conversation; default: the latest where both contributed)."""
     state = ctx.state
+    if first is not None and first.lower() == "fork" and find_agent(first, state.agents) is None:
+        from .what_if import compare_fork
+
+        if round_text is not None:
+            raise UsageError("/compare fork [ID]: a fork's comparison starts at the fork point")
+        compare_fork(ctx, second)
+        return
     if first is None or second is None:
         raise UsageError("name two agents, e.g. /compare architect kiss 2")
     found = []

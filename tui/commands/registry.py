@@ -71,7 +71,8 @@ COMMANDS: dict[str, CommandSpec] = {
                     palette="Search this debate", palette_line="/search "),
         CommandSpec("compare", "/compare A B [round]",
                     "Two agents' contributions side by side: the words only one of them wrote marked, the "
-                    "claims only one makes listed; votes or ranks in vote and council debates.",
+                    "claims only one makes listed; votes or ranks in vote and council debates. `/compare fork`: "
+                    "this debate and its fork (its parent, in a fork) from the fork point, with tokens and cost.",
                     3, ("agent", "agent"), "", run=compare.compare,
                     palette="Compare two agents", palette_line="/compare "),
         CommandSpec("pause", "/pause", "Pause the debate at the next call boundary.", 0, (), "p",
@@ -88,6 +89,10 @@ COMMANDS: dict[str, CommandSpec] = {
                     "Fork the debate at the start of a round (default: the current one) or turn and run the "
                     "fork in its own screen, the note as a moderator note from there; this debate goes on.",
                     1, (), "", text=True, run=what_if.fork, palette="Fork the debate here", palette_line="/fork "),
+        CommandSpec("rewind", "/rewind [round N | turn N] [note]",
+                    "As /fork, but stop this debate first (saved, resumable) and go on in the fork.",
+                    1, (), "", text=True, run=what_if.rewind, palette="Rewind the debate",
+                    palette_line="/rewind "),
         CommandSpec("save", "/save [FILE]",
                     "Write the final solution as markdown (default solution-ID.md here; atomic).", 1, (), "",
                     run=solution.save, palette="Save the final solution"),

@@ -120,6 +120,8 @@ class ContextScreen(Screen[None]):
     # Each pair of steps shows as one key group (`← → call`): eight keys one by one did not fit
     # 80 columns, and the footer cut the last one mid-word.
     CALL, ROUND, AGENT = Binding.Group("call"), Binding.Group("round"), Binding.Group("agent")
+    WHAT_IF = Binding.Group("what if")
+    """r re-runs the call, e edits and re-runs it, f forks there, x lists its experiments."""
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("slash,ctrl+f", "find", "Find", key_display="/"),
@@ -129,8 +131,10 @@ class ContextScreen(Screen[None]):
         Binding("right_square_bracket", "round(1)", "Next round", key_display="]", group=ROUND),
         Binding("comma", "agent(-1)", "Prev agent", key_display=",", group=AGENT),
         Binding("full_stop", "agent(1)", "Next agent", key_display=".", group=AGENT),
-        Binding("r", "rerun", "Re-run"),
-        Binding("f", "fork", "Fork"),
+        Binding("r", "rerun", "Re-run", group=WHAT_IF),
+        Binding("f", "fork", "Fork", group=WHAT_IF),
+        Binding("x", "experiments", "Experiments", group=WHAT_IF),
+        Binding("e", "edit", "Edit & re-run", group=WHAT_IF),
         Binding("n", "find_next(1)", "Next match", show=False),
         Binding("N", "find_next(-1)", "Previous match", show=False),
         Binding("q", "back", "Back", show=False),
@@ -250,7 +254,7 @@ class ContextScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         typing = isinstance(self.focused, Input)
-        if action in ("call", "round", "agent", "find", "find_next", "rerun", "fork") and typing:
+        if action in ("call", "round", "agent", "find", "find_next", "rerun", "fork", "experiments", "edit") and typing:
             return False  # the keys go to the find box
         if action == "find_next" and not self.searching:
             return False
@@ -316,6 +320,32 @@ class ContextScreen(Screen[None]):
             panel.insert("\n\n" + done, panel.document.end)
 
         self.run_worker(work(), exclusive=True, group="rerun")
+
+    def action_edit(self) -> None:
+        """`e`: the call's messages, each editable, to send again (ctrl+r) or with its summary swapped."""
+        from .context_edit import EditCallScreen
+        from .context_rerun import debate_folder_of
+
+        record = self.record
+        folder, _ = debate_folder_of(self.app, self.state.id)
+        if record is None or folder is None:
+            self.notify("no call to edit here", timeout=3)
+            return
+        self.app.push_screen(EditCallScreen(self.state, folder, record, call_view(record, self.index)))
+
+    def action_experiments(self) -> None:
+        """`x`: the experiments saved on the call shown (`moot call`, `r`), with replies and word diffs."""
+        from .context_rerun import debate_folder_of, saved_experiments
+
+        record = self.record
+        folder, _ = debate_folder_of(self.app, self.state.id)
+        text = saved_experiments(folder, record.call_id) if record is not None and folder is not None else None
+        if text is None:
+            self.notify("no experiment saved on this call (r re-runs it)", timeout=3)
+            return
+        panel = self.query_one("#ctx-rerun", TextArea)
+        panel.display = True
+        panel.load_text(text)
 
     def action_fork(self) -> None:
         """`f`: fork the debate at this call (its round and phase, or turn) and run the fork in its own screen."""
