@@ -25,7 +25,10 @@ async def test_a_slow_subscriber_still_receives_every_restart(tmp_path: Path) ->
     breaks off is retried, and the view must learn to drop the broken attempt's text."""
     srv = LoopbackServer(reply=loopback_reply, chunk_chars=24, faults=Faults(cut_every=3))
     with srv:
-        cfg = build_config({}, Overrides(rounds=2, provider="openai", base_url=srv.base_url))
+        # Every third request is cut whichever call sends it: with calls in parallel one call can
+        # meet several cuts in a row, so it may retry more often than the default allows.
+        cfg = build_config({"debate": {"max_retries": 12}},
+                           Overrides(rounds=2, provider="openai", base_url=srv.base_url))
         session = new_session(PROBLEM, cfg, SessionOptions(state_dir=tmp_path / "d", backoff_base_s=0.01))
         slow = session.bus.subscribe("slow")
         slow.TOKEN_BACKLOG = 20  # a view that reads nothing until the debate ends
