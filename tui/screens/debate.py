@@ -67,6 +67,14 @@ class DebateScreen(DebateSeats):
         self.run_worker(self.bridge.run(), name="bridge", group="bridge", exit_on_error=False)
         self.set_interval(1.0, self._tick)
         self._refresh_header()
+        self.call_after_refresh(self.runtime.shown)
+        if self.runtime.loading:  # said as it changes, until the debate is loaded
+            self._loading = self.set_interval(0.1, self._show_loading)
+
+    def _show_loading(self) -> None:
+        self._refresh_header()
+        if not self.runtime.loading:
+            self._loading.stop()
 
     # ------------------------------------------------------------------ the command line
 
