@@ -35,6 +35,10 @@ class LiveRuntime(Runtime):
     way the debate ends `stopped` (exit 0): the orchestrator records a stop whose calls were
     cancelled as a stop, so the outcome never depends on how long the calls had left."""
 
+    FRAME_WRITE_S = 0.05
+    """How long the build waits once the first frame is made: Textual's driver writes it from a
+    thread of its own, which a build holding the interpreter (imports) would slow by tenths."""
+
     def __init__(self, session: DebateSession | None = None, clock: Clock | None = None, *,
                  build: SessionBuilder | None = None, title: str = "") -> None:
         super().__init__(clock)
@@ -88,6 +92,7 @@ class LiveRuntime(Runtime):
         assert self._build is not None
         build = self._build
         await self._shown.wait()
+        await asyncio.sleep(self.FRAME_WRITE_S)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[DebateSession] = loop.create_future()
 
