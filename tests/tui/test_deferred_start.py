@@ -99,6 +99,7 @@ def test_a_config_error_found_behind_the_first_screen_is_one_line_and_its_code(t
     assert code == 4, out[-3000:]
     # The app's screen came first (the config is read behind it), then the terminal is restored
     # and the error said after it: one line, no traceback.
+    assert "\x1b[?1049l" in out, f"the app's screen never came:\n{out[-3000:]}"
     screen, after = out.split("\x1b[?1049l", 1)
     assert "\x1b[?1049h" in screen and PROBLEM in re.sub(r"\x1b\[[0-9;?<>$]*[a-zA-Z]", "", screen), out[-3000:]
     said = re.sub(r"\x1b\[[0-9;?<>$]*[a-zA-Z]", "", after)  # the terminal restored, then the line
