@@ -23,8 +23,6 @@ from ..commands.registry import COMMANDS, parse, run_command
 from ..runtime.base import ReadOnlyError, Runtime
 from ..theming import BUNDLED
 from ..widgets.command_input import CommandInput
-from .context import ContextScreen
-from .context_overview import ContextOverviewScreen
 from .debate_events import agent_usage
 from .debate_layout import GRID_CHROME, grid_shape, needs_focus_layout
 from .debate_seats import DebateSeats
@@ -130,10 +128,14 @@ class DebateScreen(DebateSeats):
     # ------------------------------------------------------------------ what commands act through
 
     def open_context_overview(self) -> None:
+        from .context_overview import ContextOverviewScreen  # opened by a key: not before the first screen
+
         self.app.push_screen(ContextOverviewScreen(self.state, self.index, self.focused_agent_id()))
 
     def open_inspector(self, agent_id: str, round_no: int | None = None) -> None:
         """The exact messages of the agent's calls: its latest call, or its first in `round_no`."""
+        from .context import ContextScreen
+
         self.app.push_screen(ContextScreen(self.state, self.index, agent_id, round_no))
 
     def open_search_results(self, text: str, hits: list[DebateHit]) -> None:
