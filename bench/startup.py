@@ -73,9 +73,11 @@ def first_request(provider: str, srv: LoopbackServer, state_dir: Path, window_ca
         proc.wait(timeout=60)
 
 
-def first_screen(moot: str, provider: str, srv: LoopbackServer, tmp: Path, window_cache: Path) -> tuple[float, float]:
+def first_screen(moot: str, provider: str, srv: LoopbackServer, tmp: Path,
+                 window_cache: Path) -> tuple[float, float, float]:
     """Seconds from starting `moot run` in a 120x36 tmux pane to its header naming the problem, and
-    to its first request (openai: reaching the server; demo: `call_started` in the event log)."""
+    to its first request (openai: reaching the server; demo: `call_started` in the event log);
+    and the process's CPU seconds at its first screen."""
     problem = "Design a cache"
     folder = Path(tempfile.mkdtemp(dir=tmp))
     socket = f"moot-bench-{os.getpid()}-{folder.name}"  # a tmux server of its own: nobody else's is touched
@@ -86,6 +88,7 @@ def first_screen(moot: str, provider: str, srv: LoopbackServer, tmp: Path, windo
     subprocess.run([*tmux, "new-session", "-d", "-s", "bench", "-x", "120", "-y", "36", "sleep 60"], check=True)
     before = srv.calls
     screen = request = None
+    cpu = 0.0
     try:
         t0 = time.perf_counter()
         subprocess.run([*tmux, "respawn-pane", "-k", "-t", "bench", command], check=True)
@@ -95,14 +98,27 @@ def first_screen(moot: str, provider: str, srv: LoopbackServer, tmp: Path, windo
                                      capture_output=True, text=True).stdout
                 if problem in top:
                     screen = time.perf_counter() - t0
+                    cpu = pane_cpu(tmux)
             if request is None and (srv.calls > before if provider == "openai" else called(folder)):
                 request = time.perf_counter() - t0
             time.sleep(0.003)
         if screen is None or request is None:
             raise RuntimeError("no first screen or no first request within 30 s")
-        return screen, request
+        return screen, request, cpu
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def pane_cpu(tmux: list[str]) -> float:
+    """CPU seconds so far of the moot process in the pane (the pane's shell's child): steadier
+    than wall time on a busy machine."""
+    shell = subprocess.run([*tmux, "display", "-p", "-t", "bench", "#{pane_pid}"], capture_output=True,
+                           text=True).stdout.strip()
+    try:
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        return sum(cpu_seconds(int(pid)) for pid in children)
+    except (OSError, ValueError):
+        return float("nan")
 
 
 def called(state_dir: Path) -> bool:
@@ -161,17 +177,18 @@ def main() -> None:
         print(f"load average at the start: {os.getloadavg()[0]:.2f}")
         for provider in ("demo", "openai"):
             moots = {"this": this, **({"before": args.before} if args.before else {})}
-            runs: dict[str, list[tuple[float, float]]] = {name: [] for name in moots}
+            runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in moots}
             for moot in moots.values():
                 first_screen(moot, provider, srv, t, kept)  # warm-up: .pyc files written, the window remembered
             for _ in range(n):
                 for name, moot in moots.items():  # alternately
                     runs[name].append(first_screen(moot, provider, srv, t, kept))
             for name in moots:
-                print(screen_line(f"first screen,  {provider}, {name}", [w for w, _ in runs[name]]))
-                print(screen_line(f"first request, {provider}, {name} (in the TUI)", [r for _, r in runs[name]]))
+                print(screen_line(f"first screen,  {provider}, {name}", [w for w, _, _ in runs[name]]))
+                print(screen_line(f"  CPU at it,   {provider}, {name}", [c for _, _, c in runs[name]]))
+                print(screen_line(f"first request, {provider}, {name} (in the TUI)", [r for _, r, _ in runs[name]]))
             if args.before:
-                for i, what in enumerate(("first screen", "first request")):
+                for i, what in ((0, "first screen"), (2, "CPU at the first screen"), (1, "first request")):
                     mid = {name: statistics.median(run[i] for run in r) for name, r in runs.items()}
                     print(f"{what}, {provider}: this / before = {mid['this'] / mid['before']:.2f}")
         print(f"load average after the first screens: {os.getloadavg()[0]:.2f}")
