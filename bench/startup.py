@@ -1,6 +1,11 @@
-"""Start-up benchmark: from `moot run … --headless` starting to its first request.
+"""Start-up benchmark: from `moot run` starting to its first screen (in a terminal) and to its
+first request (headless).
 
-Run: .venv/bin/python bench/startup.py [--runs 7]
+Run: .venv/bin/python bench/startup.py [--runs 7] [--before OTHER/.venv/bin/moot]
+
+- first screen: `moot run` in a tmux pane of 120x36 (a private tmux server), polled with
+  `tmux capture-pane` until the header names the problem; with `--before`, that moot's first
+  screen too, the two run alternately (a busy machine slows both alike), with their ratio;
 
 - openai: the first chat request reaching a loopback OpenAI-compatible server, the first time
   moot meets that endpoint (it asks the server for the model's window) and when it remembers
@@ -60,16 +65,74 @@ def first_request(provider: str, srv: LoopbackServer, state_dir: Path, window_ca
                 return time.perf_counter() - t0, cpu_seconds(proc.pid)
             if provider == "demo":
                 # A debate folder is made under a hidden name and renamed once complete.
-                for log in state_dir.glob("[!.]*/events.jsonl"):
-                    try:
-                        if b'"call_started"' in log.read_bytes():
-                            return time.perf_counter() - t0, cpu_seconds(proc.pid)
-                    except FileNotFoundError:
-                        pass
+                if called(state_dir):
+                    return time.perf_counter() - t0, cpu_seconds(proc.pid)
             time.sleep(0.001)
         raise RuntimeError("no first request within 30 s")
     finally:
         proc.wait(timeout=60)
+
+
+def first_screen(moot: str, provider: str, srv: LoopbackServer, tmp: Path,
+                 window_cache: Path) -> tuple[float, float, float]:
+    """Seconds from starting `moot run` in a 120x36 tmux pane to its header naming the problem, and
+    to its first request (its first `call_started` in its event log, written as the request is sent);
+    and the process's CPU seconds at its first screen."""
+    problem = "Design a cache"
+    folder = Path(tempfile.mkdtemp(dir=tmp))
+    socket = f"moot-bench-{os.getpid()}-{folder.name}"  # a tmux server of its own: nobody else's is touched
+    tmux = ["tmux", "-L", socket]
+    env = f"env -u PYTHONDONTWRITEBYTECODE MOOT_STATE_DIR={folder} MOOT_WINDOW_CACHE={window_cache} MOOT_DEMO_DELAY=0.05"
+    flags = f"--provider openai --base-url {srv.base_url}" if provider == "openai" else "--provider demo"
+    command = f"cd {folder} && {env} {moot} run '{problem}' -r 1 -a kiss {flags}; sleep 60"
+    subprocess.run([*tmux, "new-session", "-d", "-s", "bench", "-x", "120", "-y", "36", "sleep 60"], check=True)
+    screen = request = None
+    cpu = 0.0
+    try:
+        t0 = time.perf_counter()
+        subprocess.run([*tmux, "respawn-pane", "-k", "-t", "bench", command], check=True)
+        while time.perf_counter() - t0 < 30 and (screen is None or request is None):
+            if screen is None:
+                top = subprocess.run([*tmux, "capture-pane", "-p", "-t", "bench", "-S", "0", "-E", "0"],
+                                     capture_output=True, text=True).stdout
+                if problem in top:
+                    screen = time.perf_counter() - t0
+                    cpu = pane_cpu(tmux)
+            if request is None and called(folder):  # its own log: a run killed before may still call the server
+                request = time.perf_counter() - t0
+            time.sleep(0.003)
+        if screen is None or request is None:
+            raise RuntimeError("no first screen or no first request within 30 s")
+        return screen, request, cpu
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def pane_cpu(tmux: list[str]) -> float:
+    """CPU seconds so far of the moot process in the pane (the pane's shell's child): steadier
+    than wall time on a busy machine."""
+    shell = subprocess.run([*tmux, "display", "-p", "-t", "bench", "#{pane_pid}"], capture_output=True,
+                           text=True).stdout.strip()
+    try:
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        return sum(cpu_seconds(int(pid)) for pid in children)
+    except (OSError, ValueError):
+        return float("nan")
+
+
+def called(state_dir: Path) -> bool:
+    """A debate under `state_dir` has logged its first `call_started`."""
+    for log in state_dir.glob("[!.]*/events.jsonl"):
+        try:
+            if b'"call_started"' in log.read_bytes():
+                return True
+        except FileNotFoundError:
+            pass
+    return False
+
+
+def screen_line(label: str, runs: list[float]) -> str:
+    return f"{label}: median {statistics.median(runs):.3f} s (min {min(runs):.3f}, max {max(runs):.3f}); {len(runs)} runs"
 
 
 def slowest_imports(code: str, n: int = 8) -> list[tuple[int, str]]:
@@ -101,11 +164,35 @@ def line(label: str, runs: list[tuple[float, float]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--before", help="another moot executable (e.g. an older checkout's) whose first screen "
+                                     "is measured alternately with this one's")
+    ap.add_argument("--screen-only", action="store_true", help="only the first screen")
     args = ap.parse_args()
     n = args.runs
+    this = str(Path(sys.executable).with_name("moot"))
     with tempfile.TemporaryDirectory() as tmp, LoopbackServer() as srv:
         t = Path(tmp)
         kept = t / "windows.json"  # one file for every run: the window is remembered after the first
+        print(f"load average at the start: {os.getloadavg()[0]:.2f}")
+        for provider in ("demo", "openai"):
+            moots = {"this": this, **({"before": args.before} if args.before else {})}
+            runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in moots}
+            for moot in moots.values():
+                first_screen(moot, provider, srv, t, kept)  # warm-up: .pyc files written, the window remembered
+            for _ in range(n):
+                for name, moot in moots.items():  # alternately
+                    runs[name].append(first_screen(moot, provider, srv, t, kept))
+            for name in moots:
+                print(screen_line(f"first screen,  {provider}, {name}", [w for w, _, _ in runs[name]]))
+                print(screen_line(f"  CPU at it,   {provider}, {name}", [c for _, _, c in runs[name]]))
+                print(screen_line(f"first request, {provider}, {name} (in the TUI)", [r for _, r, _ in runs[name]]))
+            if args.before:
+                for i, what in ((0, "first screen"), (2, "CPU at the first screen"), (1, "first request")):
+                    mid = {name: statistics.median(run[i] for run in r) for name, r in runs.items()}
+                    print(f"{what}, {provider}: this / before = {mid['this'] / mid['before']:.2f}")
+        print(f"load average after the first screens: {os.getloadavg()[0]:.2f}")
+        if args.screen_only:
+            return
         first_request("demo", srv, t / "warm-demo", kept)
         first_request("openai", srv, t / "warm-openai", kept)  # also remembers the window in `kept`
         print(line("  demo, first call_started", [first_request("demo", srv, t / f"demo-{i}", kept)
@@ -115,7 +202,7 @@ def main() -> None:
         print(line("openai, window remembered", [first_request("openai", srv, t / f"known-{i}", kept)
                                                  for i in range(n)]))
         sdk_import()
-        print(line("the floor: python -c 'import openai'", [sdk_import() for _ in range(n)]))
+        print(line("the SDK's own import: python -c 'import openai'", [sdk_import() for _ in range(n)]))
     for code in ("import moot.cli", "import moot.cli, moot.core.session, moot.core.observe.headless, openai"):
         total = slowest_imports(code, 1)
         print(f"\n`{code}`: {total[0][0] / 1000:.0f} ms cumulative at the top; slowest:")

@@ -13,7 +13,7 @@ import asyncio
 import signal
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +32,7 @@ from .screens.debates import DebatesScreen, ShowSessions
 from ..core.clock import Clock
 from ..core.errors import ExitCode
 from .runtime.base import Runtime
-from .runtime.live import LiveRuntime
+from .runtime.live import LiveRuntime, SessionBuilder
 from .runtime.replay import ReplayRuntime
 from .runtime.watch import WatchRuntime
 from .settings import SettingsStore
@@ -88,9 +88,11 @@ class MootApp(App[int]):
         for t in load_themes():
             self.register_theme(t)
         self.theme = self._initial_theme()
-        if isinstance(runtime, LiveRuntime) and runtime.orchestrator.config.debate.clarify:
-            # The engine asks before round 1 and awaits the answers inside this app's loop.
+        if isinstance(runtime, LiveRuntime):
+            # A debate configured to clarify asks before round 1 and awaits the answers inside
+            # this app's loop; one that cannot be built closes the app (the command says why).
             runtime.use_clarifier(self.ask_clarifications)
+            runtime.on_build_failed = lambda: self.exit(int(ExitCode.UNEXPECTED))
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Textual's own palette commands, without its theme picker (it lists Textual's
@@ -336,6 +338,8 @@ class MootApp(App[int]):
     def exit_code(self) -> int:
         runtime = self.runtime
         if isinstance(runtime, LiveRuntime):
+            if runtime.built is None:  # quit before the debate was built
+                return int(ExitCode.INTERRUPTED)
             if runtime.error:
                 return int(ExitCode.UNEXPECTED)
             return runtime.session.state.exit_code
@@ -415,20 +419,47 @@ def _run(app: MootApp) -> int | None:
 
 
 def run_app(session: DebateSession, theme: str | None = None) -> int:
-    """`moot run` / `moot resume` in a terminal: the live debate; returns the exit code."""
-    from ..core.observe.headless import ending_line
-
+    """`moot resume` (and a fork) in a terminal: the live debate; returns the exit code."""
     runtime = LiveRuntime(session)
     app = create_app(runtime, theme=theme)
     result = _run(app)
     code = result if isinstance(result, int) else app.exit_code()
+    _say_end(session)
+    return code
+
+
+def _say_end(session: DebateSession) -> None:
+    """How the debate ended (or where it is saved), on stderr once the app has closed."""
+    from ..core.observe.headless import ending_line
+
     state = session.state
     line = ending_line(state, session.folder.path) if state.problem else None
     if line is not None:
         print(line, file=sys.stderr)
     elif state.status in ("completed", "stopped_budget"):
         print(f"saved in {session.folder.path}", file=sys.stderr)
-    return code
+
+
+def run_app_building(build: SessionBuilder, *, title: str, theme: str | None = None,
+                     on_close: Callable[[], None] = lambda: None) -> tuple[int, DebateSession | None]:
+    """`moot run` in a terminal: the app's first screen at once, the session built behind it
+    (`build` in a thread); then `on_close` and the ending line. The exit code and the session;
+    the build's own exception, once the app has closed, when it failed."""
+    runtime = LiveRuntime(build=build, title=title)
+    app = create_app(runtime, theme=theme)
+    try:
+        result = _run(app)
+    finally:
+        asyncio.run(runtime.finish_building())
+    if runtime.build_error is not None:
+        raise runtime.build_error
+    session = runtime.built
+    code = result if isinstance(result, int) else app.exit_code()
+    if session is None:  # quit before it was built: nothing was made
+        return code, None
+    on_close()
+    _say_end(session)
+    return code, session
 
 
 def run_watch(folder: DebateFolder, theme: str | None = None) -> int:

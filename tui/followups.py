@@ -24,7 +24,6 @@ from ..core.events import (
     SummaryRequested,
     Warning_,
 )
-from ..core.protocols.conversation import NOTHING_TO_SUMMARIZE
 from .format import k
 
 
@@ -115,6 +114,8 @@ def after_inject(command_id: str | None) -> list[Followup]:
 
 def after_summarize(agent_ids: list[str], command_id: str | None) -> list[Followup]:
     """One line when the request is recorded (attach), one per summary made, a last one for all."""
+    from ..core.protocols.conversation import NOTHING_TO_SUMMARIZE  # the engine: not before the first screen
+
     left = set(agent_ids)
     made: list[str] = []
 

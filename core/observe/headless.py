@@ -21,6 +21,7 @@ from ..event_bus import Subscription
 from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
 from ..models.state import DebateState
 from .printer import print_events, solution_text
+from .terminal import wants_tui as wants_tui  # where the CLI and the tests found it before
 from ..session import WRITER_BACKLOG, DebateSession
 from ..safety.sanitize import one_line_safe
 from ..storage.files import open_regular
@@ -215,11 +216,3 @@ async def tail_events(folder: DebateFolder, poll_s: float = 0.2) -> int:
     print(f"moot: debate {one_line_safe(folder.id)} stopped without an end and no process is writing it "
           f"(killed?); continue with `{resume_hint(folder.path, folder.id)}`", file=sys.stderr)
     return int(ExitCode.INTERRUPTED)
-
-
-def wants_tui(headless: bool) -> bool:
-    """The TUI when asked for and a terminal is there (not in CI), or when textual-serve runs
-    this process for a browser (`moot serve`: its pipes stand for the terminal)."""
-    if os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):
-        return not headless
-    return not headless and sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("CI") is None

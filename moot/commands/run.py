@@ -82,6 +82,36 @@ def register(sub: Subcommands) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from moot.core.inputs import problem_text
+    from moot.core.observe.terminal import wants_tui
+
+    problem = problem_text(args.problem, args.problem_file)  # a missing problem is said before any screen
+    plain = plain_input(args)
+    if plain is None and wants_tui(args.headless):
+        return run_in_tui(args, problem)
+    built = build_run(args, problem, tui=False, plain=plain)
+    say(built.notices)  # once nothing more can fail before the debate starts
+    from moot.core.observe.otel import traced
+
+    with traced(built.session, built.tracing):
+        code = start(built.session, tui=False, theme=args.theme, plain=plain)
+    return finish_run(args, built.session, code)
+
+
+class Built:
+    """A new debate ready to start, with the lines to say before it and whether it is traced."""
+
+    def __init__(self, session: DebateSession, notices: list[str | None], tracing: bool) -> None:
+        self.session = session
+        self.notices = notices
+        self.tracing = tracing
+
+
+def build_run(args: argparse.Namespace, problem: str, *, tui: bool, plain: PlainInput | None,
+              step: Callable[[str], None] = lambda what: None) -> Built:
+    """Config, the problem fitted to the tightest budget, the debate's folder and its engine;
+    `step` hears what is being loaded (the TUI's header shows it meanwhile)."""
+    step("reading the config")
     from moot.core.config import load_config, resolve_agent
     from moot.core.models.provider_kinds import any_scripted, kind_of
     from moot.core.providers.pool import default_provider_name
@@ -90,36 +120,64 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides(args))
     default = default_provider_name(next((a.base_url for a in config.agents if a.base_url), None))
     people = [resolve_agent(a, config, default) for a in [*config.active_agents, config.judge]]
+    sdk = any(kind_of(a.provider).uses_openai_sdk for a in people)
     # Known from here: what the first request needs, started now (see `warmup`).
-    warm_up([encoding_name_for_model(a.model) for a in people], sdk=any(kind_of(a.provider).uses_openai_sdk for a in people))
+    warm_up([encoding_name_for_model(a.model) for a in people], sdk=sdk)
 
+    step("loading the engine")
     from moot.core.ask import ask_on_stdin
-    from moot.core.inputs import fit_problem, problem_text, truncation_note
-    from moot.core.observe.headless import wants_tui
-    from moot.core.observe.otel import traced, wants_tracing
+    from moot.core.inputs import fit_problem, truncation_note
+    from moot.core.observe.otel import wants_tracing
     from moot.core.safety.secrets import known_secrets, redact
     from moot.core.session import SessionOptions, new_session
 
-    problem = redact(problem_text(args.problem, args.problem_file), known_secrets())  # a pasted key is never saved
+    problem = redact(problem, known_secrets())  # a pasted key is never saved
     source = args.config or "moot.toml"
     notices = [check_agent_count(config, args.max_agents), None if args.agents else alone(config, source)]
+    step("counting the problem's tokens")
     tightest = min(people, key=lambda a: a.context.input_budget)  # counted with its model's encoding
     fitted = fit_problem(problem, tightest.context.input_budget, tightest.model, args.allow_truncate)
     if fitted != problem:  # said on stderr here, and by `moot show` later
         notices.append(truncation_note(fitted))
     problem = fitted
     tracing = wants_tracing(config.debate.trace)  # before the debate's folder exists
-    plain = plain_input(args)
-    tui = plain is None and wants_tui(args.headless)
     clarifier = None if tui else plain.ask if plain is not None else ask_on_stdin
+    step("loading the openai SDK" if sdk else "making the debate's folder")
     session = new_session(problem, config, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
                                                           clarifier=clarifier, debate_id=args.id))
-    say(notices)  # once nothing more can fail before the debate starts
     if any_scripted(a.provider for a in session.orchestrator.agents) and not args.provider:
-        print("moot: no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider",
-              file=sys.stderr)
-    with traced(session, tracing):
-        code = start(session, tui=tui, theme=args.theme, plain=plain)
+        notices.append("no API key found (OPENAI_API_KEY / OPENROUTER_API_KEY); using the offline DEMO provider")
+    return Built(session, notices, tracing)
+
+
+def run_in_tui(args: argparse.Namespace, problem: str) -> int:
+    """The app first, the debate built behind its first screen: the header names the problem and
+    says what is still loading; an error in building ends the app and is said as it is headless."""
+    from contextlib import ExitStack
+
+    from moot.core.observe.otel import traced
+    from moot.core.safety.secrets import known_secrets, one_line
+    from moot.tui.app import run_app_building
+
+    built: list[Built] = []
+    stack = ExitStack()
+
+    def build(step: Callable[[str], None]) -> DebateSession:
+        made = build_run(args, problem, tui=True, plain=None, step=step)
+        built.append(made)
+        stack.enter_context(traced(made.session, made.tracing))
+        return made.session
+
+    with stack:
+        code, session = run_app_building(build, title=one_line(problem, 200, known_secrets()), theme=args.theme,
+                                         on_close=lambda: say(built[0].notices if built else []))
+    return finish_run(args, session, code)
+
+
+def finish_run(args: argparse.Namespace, session: DebateSession | None, code: int) -> int:
+    """`-o` and `--report` once the debate has its final solution; the exit code."""
+    if session is None:  # quit before the debate was built
+        return code
     state = session.state
     if state.final_solution is not None:
         if args.output:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from ...core.context.index import DebateIndex
+    from ...core.fork_compare import ForkComparison
     from ...core.models.state import DebateState
     from ...core.search.debates import DebateHit
     from ..followups import Followups
@@ -59,6 +60,9 @@ class CommandContext(Protocol):
 
     def open_compare(self, a: str, b: str, step: int | None = None) -> None:
         """Agents `a` and `b` side by side (`/compare`)."""
+
+    def open_fork_compare(self, comparison: ForkComparison) -> None:
+        """A debate and its fork side by side from the fork point (`/compare fork`)."""
 
     def open_search_results(self, text: str, hits: list[DebateHit]) -> None:
         """The hits of `/search TEXT` (enter: the message in the messages view)."""

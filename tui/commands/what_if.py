@@ -87,7 +87,6 @@ def compare_fork(ctx: CommandContext, other: str | None = None) -> None:
     from ...core.fork_compare import compare_fork as compared
     from ...core.storage.sessions import read_row
     from ...core.storage.state_dir import StateDir
-    from ..screens.fork_compare import ForkCompareScreen
 
     folder = ctx.runtime.debate_folder()
     if folder is None or not ctx.state.problem:
@@ -108,4 +107,4 @@ def compare_fork(ctx: CommandContext, other: str | None = None) -> None:
     except MootError as exc:
         raise CommandError(one_line_safe(str(exc), 300)) from None
     ctx.feedback("")
-    ctx.app.push_screen(ForkCompareScreen(comparison))
+    ctx.open_fork_compare(comparison)

@@ -48,6 +48,10 @@ class Runtime:
         """An unexpected engine error (a bug), shown on screen."""
         self.gone: str | None = None
         """A watched debate's writer died without a terminal event: the line that says so."""
+        self.title = ""
+        """What the header names before the debate is loaded (terminal-safe; "": nothing)."""
+        self.loading = ""
+        """What is still loading before the debate can be shown ("": nothing), said in the header."""
 
     async def start(self) -> Snapshot:
         raise NotImplementedError
@@ -77,6 +81,9 @@ class Runtime:
         """The debate's folder on disk (None before it has its name): `/search` reads its index."""
         folder = self.debate_folder()
         return None if folder is None or folder.pending else folder.path
+
+    def shown(self) -> None:
+        """The debate's screen is on the terminal: work that would delay it may start."""
 
     def refresh(self) -> None:
         """Once a second: look again at what may change outside (another process's lock)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from ...core.event_bus import Subscription
@@ -12,12 +13,15 @@ from ...core.events import Event
 from ...core.models.state import Clarification
 from ...core.storage.folder import DebateFolder
 from ...core.storage.log import read_events
-from .base import BACKLOG, Runtime, Snapshot
+from .base import BACKLOG, ReadOnlyError, Runtime, Snapshot
 
 if TYPE_CHECKING:
     from ...core.clock import Clock
-    from ...core.orchestrator import Clarifier
+    from ...core.orchestrator import Clarifier, Orchestrator
     from ...core.session import DebateSession
+
+SessionBuilder = Callable[[Callable[[str], None]], "DebateSession"]
+"""Builds a debate's session (in a thread), telling the callable it is given what it loads."""
 
 log = logging.getLogger(__name__)
 
@@ -31,27 +35,131 @@ class LiveRuntime(Runtime):
     way the debate ends `stopped` (exit 0): the orchestrator records a stop whose calls were
     cancelled as a stop, so the outcome never depends on how long the calls had left."""
 
-    def __init__(self, session: DebateSession, clock: Clock | None = None) -> None:
+    FRAME_WRITE_S = 0.05
+    """How long the build waits once the first frame is made: Textual's driver writes it from a
+    thread of its own, which a build holding the interpreter (imports) would slow by tenths."""
+
+    def __init__(self, session: DebateSession | None = None, clock: Clock | None = None, *,
+                 build: SessionBuilder | None = None, title: str = "") -> None:
         super().__init__(clock)
-        self.session = session
-        self.orchestrator = session.orchestrator
+        assert (session is None) != (build is None), "a session, or how to build one"
+        self._session = session
+        self._build = build
+        self.title = title
+        """The problem's first line, shown while the session is being built (terminal-safe)."""
+        self.loading = "" if session is not None else "starting"
+        """What is being loaded before the debate can start ("" once it can)."""
+        self.build_error: BaseException | None = None
+        """Why the session could not be built: the app closes, the command says it."""
+        self.on_build_failed: Callable[[], None] = lambda: None
+        self._builder: threading.Thread | None = None
+        self._shown = asyncio.Event()
+        self._ask: Clarifier | None = None
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         """Set by stop/shutdown: a clarification dialog still open gives up."""
         self._interrupted = False
         """Set by interrupt(): the engine does not start any more."""
+        self._closed = False
 
+    @property
+    def session(self) -> DebateSession:
+        if self._session is None:
+            raise ReadOnlyError("the debate is still starting")
+        return self._session
+
+    @property
+    def built(self) -> DebateSession | None:
+        """The session once it exists (None while it is being built, or when building failed)."""
+        return self._session
+
+    @property
+    def orchestrator(self) -> Orchestrator:
+        return self.session.orchestrator
+
+    def shown(self) -> None:
+        self._shown.set()
 
     def debate_folder(self) -> DebateFolder | None:
-        return self.session.folder
+        return self._session.folder if self._session is not None else None
+
+    async def _build_session(self) -> DebateSession | None:
+        """Build the session in a thread once the first screen is shown (None: quit meanwhile).
+
+        A plain thread, not the loop's executor: quitting while it builds does not wait for it
+        (`finish_building` does, after the app has closed)."""
+        assert self._build is not None
+        build = self._build
+        await self._shown.wait()
+        await asyncio.sleep(self.FRAME_WRITE_S)
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[DebateSession] = loop.create_future()
+
+        def settle(session: DebateSession | None, exc: BaseException | None) -> None:
+            if done.done():
+                return
+            if exc is not None:
+                done.set_exception(exc)
+            else:
+                assert session is not None
+                done.set_result(session)
+
+        def step(what: str) -> None:
+            self.loading = what
+
+        def work() -> None:
+            try:
+                session = build(step)
+            except BaseException as exc:  # noqa: BLE001 - said by the command once the app has closed
+                self.build_error = exc
+                loop.call_soon_threadsafe(settle, None, exc)
+                return
+            self._session = session
+            loop.call_soon_threadsafe(settle, session, None)
+
+        self._builder = threading.Thread(target=work, name="moot-build", daemon=True)
+        self._builder.start()
+        try:
+            session = await done
+        except asyncio.CancelledError:
+            raise
+        except BaseException:  # the app closes (this wait with it); the command says the error
+            self.on_build_failed()
+            await asyncio.Event().wait()
+            raise
+        self.loading = ""
+        if self._interrupted:
+            return None
+        if self._ask is not None:
+            self._apply_clarifier(session)
+        return session
+
+    async def finish_building(self) -> None:
+        """Once the app has closed: wait for a build still running; a session built but never
+        started (the app was quit meanwhile) is closed, its folder unlocked."""
+        if self._builder is not None:
+            self._builder.join()  # nothing else runs on this loop now
+        session = self._session
+        if session is not None and self._task is None and not self._closed:
+            self._closed = True
+            await session.close()
 
     def use_clarifier(self, ask: Clarifier) -> None:
         """Let `ask` (the app's dialog) answer the engine's clarifying questions.
 
         The engine awaits the answers inside the app's event loop; a stop (or quitting)
         while the dialog is open ends the wait with a stop, so nothing hangs and the
-        questions are asked again on resume."""
+        questions are asked again on resume. Only for a debate configured to clarify; a session
+        still being built gets it once it is built."""
+        self._ask = ask
+        if self._session is not None:
+            self._apply_clarifier(self._session)
+
+    def _apply_clarifier(self, session: DebateSession) -> None:
+        ask = self._ask
+        if ask is None or not session.orchestrator.config.debate.clarify:
+            return
 
         async def clarifier(questions: list[Clarification]) -> list[str]:
             from ...core.orchestrator import StopRequested
@@ -70,11 +178,13 @@ class LiveRuntime(Runtime):
                 raise StopRequested
             return asking.result()
 
-        self.orchestrator.clarifier = clarifier
+        session.orchestrator.clarifier = clarifier
 
     async def start(self) -> Snapshot:
         # Subscribe before the engine starts so no event is missed; copy the state
         # (a resumed debate's history) before any new event is folded into it.
+        if self._session is None and await self._build_session() is None:
+            return Snapshot(self.session.state.model_copy(deep=True))  # quit while it was built: never starts
         self._sub = self.session.bus.subscribe("tui")
         state = self.session.state.model_copy(deep=True)
         backlog: list[Event] = []
@@ -102,7 +212,7 @@ class LiveRuntime(Runtime):
 
     @property
     def paused(self) -> bool:
-        return self.orchestrator.paused
+        return self._session is not None and self._session.orchestrator.paused
 
     @property
     def running(self) -> bool:
@@ -147,6 +257,8 @@ class LiveRuntime(Runtime):
             drafts.save(agent_id, slot, text)
 
     async def shutdown(self) -> None:
+        if self._task is None and self._build is not None:
+            self._interrupted = True  # a session still being built never starts
         task = self._task
         if task is not None and not task.done():
             self.stop()
@@ -167,6 +279,10 @@ class LiveRuntime(Runtime):
         """Cancel the debate at once, as Ctrl-C does headless: calls in flight are
         cancelled, `debate_interrupted` is recorded (with `cause` as its reason), the log
         flushed, the lock released."""
+        if self._session is None:  # still being built: it never starts (`finish_building` closes it)
+            self._interrupted = True
+            self._stopping.set()
+            return
         if cause and not self.orchestrator.interrupted_by:
             self.orchestrator.interrupted_by = cause
         self._stopping.set()
@@ -174,6 +290,7 @@ class LiveRuntime(Runtime):
         if task is None and not self._interrupted:
             # The engine never started: nothing to record; free the folder.
             self._interrupted = True
+            self._closed = True
             await self.session.close()
         self._interrupted = True
         if task is not None and not task.done():

@@ -16,6 +16,7 @@ from textual import on
 from textual.actions import SkipAction
 from textual.binding import Binding
 
+from ...core.fork_compare import ForkComparison
 from ...core.search.debates import DebateHit
 from ..commands.base import CommandError
 from ..commands.palette import MootCommandProvider, palette_entries
@@ -23,8 +24,6 @@ from ..commands.registry import COMMANDS, parse, run_command
 from ..runtime.base import ReadOnlyError, Runtime
 from ..theming import BUNDLED
 from ..widgets.command_input import CommandInput
-from .context import ContextScreen
-from .context_overview import ContextOverviewScreen
 from .debate_events import agent_usage
 from .debate_layout import GRID_CHROME, grid_shape, needs_focus_layout
 from .debate_seats import DebateSeats
@@ -67,6 +66,14 @@ class DebateScreen(DebateSeats):
         self.run_worker(self.bridge.run(), name="bridge", group="bridge", exit_on_error=False)
         self.set_interval(1.0, self._tick)
         self._refresh_header()
+        self.call_after_refresh(self.runtime.shown)
+        if self.runtime.loading:  # said as it changes, until the debate is loaded
+            self._loading = self.set_interval(0.1, self._show_loading)
+
+    def _show_loading(self) -> None:
+        self._refresh_header()
+        if not self.runtime.loading:
+            self._loading.stop()
 
     # ------------------------------------------------------------------ the command line
 
@@ -122,10 +129,14 @@ class DebateScreen(DebateSeats):
     # ------------------------------------------------------------------ what commands act through
 
     def open_context_overview(self) -> None:
+        from .context_overview import ContextOverviewScreen  # opened by a key: not before the first screen
+
         self.app.push_screen(ContextOverviewScreen(self.state, self.index, self.focused_agent_id()))
 
     def open_inspector(self, agent_id: str, round_no: int | None = None) -> None:
         """The exact messages of the agent's calls: its latest call, or its first in `round_no`."""
+        from .context import ContextScreen
+
         self.app.push_screen(ContextScreen(self.state, self.index, agent_id, round_no))
 
     def open_search_results(self, text: str, hits: list[DebateHit]) -> None:
@@ -137,6 +148,11 @@ class DebateScreen(DebateSeats):
         from .compare import CompareScreen
 
         self.app.push_screen(CompareScreen(self.state, self.index, a, b, step))
+
+    def open_fork_compare(self, comparison: ForkComparison) -> None:
+        from .fork_compare import ForkCompareScreen
+
+        self.app.push_screen(ForkCompareScreen(comparison))
 
     def open_help(self) -> None:
         from .help import HelpScreen

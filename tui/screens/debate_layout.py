@@ -87,7 +87,7 @@ class DebateLayout(Screen[None]):
         self.current: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield DebateHeader()
+        yield DebateHeader(self.runtime.title)
         with KeptHorizontal(id="main"):  # drawn in every frame while panes stream: lines kept
             yield KeptGrid(id="panes")
             yield AgentRoster(clock=self.runtime.now, id="roster")
@@ -248,13 +248,14 @@ class DebateLayout(Screen[None]):
 
     def _refresh_header(self) -> None:
         header = self.query_one(DebateHeader)
-        header.show_state(self.state, self.phase, self.runtime.mode)
+        header.show_state(self.state, self.phase, self.runtime.mode, self.runtime.title)
         self._tick()
         status = self.state.status
         if self.runtime.error:
             header.show_status("ENGINE ERROR", "error")
         elif not self.state.problem:
-            header.show_status("STARTING" if self.runtime.mode == "live" else "LOADING", "")
+            loading = f" · {self.runtime.loading}" if self.runtime.loading else ""
+            header.show_status(("STARTING" if self.runtime.mode == "live" else "LOADING") + loading, "")
         elif status == "completed":
             header.show_status("COMPLETED", "done")
         elif status == "failed":

@@ -17,14 +17,15 @@ from .label_text import update_label
 class DebateHeader(Horizontal, KeptLines):
     """One line; the DEMO badge shows whenever any agent runs on the demo provider."""
 
-    def __init__(self) -> None:
+    def __init__(self, title: str = "") -> None:
+        """`title`: the problem's first line when it is known before the debate (in the first frame)."""
         super().__init__()
-        self._texts: dict[str, str] = {}
+        self._texts: dict[str, str] = {"title": first_line(title)} if title else {}
         """What each label shows now: a label is updated only when its text changes."""
 
     def compose(self) -> ComposeResult:
         yield Label("moot", id="hdr-app")
-        yield Label("", id="hdr-title")
+        yield Label(Text(self._texts.get("title", "")), id="hdr-title")
         yield Label("", id="hdr-round")
         yield Label("", id="hdr-phase")
         yield Label("", id="hdr-elapsed")
@@ -46,8 +47,9 @@ class DebateHeader(Horizontal, KeptLines):
             self._texts[name] = text
             update_label(self.query_one(f"#hdr-{name}", Label), Text(text), before)
 
-    def show_state(self, state: DebateState, phase: str, mode: str) -> None:
-        self._set("title", first_line(state.problem) or "(no debate yet)")
+    def show_state(self, state: DebateState, phase: str, mode: str, pending: str = "") -> None:
+        """`pending`: the title until the debate is loaded (its problem, known before the rest)."""
+        self._set("title", first_line(state.problem) or first_line(pending) or "(no debate yet)")
         step = "turn" if state.protocol == "conversation" else "round"
         self._set("round", f"{step} {state.current_round}/{state.total_rounds}" if state.problem else "")
         self._set("phase", PHASE_LABELS.get(phase, phase) if phase else "")
