@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("MOOT_CONFIG_DIR", tempfile.mkdtemp(prefix="moot-bench-"))
 
+from cpu_meter import GC, CpuMeter  # noqa: E402  (bench/, the script's folder)
 from textual import events  # noqa: E402
 from textual.widgets import Input  # noqa: E402
 
@@ -47,10 +48,8 @@ from moot.core.events import (  # noqa: E402
 )
 from moot.core.models.state import AgentInfo, CallMetadata, Contribution, TierTokens, ViewRecord  # noqa: E402
 from moot.tui.app import create_app  # noqa: E402
-from tests.tui.scripted import ScriptedRuntime  # noqa: E402
 from moot.tui.widgets.command_input import CommandInput  # noqa: E402
-
-from cpu_meter import GC, CpuMeter  # noqa: E402  (bench/, the script's folder)
+from tests.tui.scripted import ScriptedRuntime  # noqa: E402
 
 ROLES = ["architect", "performance", "security", "testing", "kiss", "data-modeling", "generalist"]
 WORDS = ("the cache keeps hot keys close to the edge while writes go through a queue so that "

@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from .config import (
-    DEFAULT_CONFIG_NAME, Overrides, build_config, read_config_file, resolve_agent,
+    DEFAULT_CONFIG_NAME,
+    Overrides,
+    build_config,
+    read_config_file,
+    resolve_agent,
 )
 from .models.config import MootConfig
 from .models.terms import HUMAN

@@ -26,13 +26,13 @@ from . import tokens
 from .config import Overrides, ResolvedAgent, build_config, resolve_agent
 from .context.inspect import calls_at_turn_in_log, calls_for
 from .errors import InputError, StoreError
+from .events import ContributionAdded, parse_event
 from .models.provider_kinds import kind_of
 from .models.state import DebateState
 from .pricing import call_cost
 from .providers.base import CallHint, ChatRequest, Finished, Message, Restart, TextDelta
 from .providers.pool import ProviderPool, default_provider_name
 from .safety.secrets import redact, strip_userinfo
-from .events import ContributionAdded, parse_event
 from .storage.files import open_regular, read_regular, write_atomic
 from .storage.folder import DebateFolder
 

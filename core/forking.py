@@ -25,9 +25,9 @@ from .errors import ConfigError, InputError
 from .events import DebateStarted, Event, NoteInjected
 from .models.state import DebateState, ForkOrigin, ModeratorNote
 from .safety.secrets import known_secrets, redact
-from .storage.fork import Copied, ForkPoint, copy_history, find_cut
 from .search.index import INDEX_FILE, open_index
 from .storage.folder import DebateFolder, writer_alive
+from .storage.fork import Copied, ForkPoint, copy_history, find_cut
 from .storage.state_dir import StateDir, new_debate_id
 from .trace_ids import new_trace_id
 

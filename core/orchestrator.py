@@ -25,9 +25,9 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import ResolvedAgent, public_config, resolve_agent
 from .context.fold import Fold
 from .context.index import DebateIndex
-from .control.commands import ControlCommand
 from .context.recall_tier import Recaller
 from .context.view import LAYOUT, ViewBuilder
+from .control.commands import ControlCommand
 from .engine.calls import CallEngine, endpoint_of
 from .engine.gate import BudgetExhausted, Gate, StopRequested
 from .engine.grounding import Grounding
@@ -49,19 +49,19 @@ from .events import (
     ToolsReady,
     Warning_,
 )
+from .human.desk import Answer, HumanDesk, Turn, Via
+from .human.provider import HumanProvider
 from .models.config import MootConfig
 from .models.state import AgentInfo, DebateState, ModeratorNote
 from .models.terms import MAX_FOCUS, Phase
-from .human.desk import Answer, HumanDesk, Turn, Via
-from .human.provider import HumanProvider
 from .protocols import PROTOCOLS
 from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
 from .protocols.judging import synthesize
 from .providers.pool import ProviderPool
+from .safety.secrets import redact
 from .search.archived import ArchivedContributions
 from .search.live import LiveIndex
-from .safety.secrets import redact
 from .storage.state import new_state
 from .tools.references import changed_files
 from .trace_ids import new_trace_id

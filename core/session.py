@@ -15,9 +15,9 @@ from pathlib import Path
 
 from .clock import SYSTEM_CLOCK, Clock
 from .config import Overrides, ResolvedAgent, build_config
+from .control.commands import Inbox
 from .engine.grounding import Grounding
 from .engine.limits import EndpointLimits
-from .control.commands import Inbox
 from .errors import ConfigError, StoreError
 from .event_bus import EventBus, Subscription
 from .events import Warning_
@@ -26,15 +26,14 @@ from .models.config import MootConfig
 from .models.state import DebateState
 from .orchestrator import Clarifier, Ids, Orchestrator
 from .providers.pool import ProviderPool, default_provider_name
-from .storage.steps import contributions_of
+from .search.index import open_index
 from .search.live import LiveIndex
 from .storage.folder import DebateFolder
 from .storage.lock import DebateLock
 from .storage.log_writer import EventLogWriter
 from .storage.state_dir import StateDir, default_state_dir, new_debate_id
-from .search.index import open_index
+from .storage.steps import contributions_of
 from .tools.references import ReferenceSet, scan
-
 
 WRITER_BACKLOG = 2000
 """Events the event log's writer may fall behind by before new calls wait for it."""

@@ -231,9 +231,10 @@ def _screens() -> list[type]:
     import importlib
     import pkgutil
 
-    import moot.tui.screens as screens
     from textual.app import App
     from textual.screen import Screen
+
+    import moot.tui.screens as screens
 
     found: list[type] = []
     for module in ["moot.tui.app", "moot.tui.bench_app",

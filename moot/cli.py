@@ -33,7 +33,20 @@ from moot.core.errors import ExitCode, MootError
 
 from . import __version__
 from .commands import (
-    bench, completion, configure, context, ctl, doctor, evaluate, export, fork, run, saved, search, serve, tidy,
+    bench,
+    completion,
+    configure,
+    context,
+    ctl,
+    doctor,
+    evaluate,
+    export,
+    fork,
+    run,
+    saved,
+    search,
+    serve,
+    tidy,
     watch,
 )
 from .commands.flags import Handler, Parser

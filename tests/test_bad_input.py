@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.models.state import DebateState
 from moot.core.config import ConfigError, load_config
+from moot.core.models.state import DebateState
 from tests.conftest import cli, moot
 from tests.test_resume import TRACEBACK, check_complete, only_debate
 

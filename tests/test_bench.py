@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.protocols.answers import extract, is_correct, majority
 from moot.core.bench.datasets import arithmetic, eval_arithmetic, load_dataset
 from moot.core.bench.output import render_csv
 from moot.core.bench.results import answers_by_round, read_row
 from moot.core.bench.stats import mcnemar_p, stderr
 from moot.core.models.config import AnswerFormat
+from moot.core.protocols.answers import extract, is_correct, majority
 from moot.core.storage.state_dir import StateDir
 from tests.conftest import ROOT, cli
 from tests.loopback import LoopbackServer, arithmetic_reply

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from moot.core.config import Overrides, build_config
-from moot.core.context.inspect import calls_at_turn_in_log
-from moot.core.context.view import render_messages
 from moot.core.context.index import DebateIndex
+from moot.core.context.inspect import calls_at_turn_in_log
 from moot.core.context.recall_tier import WORDS_KEPT, Recaller
+from moot.core.context.view import render_messages
 from moot.core.models.state import AgentInfo, Contribution, DebateState, Summary
 from moot.core.search.archived import ArchivedContributions
 from moot.core.search.index import SearchIndex

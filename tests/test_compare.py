@@ -4,6 +4,7 @@ claims only one makes, and the votes or ranks of vote and council debates."""
 from __future__ import annotations
 
 from pathlib import Path
+
 from moot.core.compare import compare, distinct_claims, word_diff
 from moot.core.models.state import Solution, Tally
 

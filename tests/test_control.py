@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from moot.core.config import Overrides, load_config
 from moot.core.control.commands import (
     MAX_FILE_BYTES,
     ControlCommand,
@@ -26,7 +27,6 @@ from moot.core.control.commands import (
     withdraw,
     writer_alive,
 )
-from moot.core.config import Overrides, load_config
 from moot.core.errors import InputError
 from moot.core.events import CallStarted, ControlChanged, Event
 from moot.core.session import SessionOptions, new_session

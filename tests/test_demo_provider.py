@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from moot.core.errors import ProviderError
 from moot.core.models.terms import ROLES
 from moot.core.providers import demo as demo_mod
-from moot.core.errors import ProviderError
 from moot.core.providers.base import CallHint, Completion, Provider
-from tests.streams import complete
 from moot.core.providers.demo import DEFAULT_DELAY_S, DemoProvider
 from moot.core.tokens import count_messages, count_text, get_encoding
+from tests.streams import complete
 
 PROBLEM = "Design a rate limiter for a public REST API serving 10k tenants.\nIt must be fair and cheap."
 MODEL = "gpt-4o"
@@ -422,8 +422,8 @@ SEAM = re.compile(r"\b(\w+) +\1\b", re.I)
 def test_demo_text_has_no_seams(tmp_path: Path) -> None:
     """Filled phrases read as prose: no word twice in a row where a problem's word met the same
     word in a phrase, and an imperative problem is not pasted in as a noun ("my stance on Pick …")."""
-    from tests.conftest import cli
     from moot.core.storage.folder import DebateFolder
+    from tests.conftest import cli
 
     texts: list[str] = []
     for problem in ("Pick a message queue for order events", "Choose between Kafka and NATS for order events",

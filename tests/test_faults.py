@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from moot.core.models.state import DebateState
 from moot.core.errors import ProviderError
+from moot.core.models.state import DebateState
 from moot.core.providers.base import CallHint
-from tests.streams import RESTART, complete
 from moot.core.providers.openai import OpenAIProvider, _Failure
 from moot.core.storage.folder import DebateFolder
 from tests.conftest import Faults, LoopbackServer, make_server, moot, read_jsonl, run_debate
 from tests.loopback import _last_user_text, default_reply
+from tests.streams import RESTART, complete
 from tests.test_resume import AGENTS, TRACEBACK, check_complete, only_debate, resume_hint, start_loopback
 
 MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hi."}]

@@ -14,15 +14,14 @@ from pathlib import Path
 import openai
 import pytest
 
-from moot.core.errors import ProviderError
+from moot.core.errors import ConfigError, ProviderError
 from moot.core.providers.base import CallHint
-from tests.streams import RESTART, complete
-from moot.core.errors import ConfigError
 from moot.core.providers.keys import is_local_url, require_api_key, resolve_api_key
 from moot.core.providers.openai import OpenAIProvider
 from moot.core.safety.secrets import redact
 from moot.core.tokens import count_messages, count_text
 from tests.loopback import Faults, LoopbackServer, default_reply
+from tests.streams import RESTART, complete
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-test-SECRETkey0123456789abcdef"

@@ -15,8 +15,8 @@ from moot.core.context.index import DebateIndex
 from moot.core.context.outlook import outlook, summary_owner
 from moot.core.events import CallStarted, Event, PhaseStarted, SummaryAdded
 from moot.core.session import SessionOptions, new_session
-from moot.core.storage.state import apply, new_state
 from moot.core.storage.log import read_events
+from moot.core.storage.state import apply, new_state
 
 FOUR = ["architect", "performance", "kiss", "security"]
 

@@ -14,8 +14,7 @@ import pytest
 
 from moot.core.context.index import DebateIndex
 from moot.core.context.view import LAYOUT, render_messages
-from moot.core.models.state import (Contribution, DebateState, HeldItem, HeldRecall, RecalledItem, RecallRecord,
-                                    ViewRecord)
+from moot.core.models.state import Contribution, DebateState, HeldItem, HeldRecall, RecalledItem, RecallRecord, ViewRecord
 from moot.core.pricing import call_cost, rates_for
 from tests.conftest import cli, run_debate
 from tests.loopback import Faults, LoopbackServer, ModelServer

@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from moot.core.config import ConfigError, Overrides, build_config, load_config, resolve_agent
+from moot.core.errors import StoreError
+from moot.core.events import parse_event
 from moot.core.models.config import MootConfig
 from moot.core.models.state import DebateState
 from moot.core.models.terms import ROLES
 from moot.core.session import SessionOptions, resume_session
-from moot.core.events import parse_event
-from moot.core.storage.state import MAX_ROUND, apply, new_state
-from moot.core.errors import StoreError
 from moot.core.storage.folder import STATE_FILE, DebateFolder
+from moot.core.storage.state import MAX_ROUND, apply, new_state
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 

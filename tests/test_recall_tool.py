@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from moot.core.context.index import DebateIndex
+from moot.core.engine.recall_tool import RECALL_NAME, RECALL_PARAMETERS, RecallTool
 from moot.core.models.state import ViewRecord
 from moot.core.search.index import INDEX_FILE, SearchIndex
-from moot.core.engine.recall_tool import RECALL_NAME, RECALL_PARAMETERS, RecallTool
 from tests.conftest import LoopbackServer
 from tests.prose import FactScript, planted
 from tests.test_recall import KEY, PLANTS, run, write_config

@@ -21,14 +21,15 @@ from moot.core.event_bus import Subscription
 from moot.core.events import Event, Warning_
 from moot.core.models.state import DebateState
 from moot.core.search import archived
-from moot.core.storage import archive
 from moot.core.search.log_scan import last_logged_seq
+from moot.core.storage import archive
 from moot.core.storage.folder import DebateFolder
 from moot.core.storage.log import numbered_events
 from moot.core.storage.log_writer import EventLogWriter
 from tests.loopback import LoopbackServer
 from tests.prose import FactScript, planted
-from tests.test_bounded_memory import AGENTS, _bodies, _conversation as conversation
+from tests.test_bounded_memory import AGENTS, _bodies
+from tests.test_bounded_memory import _conversation as conversation
 
 PLANT, MENTION = 2, 50
 """Turn 2 plants a fact that turn 50 names again: turn 51's view recalls turn 2."""

@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 
 from moot.core.config import Overrides, build_config
+from moot.core.errors import StoreError
 from moot.core.events import parse_event
 from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session, resume_session
-from moot.core.storage.state import apply, new_state
-from moot.core.errors import StoreError
 from moot.core.storage.folder import DebateFolder
+from moot.core.storage.state import apply, new_state
 from tests.conftest import ROOT, LoopbackServer, cli, moot
 
 PROBLEM = "Design a URL shortener for 10k writes per second"

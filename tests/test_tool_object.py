@@ -13,7 +13,7 @@ import pytest
 from moot.core.engine.recall_tool import RECALL
 from moot.core.tools.builtin import BUILTIN, reference_tools
 from moot.core.tools.references import scan
-from moot.core.tools.registry import Tool, ToolOutput, Toolbox, string_arg
+from moot.core.tools.registry import Tool, Toolbox, ToolOutput, string_arg
 from moot.core.tools.signature import Bounds, SchemaError
 from tests.grounding_helpers import make_refs
 

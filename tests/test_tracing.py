@@ -36,11 +36,11 @@ from moot.cli import main
 from moot.core.events import ContributionAdded, DebateStarted, parse_event
 from moot.core.observe.otel import INSTALL_HINT, LiveTracer, start_tracing, to_readable
 from moot.core.observe.otlp import otlp_request
+from moot.core.observe.spans import SpanRecord
+from moot.core.observe.tracing import RESUME_GAP, TraceBuilder, build_spans
 from moot.core.session import DebateSession, SessionOptions, resume_session
 from moot.core.storage.folder import DebateFolder
 from moot.core.storage.log import read_events
-from moot.core.observe.spans import SpanRecord
-from moot.core.observe.tracing import RESUME_GAP, TraceBuilder, build_spans
 from tests.conftest import ROOT, Faults, cli, make_server, moot, run_debate
 
 KEY = "sk-live-0123456789abcdefXYZ"

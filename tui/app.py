@@ -24,17 +24,17 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme as TextualTheme
 
+from ..core.clock import Clock
+from ..core.errors import ExitCode
 from ..core.storage.folder import DebateFolder
 from ..core.storage.state_dir import StateDir
 from .collector import QuietCollector
 from .commands.palette import MootCommandProvider
-from .screens.debates import DebatesScreen, ShowSessions
-from ..core.clock import Clock
-from ..core.errors import ExitCode
 from .runtime.base import Runtime
 from .runtime.live import LiveRuntime, SessionBuilder
 from .runtime.replay import ReplayRuntime
 from .runtime.watch import WatchRuntime
+from .screens.debates import DebatesScreen, ShowSessions
 from .settings import SettingsStore
 from .theming import BUNDLED, DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 

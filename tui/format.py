@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..core.models.state import Solution
 from ..core.observe.describe import PHASE_LABELS, k, usd
 from ..core.observe.printer import solution_markdown
-from ..core.models.state import Solution
 
 __all__ = ["PHASE_LABELS", "clock_time", "contribution_title", "first_line", "k", "solution_markdown",
            "solution_title", "usd"]

@@ -15,11 +15,10 @@ from pydantic import BaseModel, Field
 
 from ..models.config import AnswerFormat
 from ..models.state import Contribution, DebateState, Round
+from ..protocols.answers import expected_key, extract, extract_confidence, is_correct, majority, weighted_majority
+from ..protocols.base import WEIGHED
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder
-from ..protocols.answers import (expected_key, extract, extract_confidence, is_correct, majority,
-                                 weighted_majority)
-from ..protocols.base import WEIGHED
 
 ANSWER_TYPES = ("answer", "refinement", "proposal", "message")
 """Contribution types that carry an agent's answer (a critique or a ranking does not)."""

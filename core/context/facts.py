@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .rule_based import extract_facts
 from ..models.state import DroppedFact, FactKind
+from .rule_based import extract_facts
 
 WORDS_HELD = 0.6
 """The share of a fact's content words a summary must hold (besides every quantity in it)."""

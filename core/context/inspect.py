@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .. import tokens
-from .index import DebateIndex
-from ..errors import InspectError
-from .tool_messages import tool_messages
-from .view import history_ids, render_tiers
 from ..agents import require_agent
+from ..errors import InspectError
 from ..models.state import DebateState, Summary, ViewRecord
 from ..storage.folder import DebateFolder
+from .index import DebateIndex
+from .tool_messages import tool_messages
+from .view import history_ids, render_tiers
 
 
 def resolve_agent_id(state: DebateState, name: str) -> str:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from .index import DebateIndex
 from ..models.config import AgentConfig, MootConfig, SummarizationConfig, merge
 from ..models.state import DebateState, ViewRecord
+from .index import DebateIndex
 
 
 @dataclass(frozen=True)

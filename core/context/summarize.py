@@ -29,16 +29,16 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .. import tokens
-from .index import DebateIndex
-from .facts import Covered, dropped_facts
-from .reads import with_reads
-from .rule_based import SourceItem, summarize_rule_based
 from ..clock import SYSTEM_CLOCK, Clock
-from .view import ViewBuilder, format_item, item_label, render_messages
 from ..errors import ContextOverflow, ProviderError
 from ..models.state import Contribution, Summary, SummaryBlock, SummaryMetadata, ViewRecord, join_blocks
 from ..models.terms import SummaryMethod, SummaryStrategy, SummaryTrigger
 from ..providers.base import Completion, Message
+from .facts import Covered, dropped_facts
+from .index import DebateIndex
+from .reads import with_reads
+from .rule_based import SourceItem, summarize_rule_based
+from .view import ViewBuilder, format_item, item_label, render_messages
 
 CallFn = Callable[[ViewRecord, int, int], Awaitable[Completion]]
 """Makes one LLM call for a summarize record: (record, input budget, max_tokens) → completion.

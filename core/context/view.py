@@ -74,14 +74,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import tokens
-from .index import DebateIndex
-from .reads import reads_note
-from .tool_messages import references_message, tool_messages
-from .recall_tier import block_message, give_way, recall_message
 from ..errors import ContextOverflow
 from ..models.state import Contribution, Summary, TierTokens, ViewRecord
 from ..prompts import COMPACT, placeholder, render
 from ..providers.base import Message
+from .index import DebateIndex
+from .reads import reads_note
+from .recall_tier import block_message, give_way, recall_message
+from .tool_messages import references_message, tool_messages
 
 LAYOUT = 4
 """The view layout of new debates (see the module doc); a debate keeps the one it began with."""

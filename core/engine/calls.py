@@ -30,19 +30,12 @@ from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
 from ..context.recall_tier import QUERY_ITEMS, Recaller, RecallRequest, query_texts
-from ..context.view import ViewBuilder, history_ids, item_label, render_task
-from .gate import Gate, StopRequested
-from .grounding import Grounding
-from .limits import EndpointLimits
-from .tool_loop import ToolLoop
-from .windows import Fit, Windows, reply_floor
-from ..context.view import ViewTooLarge
+from ..context.view import ViewBuilder, ViewTooLarge, history_ids, item_label, render_task
 from ..errors import ContextOverflow, ContextTooLong, ProviderError, ToolsRefused
 from ..events import CallFailed, CallStarted, ControlChanged, Event, Token, Warning_, WindowLearned
-from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
 from ..models.provider_kinds import kind_of
+from ..models.state import CallMetadata, Contribution, RecallRecord, ViewRecord
 from ..pricing import PriceOverride, call_cost
-from .recall_tool import RecallTool
 from ..providers.base import (
     CallHint,
     ChatRequest,
@@ -57,7 +50,12 @@ from ..providers.base import (
 )
 from ..providers.pool import ProviderPool
 from ..safety.secrets import StreamRedactor, redact, strip_userinfo
-
+from .gate import Gate, StopRequested
+from .grounding import Grounding
+from .limits import EndpointLimits
+from .recall_tool import RecallTool
+from .tool_loop import ToolLoop
+from .windows import Fit, Windows, reply_floor
 
 STAND_IN = " ".join(["A quoted contribution of ordinary length, standing in for one not written yet."] * 12)
 

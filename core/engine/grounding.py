@@ -20,18 +20,18 @@ from typing import Literal
 from .. import tokens
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
+from ..events import Event
 from ..models.config import MootConfig
 from ..models.state import Contribution, ViewRecord
-from ..events import Event
-from ..models.tools import McpServerConfig, ReferenceInfo, ToolServerInfo, ToolsConfig, ToolsMode, ToolsSetup
+from ..models.tools import McpServerConfig, ReferenceInfo, ToolsConfig, ToolServerInfo, ToolsMode, ToolsSetup
 from ..providers.base import Provider
 from ..safety.sanitize import terminal_safe
 from ..safety.secrets import redact
 from ..search.index import SearchIndex
-from .recall_tool import RECALL_NAME, RecallTool
 from ..tools.builtin import Limits, reference_tools, root_label
 from ..tools.references import ReferenceSet, RefUnreadable
 from ..tools.registry import Toolbox
+from .recall_tool import RECALL_NAME, RecallTool
 
 ToolPhase = frozenset({"proposal", "critique", "refinement", "answer", "turn"})
 """Phases whose calls may read: the ones that write an agent's own view of the problem."""

@@ -31,7 +31,6 @@ from ..tools.registry import Tool, ToolOutput
 from ..tools.signature import Bounds
 
 
-
 # The declaration: the model sees this name, docstring and signature; `RecallTool.run` answers.
 def recall(query: str, limit: Annotated[int, Bounds(1, 8)] = 4) -> None:
     """Search this debate's earlier messages that are no longer in your context (the summary

@@ -20,14 +20,13 @@ from collections.abc import Callable
 from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
-from ..context.summarize import SummaryJob, Summarizer
+from ..context.summarize import Summarizer, SummaryJob
 from ..context.view import ViewBuilder
-from .calls import CallEngine, CallSpec
 from ..events import Event, SummaryAdded, Warning_
 from ..models.state import Contribution, Summary, ViewRecord
 from ..models.terms import Phase, SummaryStrategy, SummaryTrigger
 from ..providers.base import CallHint, Completion
-
+from .calls import CallEngine, CallSpec
 
 SUMMARY_FLOOR = 64
 """Tokens a summary keeps however small the window (below this it says nothing useful)."""

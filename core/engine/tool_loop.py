@@ -34,7 +34,7 @@ from .. import tokens
 from ..config import ResolvedAgent
 from ..context.tool_messages import tool_messages
 from ..context.view import ViewBuilder, render_messages
-from ..events import CallContinued, Event, ToolCalled, ToolReturned, Token
+from ..events import CallContinued, Event, Token, ToolCalled, ToolReturned
 from ..models.state import ViewRecord
 from ..models.tools import ToolCallRecord, ToolResultRecord, ToolStep
 from ..providers.base import ChatRequest, Completion, Provider, StreamItem, ToolCall

@@ -8,9 +8,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..config import describe_validation_error, read_config_file
+from ..errors import ConfigError
 from ..models.config import KnownProvider
 from ..models.provider_kinds import kind_of
-from ..errors import ConfigError
 from ..models.state import DebateState
 from ..providers.pool import default_provider_name
 

@@ -10,11 +10,18 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .tools import ToolsConfig, ToolsOverrides
 from .provider_kinds import is_known, is_person, provider_names
 from .terms import (
-    JUDGE_ID, AnswerKind, ProtocolName, ProviderName, Role, SummaryMethod, SummaryScope, SummaryStrategy,
+    JUDGE_ID,
+    AnswerKind,
+    ProtocolName,
+    ProviderName,
+    Role,
+    SummaryMethod,
+    SummaryScope,
+    SummaryStrategy,
 )
+from .tools import ToolsConfig, ToolsOverrides
 
 
 def _known_provider(name: str) -> str:

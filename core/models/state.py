@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from .tools import ToolsSetup, ToolStep
 from .terms import (
     JUDGE_ID,
     ContributionType,
@@ -24,6 +23,7 @@ from .terms import (
     SummaryStrategy,
     SummaryTrigger,
 )
+from .tools import ToolsSetup, ToolStep
 
 
 class CallMetadata(BaseModel):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
-from ..models.provider_kinds import any_scripted, listed
 from .. import events as ev
+from ..models.provider_kinds import any_scripted, listed
 from ..models.state import AdaptiveDecision, Contribution
 from ..safety.sanitize import one_line_safe, terminal_safe
 

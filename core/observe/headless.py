@@ -15,18 +15,18 @@ from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .describe import describe
 from ..errors import ExitCode, StoreError
 from ..event_bus import Subscription
 from ..events import DebateInterrupted, DebateResumed, is_terminal, parse_event
 from ..models.state import DebateState
-from .printer import print_events, solution_text
-from .terminal import wants_tui as wants_tui  # where the CLI and the tests found it before
-from ..session import WRITER_BACKLOG, DebateSession
 from ..safety.sanitize import one_line_safe
+from ..session import WRITER_BACKLOG, DebateSession
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder, writer_alive
 from ..storage.state_dir import default_state_dir
+from .describe import describe
+from .printer import print_events, solution_text
+from .terminal import wants_tui as wants_tui  # where the CLI and the tests found it before
 
 if TYPE_CHECKING:
     from ..human.stdin_seat import LineReader

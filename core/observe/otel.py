@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..version import VERSION as __version__
 from ..errors import ConfigError
 from ..events import Event
 from ..safety.secrets import known_secrets, one_line, redact
 from ..storage.log import read_events
+from ..version import VERSION as __version__
 from .spans import SpanRecord
 from .tracing import TraceBuilder
 

@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..version import VERSION as __version__
 from ..storage.folder import DebateFolder
 from ..storage.log import read_events
+from ..version import VERSION as __version__
 from .spans import AttrValue, SpanRecord
 from .tracing import build_spans
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import sys
 from typing import TextIO, assert_never
 
-from ..models.provider_kinds import any_scripted, listed
-from ..event_bus import Subscription
 from .. import events as ev
+from ..event_bus import Subscription
+from ..models.provider_kinds import any_scripted, listed
 from ..models.state import Contribution, Summary
 from ..safety.sanitize import one_line_safe, terminal_safe
 from .describe import PHASE_LABELS, describe

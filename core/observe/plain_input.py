@@ -15,9 +15,9 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+from ..human.stdin_lines import StdinLines, stdin_lines
 from ..models.state import Clarification
 from ..models.terms import MAX_FOCUS
-from ..human.stdin_lines import StdinLines, stdin_lines
 from ..orchestrator import Orchestrator
 from ..safety.sanitize import one_line_safe
 

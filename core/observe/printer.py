@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from .describe import describe
 from ..event_bus import Subscription
 from ..models.state import DebateState, Solution
 from ..safety.sanitize import terminal_safe
+from .describe import describe
 
 
 async def print_events(sub: Subscription, out: TextIO | None = None, *,

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import Literal, assert_never
 from urllib.parse import urlsplit
 
+from .. import events as ev
 from ..context.index import DebateIndex
 from ..context.view import render_messages
-from .. import events as ev
 from ..models.state import AgentInfo, CallMetadata, Summary, Usage, ViewRecord
 from ..safety.secrets import strip_userinfo
 from ..trace_ids import derived_trace_id

@@ -14,9 +14,9 @@ from ..errors import ProviderError
 from ..events import ClarificationsAnswered, ClarificationsAsked, Warning_
 from ..judge import parse_json_object
 from ..models.state import CallMetadata, Clarification
-from .base import DebateContext
 from ..providers.base import JsonAnswer
 from ..safety.secrets import redact
+from .base import DebateContext
 
 Clarifier = Callable[[list[Clarification]], Awaitable[list[str]]]
 """Asks the user: gets the questions, returns one answer per question ("" = no answer)."""

@@ -31,19 +31,19 @@ from __future__ import annotations
 
 from .. import tokens
 from ..config import ResolvedAgent
-from ..engine.summaries import SUMMARY_FLOOR
-from ..engine.windows import Fit, reply_floor
 from ..context.recall_tier import RecallRequest, block_message, held_blocks
 from ..context.view import ViewTooLarge, continued_heading, item_label, render_messages
+from ..engine.summaries import SUMMARY_FLOOR
+from ..engine.windows import Fit, reply_floor
+from ..errors import ProviderError
 from ..events import Warning_
 from ..models.config import ConversationConfig
 from ..models.state import Contribution, HeldRecall, RecallRecord, Summary, ViewRecord
 from ..models.terms import SummaryTrigger
+from ..search.recall import RecallScope
+from ..storage.state import find_contribution
 from .base import CallWindow, DebateAborted, DebateContext, DebateProtocol, SynthesisInput
 from .judging import converged
-from ..storage.state import find_contribution
-from ..errors import ProviderError
-from ..search.recall import RecallScope
 
 ESTIMATE_MARGIN = 64
 """Tokens of slack between the sum of the parts and the view as counted whole (joints, framing)."""

@@ -6,8 +6,8 @@ from ..errors import ProviderError
 from ..events import Converged, ConvergenceScored, SynthesisCompleted, Warning_
 from ..judge import parse_confidence, parse_json_object, parse_solution
 from ..models.state import ConvergenceScore
-from .base import DebateAborted, DebateContext, SynthesisInput
 from ..providers.base import JsonAnswer
+from .base import DebateAborted, DebateContext, SynthesisInput
 
 # Bounded lists and list items: a small model constrained by a grammar (llama.cpp turns the
 # schema into one) otherwise repeats one item until its output limit and never closes the JSON.

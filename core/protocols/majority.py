@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from .answers import extract, extract_confidence, majority, normalize_text, weighted_majority
 from ..events import SynthesisCompleted
 from ..models.state import CallMetadata, Contribution, Solution, Tally
+from .answers import extract, extract_confidence, majority, normalize_text, weighted_majority
 from .base import DebateContext
 
 

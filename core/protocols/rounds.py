@@ -27,11 +27,10 @@ from ..errors import ProviderError
 from ..events import ContributionAdded, Warning_
 from ..models.state import CallMetadata, Contribution, Summary
 from ..models.terms import ContributionType, Phase, SummaryTrigger
+from ..storage.state import find_contribution
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from .schedule import CallGraph
-from ..storage.state import find_contribution
-
 
 PERSPECTIVE_KINDS = ("proposal", "critique", "refinement")
 """What an agent's perspective holds (its own proposals and refinements, the critiques aimed at it)."""

@@ -17,18 +17,18 @@ from __future__ import annotations
 from functools import partial
 
 from ..config import ResolvedAgent
+from ..context.rule_based import SourceItem, summarize_rule_based
 from ..context.view import ViewTooLarge
 from ..engine.windows import reply_floor
-from ..context.rule_based import SourceItem, summarize_rule_based
 from ..errors import ProviderError
 from ..events import Warning_
 from ..models.state import Contribution, ViewRecord
 from ..models.terms import Phase
+from ..storage.state import find_contribution
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from .majority import conclude_by_vote
 from .topology import most_read, reads
-from ..storage.state import find_contribution
 
 
 class SimultaneousProtocol(DebateProtocol):

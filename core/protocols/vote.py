@@ -15,8 +15,8 @@ from ..config import ResolvedAgent
 from ..errors import ProviderError
 from ..events import RoundStarted, Warning_
 from ..models.config import AgentConfig, MootConfig
-from ..models.state import Contribution
 from ..models.provider_kinds import is_person
+from ..models.state import Contribution
 from ..models.terms import Phase, ProtocolName
 from ..storage.state import find_contribution
 from .base import DebateAborted, DebateProtocol, SynthesisInput

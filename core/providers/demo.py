@@ -22,13 +22,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import ProviderError
-from .demo_questions import design_rank, numeric_question, question_reply
-from ..tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
 from ..models.provider_kinds import DEMO
+from ..tokens import count_messages, count_text, encoding_for_model, truncate_to_tokens
 from .base import CallHint, ChatRequest, Completion, Finished, JsonMode, Message, StreamItem, TextDelta
 from .demo_people import answer_person
 from .demo_phrases import phrase_banks
-from .demo_tools import next_call, reading_note
+from .demo_questions import design_rank, numeric_question, question_reply
 from .demo_text import (
     MARKER,
     PART,
@@ -42,6 +41,7 @@ from .demo_text import (
     text_blocks,
     without_repeats,
 )
+from .demo_tools import next_call, reading_note
 
 DEFAULT_DELAY_S = 0.02
 DELAY_ENV = "MOOT_DEMO_DELAY"

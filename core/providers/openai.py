@@ -36,9 +36,9 @@ except ImportError:  # pragma: no cover
     import httpx as _httpx  # type: ignore[no-redef, import-not-found, unused-ignore]  # older SDKs
 
 from ..errors import ContextTooLong, ProviderError
-from .capped import ReadCapExceeded, capped_http_client, cut_utf8, read_cap, reply_text_cap, reply_wire_cap
-from .discovery import PROBE_DEADLINE_S
-from .window_cache import discover_remembered
+from ..models.provider_kinds import OPENAI
+from ..safety.secrets import one_line, redact
+from ..tokens import count_messages, count_text
 from .base import (
     ChatRequest,
     Completion,
@@ -50,11 +50,11 @@ from .base import (
     StreamItem,
     TextDelta,
 )
-from .tool_deltas import ToolDeltas, tools_refusal
-from ..models.provider_kinds import OPENAI
-from ..safety.secrets import one_line, redact
+from .capped import ReadCapExceeded, capped_http_client, cut_utf8, read_cap, reply_text_cap, reply_wire_cap
+from .discovery import PROBE_DEADLINE_S
 from .slots import kept_slots
-from ..tokens import count_messages, count_text
+from .tool_deltas import ToolDeltas, tools_refusal
+from .window_cache import discover_remembered
 
 RETRY_AFTER_CAP_S = 60.0
 ERROR_TEXT_MAX = 200

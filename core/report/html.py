@@ -20,13 +20,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..models.provider_kinds import kind_of
 from ..context.index import DebateIndex
 from ..context.log_index import bare_index
+from ..models.provider_kinds import kind_of
 from ..models.state import Contribution, DebateState, Round, Summary, Usage, ViewRecord
 from .covered import Covered
-from .html_parts import STYLE, Html, anchor_id, collapsible, count, table, usd
 from .experiments import by_call
+from .html_parts import STYLE, Html, anchor_id, collapsible, count, table, usd
 from .html_views import Calls, agent_anchor, agent_views, people
 from .markdown import STATUS_TEXT, looks_like_json, uses_demo
 

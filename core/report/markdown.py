@@ -16,8 +16,17 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from ..models.provider_kinds import any_scripted
-from ..models.state import (AdaptiveDecision, CallMetadata, Contribution, ConvergenceScore, DebateState,
-                            ModeratorNote, Round, Summary, Usage)
+from ..models.state import (
+    AdaptiveDecision,
+    CallMetadata,
+    Contribution,
+    ConvergenceScore,
+    DebateState,
+    ModeratorNote,
+    Round,
+    Summary,
+    Usage,
+)
 from ..safety.sanitize import one_line_safe, terminal_safe
 from .experiments import by_call, leftover_markdown, markdown_lines
 from .grounding import report_section

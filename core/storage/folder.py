@@ -29,10 +29,10 @@ from ..errors import StoreError
 from ..events import parse_event
 from ..models.state import DebateState, Round
 from .files import file_mode, fsync_dir, open_regular, read_regular, refusal, require_real_folder
-from .steps import read_steps
 from .lock import DebateLock, lock_held
 from .log import numbered_events
 from .state import StateError, apply, new_state
+from .steps import read_steps
 
 EVENTS_FILE = "events.jsonl"
 STATE_FILE = "state.json"

@@ -27,8 +27,21 @@ from pydantic import ValidationError
 
 from ..errors import InputError, StoreError
 from ..events import (
-    CallContinued, CallFailed, CallStarted, ContributionAdded, ConvergenceScored, DebateStarted, Event,
-    PhaseCompleted, PhaseStarted, RoundStarted, SeatAnswered, SummaryAdded, ToolCalled, ToolReturned, dump_event,
+    CallContinued,
+    CallFailed,
+    CallStarted,
+    ContributionAdded,
+    ConvergenceScored,
+    DebateStarted,
+    Event,
+    PhaseCompleted,
+    PhaseStarted,
+    RoundStarted,
+    SeatAnswered,
+    SummaryAdded,
+    ToolCalled,
+    ToolReturned,
+    dump_event,
     parse_event,
 )
 from .files import fsync_dir, open_regular, write_all

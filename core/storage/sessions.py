@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..models.provider_kinds import any_scripted
 from ..errors import StoreError
+from ..models.provider_kinds import any_scripted
 from ..safety.sanitize import one_line_safe
 from .files import read_regular, write_atomic
 from .folder import EVENTS_FILE, STATE_FILE, DebateFolder

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from ..errors import ExitCode
 from .. import events as ev
+from ..errors import ExitCode
 from ..models.state import CallMetadata, Contribution, DebateState, Round, SummaryMetadata, Usage
 from .archive import archive_due, archive_steps
 

@@ -8,9 +8,9 @@ import shutil
 import time
 from pathlib import Path
 
-from ..models.provider_kinds import any_scripted
 from ..errors import StoreError
 from ..events import DebateStarted
+from ..models.provider_kinds import any_scripted
 from ..models.state import DebateState
 from ..safety.sanitize import one_line_safe
 from .files import require_real_folder

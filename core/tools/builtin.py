@@ -16,9 +16,9 @@ from typing import Annotated, Any
 
 from .. import tokens
 from ..safety.found_secrets import ScanHalted
-from .references import ReferenceSet, RefFile, RefUnreadable
 from .extracts import list_facts, read_facts, search_facts
-from .registry import Tool, ToolError, ToolOutput, Toolbox, int_arg, string_arg
+from .references import ReferenceSet, RefFile, RefUnreadable
+from .registry import Tool, Toolbox, ToolError, ToolOutput, int_arg, string_arg
 from .signature import Bounds
 
 READ_LINES = 200

@@ -22,7 +22,6 @@ from typing import Literal
 import pathspec
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
-
 _NEGATED = re.compile(r"(?<!\\)\[\^")
 
 

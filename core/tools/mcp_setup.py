@@ -17,7 +17,7 @@ from typing import Any
 from ..events import Event, Warning_
 from ..models.tools import McpServerConfig, ToolServerInfo
 from .mcp_client import McpServer, McpTool
-from .registry import Tool, ToolOutput, Toolbox
+from .registry import Tool, Toolbox, ToolOutput
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]")
 

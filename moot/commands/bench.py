@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, cast
 from moot.core.errors import ExitCode, InputError
 from moot.core.models.terms import PROTOCOL_NAMES, ROLES, ProtocolName
 
-from .flags import (add_provider_args, add_state_dir, bounded, completes, known_roles, overrides, positive_int,
-                    write_file)
+from .flags import add_provider_args, add_state_dir, bounded, completes, known_roles, overrides, positive_int, write_file
 
 if TYPE_CHECKING:
-    from .flags import Subcommands
     from moot.core.bench.progress import BenchProgress
     from moot.core.bench.results import ResultRow
     from moot.core.bench.runner import Job
+
+    from .flags import Subcommands
 
 DEFAULT_PROTOCOLS = "single,vote,simultaneous"
 BENCH_ROLES = ["generalist", "generalist", "generalist"]

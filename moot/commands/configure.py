@@ -14,8 +14,9 @@ from moot.core.errors import ExitCode, InputError
 from .flags import add_state_dir, completes, role_list, write_file
 
 if TYPE_CHECKING:
-    from .flags import Subcommands
     from moot.core.config_template import Starter
+
+    from .flags import Subcommands
 
 
 def register(sub: Subcommands) -> None:
@@ -60,9 +61,8 @@ def _ask(prompt: str, default: str) -> str:
 
 def _interactive(choice: Starter) -> Starter:
     """Ask for what flags did not say, each with its default in brackets (Enter keeps it)."""
-    from moot.core.models.terms import PROTOCOL_NAMES, ROLES
-
     from moot.core.models.provider_kinds import kind_of
+    from moot.core.models.terms import PROTOCOL_NAMES, ROLES
 
     offered = ("openai", "demo")  # what the starter file knows how to write
     while (provider := _ask("Provider (openai: any OpenAI-compatible endpoint; demo: offline)",

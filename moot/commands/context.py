@@ -29,8 +29,7 @@ def register(sub: Subcommands) -> None:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    from moot.core.context.inspect import (calls_at_turn_in_log, calls_for, carried_proposal, format_calls,
-                                          resolve_agent_id)
+    from moot.core.context.inspect import calls_at_turn_in_log, calls_for, carried_proposal, format_calls, resolve_agent_id
     from moot.core.safety.sanitize import json_safe, terminal_safe
 
     note = None

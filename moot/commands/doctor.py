@@ -16,8 +16,9 @@ from moot.core.errors import ExitCode, InputError, MootError
 from .flags import add_state_dir, completes, finite_seconds
 
 if TYPE_CHECKING:
-    from .flags import Subcommands
     from moot.core.providers.checkup import Finding
+
+    from .flags import Subcommands
 
 EXTRAS = (("mcp", "mcp", "MCP servers' tools, [[tools.mcp]]"),
           ("otel", "opentelemetry.sdk", "--trace to an OpenTelemetry collector"),
@@ -83,9 +84,9 @@ def _extras() -> list[Finding]:
 def _checks(args: argparse.Namespace) -> list[Finding]:
     from moot.core.config import load_config, resolve_agent
     from moot.core.config_view import find_config, key_origin
+    from moot.core.models.provider_kinds import kind_of
     from moot.core.providers.checkup import Finding
     from moot.core.providers.keys import LOCAL_PLACEHOLDER_KEY, is_local_url, resolve_api_key
-    from moot.core.models.provider_kinds import kind_of
     from moot.core.providers.pool import default_provider_name
     from moot.core.safety.secrets import known_secrets, one_line
     from moot.core.storage.state_dir import default_state_dir

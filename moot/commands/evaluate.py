@@ -28,8 +28,15 @@ def register(sub: Subcommands) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from moot.core.errors import ProviderError
-    from moot.core.evaluate import (FORMATS, default_evaluators, load_eval_config, render_csv, render_json,
-                                    render_markdown, run_evaluators)
+    from moot.core.evaluate import (
+        FORMATS,
+        default_evaluators,
+        load_eval_config,
+        render_csv,
+        render_json,
+        render_markdown,
+        run_evaluators,
+    )
     from moot.core.models.provider_kinds import kind_of
     from moot.core.safety.sanitize import one_line_safe
 

@@ -100,9 +100,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
     if args.no_run:
         print(forked.id)
         return 0
+    from moot.core.ask import ask_on_stdin
     from moot.core.observe.headless import wants_tui
     from moot.core.observe.otel import traced, wants_tracing
-    from moot.core.ask import ask_on_stdin
     from moot.core.session import SessionOptions, resume_session
 
     from .run import plain_input, start
@@ -150,8 +150,17 @@ def register_call(sub: Subcommands) -> None:
 def cmd_call(args: argparse.Namespace) -> int:
     import asyncio
 
-    from moot.core.experiments import CallSpec, find_call, new_experiment, read_messages, recorded_reply, save, send
-    from moot.core.experiments import Reply, the_agent
+    from moot.core.experiments import (
+        CallSpec,
+        Reply,
+        find_call,
+        new_experiment,
+        read_messages,
+        recorded_reply,
+        save,
+        send,
+        the_agent,
+    )
     from moot.core.providers.base import Message
     from moot.core.providers.pool import ProviderPool
     from moot.core.safety.sanitize import terminal_safe
@@ -212,9 +221,9 @@ def cmd_call(args: argparse.Namespace) -> int:
 
     replies = asyncio.run(run())
     sys.stdout.write("\n")
-    exp = new_experiment(state, call, agent, edited=bool(args.messages or args.edit), summary=args.summary, temperature=temperature,
-                         max_tokens=max_tokens, messages=[dict(m) for m in messages], recorded_reply=recorded,
-                         replies=replies)
+    exp = new_experiment(state, call, agent, edited=bool(args.messages or args.edit), summary=args.summary,
+                         temperature=temperature, max_tokens=max_tokens, messages=[dict(m) for m in messages],
+                         recorded_reply=recorded, replies=replies)
     path = save(folder, exp)
     used = sum(r.prompt_tokens + r.completion_tokens for r in replies)
     cost = sum(r.cost_usd for r in replies)

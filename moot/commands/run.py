@@ -9,10 +9,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .flags import (
-    add_debate_id, add_provider_args, add_state_dir, bounded, completes, debate_name, demo_delay, finite_seconds,
-    overrides, positive_int, role_list, write_file,
+    add_debate_id,
+    add_provider_args,
+    add_state_dir,
+    bounded,
+    completes,
+    debate_name,
+    demo_delay,
+    finite_seconds,
+    overrides,
+    positive_int,
+    role_list,
+    write_file,
 )
-
 from .run_checks import MAX_AGENTS, alone, check_agent_count, say
 from .warmup import warm_up
 
@@ -20,10 +29,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
     from typing import Any
 
-    from .flags import Subcommands
     from moot.core.models.state import DebateState
     from moot.core.observe.plain_input import PlainInput
     from moot.core.session import DebateSession
+
+    from .flags import Subcommands
 
 
 def register(sub: Subcommands) -> None:

@@ -17,9 +17,9 @@ from moot.core.events import (
     SummaryAdded,
     SummaryRequested,
 )
+from moot.core.storage.folder import writer_alive
 from moot.core.storage.log import read_events
 from moot.core.storage.state_dir import StateDir
-from moot.core.storage.folder import writer_alive
 from moot.tui.app import create_app
 from moot.tui.runtime import WatchRuntime
 from moot.tui.screens.confirm import ConfirmScreen

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from moot.core.events import DebateCompleted, DebateFailed, DebateInterrupted
 from moot.core.models.state import DebateState
+from moot.core.storage.state import apply
 from moot.tui.commands import COMMANDS, CommandError, Vocabulary, complete, lookup, palette_entries, parse, parse_round
 from moot.tui.format import clock_time, k
-from moot.core.events import DebateCompleted, DebateFailed, DebateInterrupted
-from moot.core.storage.state import apply
 from moot.tui.screens.debate import grid_shape
 
 VOCAB = Vocabulary(agents=lambda: ["architect", "performance", "kiss"], themes=lambda: ["dark", "light", "high-contrast"])

@@ -183,8 +183,9 @@ async def test_inspector_shows_the_experiments_saved_on_the_call(tmp_path: Path)
         panel = inspector.query_one("#ctx-rerun", TextArea)
         await pilot.press("x")
         assert not panel.display  # nothing saved on it yet
-        out = await asyncio.to_thread(cli, "call", session.folder.id, "--round", str(record.round), "--agent", "kiss", "--phase", "proposal",
-                  "-n", "2", "--state-dir", str(session.folder.path.parent))  # from another shell, as it were
+        out = await asyncio.to_thread(cli, "call", session.folder.id, "--round", str(record.round), "--agent", "kiss",
+                                      "--phase", "proposal", "-n", "2",
+                                      "--state-dir", str(session.folder.path.parent))  # from another shell, as it were
         assert out.returncode == 0, out.stderr
         await pilot.press("x")
         assert panel.display

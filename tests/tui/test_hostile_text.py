@@ -17,8 +17,8 @@ from typing import Any
 from textual.app import App
 
 from moot.core.config import Overrides, load_config
-from moot.core.session import SessionOptions, new_session
 from moot.core.safety.sanitize import UNSAFE
+from moot.core.session import SessionOptions, new_session
 from moot.tui.app import create_app
 from moot.tui.runtime import LiveRuntime
 from moot.tui.screens.clarify import ClarifyScreen

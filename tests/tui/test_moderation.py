@@ -9,15 +9,16 @@ import pytest
 from textual.widgets import Button, Input, Label
 
 from moot.core.events import (
-    Event,
     BudgetReached,
     ClarificationsAnswered,
     Converged,
     ConvergenceScored,
     DebateCompleted,
+    Event,
     NoteInjected,
 )
 from moot.core.models.state import Clarification, ConvergenceScore, ModeratorNote, Usage
+from moot.core.observe.describe import Line, describe
 from moot.tui.app import create_app
 from moot.tui.commands import COMMANDS
 from moot.tui.runtime import LiveRuntime, WatchRuntime
@@ -25,10 +26,9 @@ from moot.tui.screens.clarify import ClarifyScreen
 from moot.tui.screens.debate import DebateScreen
 from moot.tui.widgets.command_input import CommandInput
 from moot.tui.widgets.debate_header import DebateHeader
-from moot.core.observe.describe import Line, describe
 from moot.tui.widgets.event_log import EventLog
-
 from tests.tui.scripted import ScriptedRuntime
+
 from .conftest import command, events_of, feedback, fixed_clock, make_session, settle, wait_for
 
 CLARIFY = {"clarify": True}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Label
 
-from moot.core.session import resume_session, SessionOptions  # noqa: F401
+from moot.core.session import SessionOptions, resume_session  # noqa: F401
 from moot.core.storage.state_dir import StateDir
 from moot.tui.activity import calls_in_flight
 from moot.tui.app import create_app

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from moot.core.session import SessionOptions, resume_session
-from tests.conftest import moot
 from moot.tui import app as app_module
 from moot.tui.app import create_app
 from moot.tui.runtime import LiveRuntime
 from moot.tui.screens.confirm import ConfirmScreen
 from moot.tui.screens.debate import DebateScreen
+from tests.conftest import moot
 
 from .conftest import fixed_clock, make_session, wait_for
 

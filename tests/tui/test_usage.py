@@ -10,12 +10,12 @@ from textual.widgets import Label
 
 from moot.core.config import Overrides, load_config
 from moot.core.session import SessionOptions, new_session
-from tests.conftest import make_server
 from moot.tui.app import create_app
 from moot.tui.runtime import LiveRuntime
-from tests.tui.scripted import ScriptedRuntime
 from moot.tui.screens.debate import DebateScreen, agent_usage
 from moot.tui.widgets.command_input import CommandInput
+from tests.conftest import make_server
+from tests.tui.scripted import ScriptedRuntime
 
 from .conftest import fixed_clock, settle, wait_for
 

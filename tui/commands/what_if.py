@@ -14,9 +14,10 @@ from typing import Any
 
 from ...core.errors import MootError
 from ...core.models.state import DebateState
-from ...core.storage.folder import DebateFolder
 from ...core.safety.sanitize import one_line_safe
+from ...core.storage.folder import DebateFolder
 from .base import CommandContext, CommandError
+
 
 def fork_point(state: DebateState, text: str | None) -> tuple[str, str | None]:
     """(`round:N` or `turn:N`, the note or None) from `/fork`'s line; the current step by default."""

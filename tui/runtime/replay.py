@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 
 from ...core.clock import Clock
 from ...core.events import CallStarted, ContributionAdded, Event, Token
-from ...core.storage.state import new_state
 from ...core.storage.folder import DebateFolder
 from ...core.storage.log import read_events
+from ...core.storage.state import new_state
 from .base import Runtime, Snapshot
 
 _WORDS = re.compile(r"\s*\S+|\s+")

@@ -13,12 +13,12 @@ from pydantic import ValidationError
 
 from ...core.clock import Clock
 from ...core.control.commands import MAX_SAY, ControlCommand, send
-from ...core.human.drafts import Drafts
 from ...core.errors import InputError
 from ...core.events import ControlChanged, DebateResumed, Event, Warning_, is_terminal, parse_event
-from ...core.storage.state import apply, new_state
+from ...core.human.drafts import Drafts
 from ...core.storage.files import open_regular
 from ...core.storage.folder import DebateFolder, writer_alive
+from ...core.storage.state import apply, new_state
 from .base import BACKLOG, READ_ONLY, ReadOnlyError, Runtime, Snapshot
 
 log = logging.getLogger(__name__)

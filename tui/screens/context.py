@@ -224,7 +224,8 @@ class ContextScreen(Screen[None]):
         area = self.query_one(TextArea)
         step = "turn" if self.state.protocol == "conversation" else "round"
         if record is None:
-            self.query_one("#ctx-title", Label).update(Text(one_line_safe(f"{name} · no calls recorded yet · debate {self.state.id}")))
+            title = f"{name} · no calls recorded yet · debate {self.state.id}"
+            self.query_one("#ctx-title", Label).update(Text(one_line_safe(title)))
             self.query_one("#ctx-tiers", Label).update("")
             area.load_text("")
             return

@@ -12,9 +12,9 @@ from typing import assert_never
 
 from textual import on
 
+from ...core import events as ev
 from ...core.context.fold import Fold
 from ...core.context.index import DebateIndex
-from ...core import events as ev
 from ...core.models.state import DebateState
 from ...core.models.terms import JUDGE_ID
 from ..activity import calls_in_flight

@@ -27,10 +27,10 @@ from ..theming import theme_names
 from ..widgets.agent_pane import AgentPane
 from ..widgets.agent_roster import AgentRoster
 from ..widgets.command_input import CommandInput
-from ..widgets.kept_lines import KeptGrid, KeptHorizontal, KeptLabel, KeptVertical
 from ..widgets.conversation_view import ConversationView
 from ..widgets.debate_header import DebateHeader
 from ..widgets.event_log import EventLog
+from ..widgets.kept_lines import KeptGrid, KeptHorizontal, KeptLabel, KeptVertical
 
 MIN_PANE_WIDTH = 38
 MIN_PANE_HEIGHT = 8

@@ -18,8 +18,8 @@ from ...core.context.view import render_messages
 from ...core.errors import StoreError
 from ...core.events import CallFailed, CallStarted, ContributionAdded, Event, SeatAnswered, Warning_, is_terminal
 from ...core.human.drafts import slot_of
-from ...core.models.state import ViewRecord
 from ...core.models.provider_kinds import is_person
+from ...core.models.state import ViewRecord
 from ..runtime.base import ReadOnlyError, Runtime
 from ..widgets.command_input import CommandInput
 from ..widgets.debate_header import DebateHeader

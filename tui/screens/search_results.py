@@ -20,6 +20,7 @@ from ...core.models.state import DebateState
 from ...core.safety.sanitize import one_line_safe
 from ...core.search.debates import CLOSE, OPEN, DebateHit
 
+
 def excerpt_text(excerpt: str) -> Text:
     """An excerpt on one line, terminal-safe, its matched words highlighted."""
     out = Text()

@@ -19,8 +19,8 @@ from textual.reactive import reactive
 from textual.widgets import Label
 
 from ...core.models.provider_kinds import is_person, kind_of
-from ...core.models.tools import ToolCallRecord
 from ...core.models.state import AgentInfo, Clarification, Contribution, ConvergenceScore, Solution, Summary, ViewRecord
+from ...core.models.tools import ToolCallRecord
 from ...core.safety.sanitize import one_line_safe
 from ..bridge import TokenChunk
 from ..format import contribution_title, dom_id, k, solution_markdown, solution_title, usd

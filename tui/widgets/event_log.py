@@ -7,8 +7,8 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import RichLog
 
-from ...core.observe.describe import LineKind, describe
 from ...core.events import DebateStarted, Event
+from ...core.observe.describe import LineKind, describe
 from ...core.safety.sanitize import terminal_safe
 from ..format import clock_time
 from .scroll_range import ScrollRangeOnly

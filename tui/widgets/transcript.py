@@ -32,8 +32,16 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from ...core.safety.sanitize import terminal_safe
-from ..textual_compat import (anchor_released, cached_lines, clear_style_cache, container_height, dirty_lines,
-                              follow_anchor_again, forget_scrollbar_changes, set_scroll_range)
+from ..textual_compat import (
+    anchor_released,
+    cached_lines,
+    clear_style_cache,
+    container_height,
+    dirty_lines,
+    follow_anchor_again,
+    forget_scrollbar_changes,
+    set_scroll_range,
+)
 from .markdown_blocks import has_references
 from .transcript_entry import HEAD, Entry
 from .transcript_lines import TranscriptLines
