@@ -163,6 +163,28 @@ async def html_report(work: Path, out: Path) -> None:
     print(f"wrote {out / 'html-report'}.png", file=sys.stderr)
 
 
+async def fork_compare(work: Path, out: Path) -> None:
+    """A real fork (`moot fork … --inject`) of a demo debate, opened in the app, and `/compare fork`."""
+    from moot.core.storage.state_dir import StateDir
+    from moot.tui.runtime.watch import WatchRuntime
+    from moot.tui.screens.fork_compare import ForkCompareScreen
+
+    work.mkdir(parents=True)
+    _moot("run", "Design a URL shortener", "--headless", "-r", "2", "-a", "architect,kiss,security", "--id", "url",
+          "--state-dir", "debates", cwd=work)
+    _moot("fork", "url", "--at", "round:2", "--inject", "Assume a single region and no managed database",
+          "--headless", "--state-dir", "debates", cwd=work)
+    fork = next(f for f in StateDir(work / "debates").debates() if f.id != "url")
+    app = create_app(WatchRuntime(fork), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: getattr(app.screen, "loaded", False))
+        await settle(pilot)
+        app.screen.run_command_line("/compare fork")  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkCompareScreen))
+        await settle(pilot)
+        await _save(app, pilot, out, "fork-compare")
+
+
 SHOTS: dict[str, Shot] = {
     "live-debate": live_debate,
     "context-overview": context_overview,
@@ -171,6 +193,7 @@ SHOTS: dict[str, Shot] = {
     "conversation": conversation,
     "saved-debates": saved_debates,
     "bench-dashboard": bench_dashboard,
+    "fork-compare": fork_compare,
     "bench-plot": bench_plot,
     "html-report": html_report,
 }
