@@ -298,3 +298,29 @@ def test_compare_sets_a_debate_and_its_fork_side_by_side_from_the_fork_point(tmp
     assert swapped.stdout == text  # either order: the parent is on the left
     lone = cli("compare", parent, parent, "--state-dir", str(state_dir))
     assert lone.returncode == 2 and "not a fork" in lone.stderr and len(lone.stderr.splitlines()) == 1
+
+
+def test_a_fork_of_a_fork_works_and_outlives_both_parents(tmp_path: Path) -> None:
+    """A fork is an ordinary debate: it can be forked in turn, and removing the debates it came
+    from breaks nothing (its log holds its whole history)."""
+    with LoopbackServer() as srv:
+        parent, path = _parent(tmp_path, srv, protocol="conversation", turns=10)
+        state_dir = path.parent
+        out = cli("fork", parent, "--at", "turn:7", "--headless", "--state-dir", str(state_dir))
+        assert out.returncode == 0, out.stderr
+        first = _fork_id(state_dir, parent)
+        early = {t: _context(parent, state_dir, "--turn", str(t)) for t in range(1, 5)}
+        out = cli("fork", first, "--at", "turn:5", "--inject", NOTE, "--headless", "--state-dir", str(state_dir))
+        assert out.returncode == 0, out.stderr
+        (second,) = [f.id for f in StateDir(state_dir).debates() if f.id not in (parent, first)]
+        for t in range(1, 5):  # the grandparent's turns, byte for byte, through the fork between
+            assert _context(second, state_dir, "--turn", str(t)) == early[t]
+        removed = cli("rm", parent, first, "--yes", "--state-dir", str(state_dir))
+        assert removed.returncode == 0, removed.stderr
+    assert [f.id for f in StateDir(state_dir).debates()] == [second]
+    shown = cli("show", second, "--state-dir", str(state_dir))
+    assert shown.returncode == 0 and "completed" in shown.stdout.splitlines()[0], shown.stderr
+    for t in range(1, 5):
+        assert _context(second, state_dir, "--turn", str(t)) == early[t]
+    report = cli("report", second, "--state-dir", str(state_dir))
+    assert report.returncode == 0 and NOTE in report.stdout, report.stderr
