@@ -5,6 +5,10 @@ so it can be produced for any debate on disk, finished or not. Contribution text
 are markdown themselves; their headings are demoted below the report's own outline.
 A long debate's report is made a step at a time (`report_chunks`, from the steps read
 back from its log), so its size is never held in memory.
+
+Just over 400 lines: the report's sections are one document's outline, and the steps, the
+judge's material, the summaries and the experiments under their calls are written in its order.
+The experiments' own rendering is in `experiments.py`; the next split is the cost tables.
 """
 
 from __future__ import annotations

@@ -73,8 +73,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         o, c = ("[-", "-]") if left else ("{+", "+}")
         return terminal_safe("".join(f"{o}{p.text}{c}" if p.only and p.text.strip() else p.text for p in pieces))
 
-    out = [f"{cmp.parent_id} ({cmp.parent_status})  vs  ⑂ {cmp.fork_id} ({cmp.fork_status}), forked at "
-           f"{cmp.at.replace(':', ' ')}; compared from {cmp.unit} {cmp.from_step}",
+    # The fork point is read from the fork's log: untrusted text, like the contributions.
+    out = [terminal_safe(f"{cmp.parent_id} ({cmp.parent_status})  vs  ⑂ {cmp.fork_id} ({cmp.fork_status}), "
+                         f"forked at {cmp.at.replace(':', ' ')}; compared from {cmp.unit} {cmp.from_step}"),
            f"  parent: {spend_line(cmp.parent_spend)}", f"  fork:   {spend_line(cmp.fork_spend)}"]
     for pair in [*cmp.pairs, *([cmp.answer] if cmp.answer is not None else [])]:
         title = "final answer" if pair is cmp.answer else f"{cmp.unit} {pair.title}"
