@@ -71,7 +71,7 @@ def only_debate(state_dir: Path) -> Path:
     return folders[0]
 
 
-def wait_for_events(folder_root: Path, n: int, timeout: float = 20) -> Path:
+def wait_for_events(folder_root: Path, n: int, timeout: float = 60) -> Path:
     """Wait until the (only) debate under `folder_root` has logged at least n lines."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:

@@ -44,10 +44,10 @@ def test_the_reduce_request_summarizes_the_parts_content() -> None:
 
 
 @pytest.mark.timeout(600)  # a hang guard only: under a loaded machine with 4 workers it took over 120 s
-def test_a_60_round_demo_debate_keeps_summaries_of_comparable_size(tmp_path: Path,
+def test_a_30_round_demo_debate_keeps_summaries_of_comparable_size(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """LLM summaries, strategy fresh, a small budget: from round 3 on every summary of the
-    architect's perspective needs chunk-and-reduce (up to ~40 chunks by round 60). Each
+    architect's perspective needs chunk-and-reduce (~20 chunks by round 30). Each
     round's summary stays within a factor of the others and still covers late rounds."""
     monkeypatch.setenv("MOOT_DEMO_DELAY", "0")
     cfg = tmp_path / "moot.json"
@@ -56,18 +56,18 @@ def test_a_60_round_demo_debate_keeps_summaries_of_comparable_size(tmp_path: Pat
         "summarization": {"method": "llm", "strategy": "fresh", "threshold": 1000},
     }}))
     sd = tmp_path / "D"
-    r = cli("run", "Design a URL shortener", "--provider", "demo", "--headless", "-r", "60", "-a", "architect,kiss",
+    r = cli("run", "Design a URL shortener", "--provider", "demo", "--headless", "-r", "30", "-a", "architect,kiss",
             "-c", str(cfg), "--state-dir", str(sd))
     assert r.returncode == 0, r.stderr
     state = DebateFolder(only_debate(sd)).load()
     summaries = [rnd.summaries["architect"] for rnd in state.rounds if "architect" in rnd.summaries]
-    assert len(summaries) >= 55
+    assert len(summaries) >= 27
     chunked = [s for s in summaries if s.metadata.chunks > 1]
-    assert len(chunked) >= 50 and max(s.metadata.chunks for s in chunked) >= 30
+    assert len(chunked) >= 25 and max(s.metadata.chunks for s in chunked) >= 25
     assert all(s.metadata.fallback_reason is None for s in summaries)
     sizes = [s.metadata.after_tokens for s in chunked]
     assert min(sizes) >= 0.5 * max(sizes), sizes
     assert all(b >= 0.8 * a for a, b in zip(sizes, sizes[1:])), sizes  # no round-to-round collapse
     last = summaries[-1].summary
     rounds = {int(n) for n in re.findall(r"[Rr]ound (\d+)", last)}
-    assert max(rounds) >= 50 and len(rounds) >= 8, sorted(rounds)  # the latest rounds, and many of them
+    assert max(rounds) >= 25 and len(rounds) >= 8, sorted(rounds)  # the latest rounds, and many of them

@@ -18,9 +18,11 @@ import asyncio
 import hmac
 import ipaddress
 import logging
+import os
 import secrets
 import signal
 import sys
+import time
 from typing import Any
 
 INSTALL_HINT = "moot serve needs textual-serve: pip install 'moot[serve]'"
@@ -51,6 +53,43 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _reap_sessions(grace_s: float = 10.0) -> None:
+    """Wait for the served TUIs to exit. textual-serve asks each to quit and stops reading it,
+    but does not wait for the process: on a busy machine one was still running after the
+    server had returned. Whatever is left after `grace_s` is killed."""
+    if not hasattr(os, "WNOHANG"):  # pragma: no cover - Windows: the sessions end with their pipes
+        return
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # no child left
+        if pid:
+            continue
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    for child in _children():
+        try:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def _children() -> list[int]:
+    """This process's direct children (Linux's /proc; elsewhere none are found)."""
+    pids: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{os.getpid()}/task"):
+            with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+    except OSError:
+        return pids
+    return pids
 
 
 def serve(command: str, *, host: str, port: int, token: str, public_url: str | None = None,
@@ -86,6 +125,7 @@ def serve(command: str, *, host: str, port: int, token: str, public_url: str | N
                             print=lambda *_: self.announce(), access_log=None)
             finally:
                 loop.close()
+                _reap_sessions()
 
         def announce(self) -> None:
             print(f"moot serve: the TUI on {self.public_url}/{token}/", flush=True)

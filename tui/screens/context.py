@@ -188,6 +188,7 @@ class ContextScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#ctx-find").display = False
         self.query_one("#ctx-rerun").display = False
+        self.query_one("#ctx-rerun", TextArea).cursor_blink = getattr(self.app, "cursor_blink", True)
         self._show()
         self.query_one(TextArea).focus()
         if self.opening_find:  # shown found: the match in the middle, n / N for the others

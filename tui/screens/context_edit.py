@@ -75,6 +75,8 @@ class EditCallScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#edit-reply").display = False
+        for area in self.query(TextArea):  # the app's choice (tests turn blinking off: a steady cursor)
+            area.cursor_blink = getattr(self.app, "cursor_blink", True)
         if self.original:
             self.query_one("#edit-msg-0", TextArea).focus()
 
