@@ -143,8 +143,8 @@ def instrument(meter: CpuMeter) -> list[str]:
     from textual.css.stylesheet import Stylesheet
     from textual.screen import Screen
 
-    from moot.tui.screens.debate_events import DebateEvents
-    from moot.tui.screens.debate_layout import DebateLayout
+    from moot.tui.screens.debate_panes import AgentPanes
+    from moot.tui.screens.debate_status import StatusLine
     from moot.tui.widgets.agent_pane import AgentPane
     from moot.tui.widgets.agent_roster import AgentRoster, AgentRow
     from moot.tui.widgets.debate_header import DebateHeader
@@ -161,8 +161,8 @@ def instrument(meter: CpuMeter) -> list[str]:
     missing += meter.wrap(Stylesheet, ["update_nodes"], STYLES)
     missing += meter.wrap(AgentPane, ["stream", "call_started", "contribution_added", "tick", "usage"], PANES)
     missing += meter.wrap(TokenGauge, ["update_view"], PANES)
-    missing += meter.wrap(DebateLayout, ["_refresh_header", "_tick"], SCREEN)
-    missing += meter.wrap(DebateEvents, ["_show_usage"], SCREEN)
+    missing += meter.wrap(StatusLine, ["refresh", "tick"], SCREEN)
+    missing += meter.wrap(AgentPanes, ["show_usage"], SCREEN)
     missing += meter.wrap(EventLog, ["add_event"], SCREEN)
     missing += meter.wrap(DebateHeader, ["show_state", "show_elapsed", "show_status"], SCREEN)
     return missing

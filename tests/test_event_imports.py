@@ -28,6 +28,6 @@ def test_no_module_imports_the_event_classes_one_by_one() -> None:
 
 def test_the_exhaustive_consumers_match_on_the_namespace() -> None:
     for name in ("core/storage/state.py", "core/context/index.py", "core/observe/describe.py",
-                 "core/observe/tracing.py", "core/observe/plain.py", "tui/screens/debate_events.py"):
+                 "core/observe/tracing.py", "core/observe/plain.py"):
         text = (ROOT / name).read_text(encoding="utf-8")
         assert "import events as ev" in text and "case ev." in text, name

@@ -1,9 +1,17 @@
 """The debate screen: header, a grid of agent panes, the event log and the command line.
 
-Layers, one idea each: `debate_layout.DebateLayout` (what is on screen and where),
-`debate_events.DebateEvents` (what each engine event changes), `debate_seats.DebateSeats` (a
-person's turn: the editor their pane becomes) and `DebateScreen` here — keys,
-the command line and the door (`commands.CommandContext`) that slash commands act through.
+The screen is composed of parts, each a small object that owns its state and handles the
+events it shows (`debate_events.DebatePart`, subscribed by event class, built once):
+
+- `debate_status.StatusLine`: the header (phase, status, elapsed time) and the clock;
+- `debate_roster.RosterRows`: the roster's rows (what each agent's calls are doing);
+- `debate_panes.AgentPanes`: the panes or a conversation's transcript, and their layout;
+- `debate_seats.PeopleSeats`: a person's turn, the editor their pane becomes;
+- `debate_controls.RunControls`: the command line, and the keys that steer the run.
+
+`debate_events.EventFeed` folds each event into the shared state and hands it to the parts.
+The screen itself composes the widgets, lists its keys, passes Textual's messages to the part
+they concern, and is the door (`commands.CommandContext`) that slash commands act through.
 The commands themselves live in `tui/commands/`, one handler each.
 """
 
@@ -13,32 +21,52 @@ from collections.abc import Callable
 from functools import partial
 
 from textual import on
-from textual.actions import SkipAction
+from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.events import DescendantFocus, Resize
+from textual.screen import Screen
+from textual.widgets import Footer
 
+from ...core.context.index import DebateIndex
 from ...core.fork_compare import ForkComparison
+from ...core.models.state import DebateState
 from ...core.search.debates import DebateHit
-from ..commands.base import CommandError
+from ..bridge import Bridge, DebateLoaded, EngineBatch, RuntimeFailed
+from ..commands.completion import Vocabulary
 from ..commands.palette import MootCommandProvider, palette_entries
-from ..commands.registry import COMMANDS, parse, run_command
-from ..runtime.base import ReadOnlyError, Runtime
-from ..theming import BUNDLED
+from ..commands.registry import COMMANDS
+from ..followups import Followups
+from ..runtime.base import Runtime
+from ..theming import theme_names
+from ..widgets.agent_pane import AgentPane
+from ..widgets.agent_roster import AgentRoster
 from ..widgets.command_input import CommandInput
-from .debate_events import agent_usage
+from ..widgets.conversation_view import ConversationView
+from ..widgets.debate_header import DebateHeader
+from ..widgets.event_log import EventLog
+from ..widgets.kept_lines import KeptGrid, KeptHorizontal, KeptLabel, KeptVertical
+from ..widgets.seat_editor import SeatEditor
+from .debate_controls import RunControls
+from .debate_events import Debate, DebatePart, EventFeed
 from .debate_layout import GRID_CHROME, grid_shape, needs_focus_layout
-from .debate_seats import DebateSeats
+from .debate_panes import AgentPanes, agent_usage
+from .debate_roster import RosterRows
+from .debate_seats import PeopleSeats
+from .debate_status import StatusLine
 from .debates import ShowSessions
 
 __all__ = ["DebateScreen", "GRID_CHROME", "agent_usage", "grid_shape", "needs_focus_layout"]
 
 
-class DebateScreen(DebateSeats):
+class DebateScreen(Screen[None]):
     """One debate, live or recorded."""
 
     CSS_PATH = "debate.tcss"
     COMMANDS = {MootCommandProvider}
-    # Help and quit first: the footer drops what does not fit from the right.
+    # Help and quit first: the footer drops what does not fit from the right (`e` shows only
+    # while a person's turn is open).
     BINDINGS = [
+        Binding("e", "edit_turn", "Your turn"),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
         Binding("escape", "back", "Back"),
@@ -57,76 +85,189 @@ class DebateScreen(DebateSeats):
     ]
 
     def __init__(self, runtime: Runtime, *, can_go_back: bool = False, speed: float | None = None) -> None:
-        super().__init__(runtime, speed=speed)
-        self.can_go_back = can_go_back
+        super().__init__()
+        self.runtime = runtime
+        self.debate = Debate(runtime)
+        self.followups = Followups()
+        """What the feedback line becomes when a command takes effect."""
+        debate = self.debate
+        self.agent_panes = AgentPanes(self, debate)
+        self.roster_rows = RosterRows(self, debate)
+        self.seats = PeopleSeats(self, debate, self.agent_panes, feedback=self.feedback,
+                                 header_changed=self._refresh_header)
+        self.status_line = StatusLine(self, debate, self.agent_panes, speed=speed, turn_badge=self.seats.badge)
+        self.controls = RunControls(self, debate, self.agent_panes, self.seats, context=self, can_go_back=can_go_back)
+        # The order events reach the parts in: the roster's rows exist before the panes lay out
+        # (which marks a row), and a person's turn closes after the panes saw the debate end.
+        parts: list[DebatePart] = [self.status_line, self.roster_rows, self.agent_panes, self.seats, self.controls]
+        self.feed = EventFeed(self, debate, parts, self.followups, self.feedback)
+        self.bridge = Bridge(runtime, self)
+
+    def compose(self) -> ComposeResult:
+        yield DebateHeader(self.runtime.title)
+        with KeptHorizontal(id="main"):  # drawn in every frame while panes stream: lines kept
+            yield KeptGrid(id="panes")
+            yield AgentRoster(clock=self.runtime.now, id="roster")
+        yield EventLog(id="event-log")
+        with KeptVertical(id="command-bar"):
+            yield KeptLabel("", id="command-feedback")
+            with KeptHorizontal(id="command-row"):
+                yield KeptLabel("›", id="command-prompt")
+                yield CommandInput(Vocabulary(self._agent_words, self._theme_words), id="command", compact=True)
+        yield Footer()
+
+    def _agent_words(self) -> list[str]:
+        return [a.id for a in self.state.agents]
+
+    def _theme_words(self) -> list[str]:
+        return theme_names(self.app.available_themes)
 
     def on_mount(self) -> None:
         self.query_one("#command-feedback").display = False
         self.query_one(CommandInput).cursor_blink = getattr(self.app, "cursor_blink", True)
         self.run_worker(self.bridge.run(), name="bridge", group="bridge", exit_on_error=False)
-        self.set_interval(1.0, self._tick)
-        self._refresh_header()
+        self.status_line.start()
         self.call_after_refresh(self.runtime.shown)
-        if self.runtime.loading:  # said as it changes, until the debate is loaded
-            self._loading = self.set_interval(0.1, self._show_loading)
+        self.status_line.follow_loading()
 
-    def _show_loading(self) -> None:
-        self._refresh_header()
-        if not self.runtime.loading:
-            self._loading.stop()
+    # ------------------------------------------------------------------ what the parts share
 
-    # ------------------------------------------------------------------ the command line
+    @property
+    def state(self) -> DebateState:
+        return self.debate.state
 
-    def palette_entries(self) -> list[tuple[str, str, str]]:
-        return palette_entries([(a.id, a.name) for a in self.state.agents], self._theme_words())
+    @state.setter
+    def state(self, state: DebateState) -> None:
+        self.debate.state = state
+
+    @property
+    def index(self) -> DebateIndex:
+        return self.debate.index
+
+    @index.setter
+    def index(self, index: DebateIndex) -> None:
+        self.debate.index = index
+
+    @property
+    def loaded(self) -> bool:
+        return self.debate.loaded
+
+    @property
+    def panes(self) -> dict[str, AgentPane]:
+        return self.agent_panes.panes
+
+    @property
+    def conversation(self) -> ConversationView | None:
+        return self.agent_panes.conversation
+
+    @property
+    def compact(self) -> bool:
+        return self.agent_panes.compact
+
+    @property
+    def current(self) -> str | None:
+        return self.agent_panes.current
+
+    @property
+    def zoomed(self) -> AgentPane | None:
+        return self.agent_panes.zoomed
+
+    @property
+    def judge_pane(self) -> AgentPane | None:
+        return self.agent_panes.judge_pane
+
+    def pane(self, agent_id: str | None) -> AgentPane | None:
+        return self.agent_panes.pane(agent_id)
+
+    def zoom(self, pane: AgentPane | None) -> None:
+        self.agent_panes.zoom(pane)
+
+    @property
+    def editors(self) -> dict[str, SeatEditor]:
+        return self.seats.editors
+
+    def _refresh_header(self) -> None:
+        self.status_line.refresh()
+
+    # ------------------------------------------------------------------ Textual's messages, to their parts
+
+    @on(DebateLoaded)
+    async def _debate_loaded(self, message: DebateLoaded) -> None:
+        await self.feed.load(message.snapshot)
+        self.agent_panes.show_usage()
+        self.debate.loaded = True
+        if self.state.status != "running":
+            self.agent_panes.debate_ended()
+        self.status_line.refresh()
+
+    @on(EngineBatch)
+    async def _engine_batch(self, message: EngineBatch) -> None:
+        """A frame's events; the usage and the header once at the end. The bridge sends the
+        next batch after the frame that draws this one."""
+        try:
+            await self.feed.apply(message.items)
+            self.agent_panes.show_usage()
+            self.status_line.refresh()
+        finally:
+            self.call_after_refresh(self.bridge.drawn)
+
+    @on(RuntimeFailed)
+    def _runtime_failed(self, message: RuntimeFailed) -> None:
+        self.query_one(EventLog).add_line(f"✗ {message.error}", "error")
+        self.runtime.error = message.error
+        self.status_line.refresh()
+
+    def on_resize(self, event: Resize) -> None:
+        self.agent_panes.relayout()
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        self.agent_panes.focus_moved()
+
+    @on(AgentRoster.Picked)
+    def _roster_picked(self, message: AgentRoster.Picked) -> None:
+        self.agent_panes.pick(message.agent_id)
 
     @on(CommandInput.Submitted, "#command")
     def _command_submitted(self, event: CommandInput.Submitted) -> None:
-        line = event.value.strip()
-        command = self.query_one(CommandInput)
-        if self.focused is command and not command.value:
-            # Leave the command line (as vim's ':' does), so the single-key bindings work
-            # again at once; '/' comes back to it. (It already holds text when keys came in
-            # a burst: the next command is being typed, keep it.)
-            self.set_focus(None)
-        if line:
-            self.run_command_line(line)
+        self.controls.submitted(event.value.strip())
+
+    @on(SeatEditor.Send)
+    def _seat_send(self, message: SeatEditor.Send) -> None:
+        self.seats.send(message)
+
+    @on(SeatEditor.Draft)
+    def _seat_draft(self, message: SeatEditor.Draft) -> None:
+        self.seats.save_draft(message)
+
+    @on(SeatEditor.ShowView)
+    def _seat_view(self, message: SeatEditor.ShowView) -> None:
+        self.seats.show_view(message)
+
+    # ------------------------------------------------------------------ the command line
+
+    def feedback(self, text: str, error: bool = False) -> None:
+        self.controls.feedback(text, error)
+
+    def palette_entries(self) -> list[tuple[str, str, str]]:
+        return palette_entries([(a.id, a.name) for a in self.state.agents], self._theme_words())
 
     def command_handlers(self) -> dict[str, Callable[..., None]]:
         """Command name → its handler bound to this screen: one entry for every command in `COMMANDS`."""
         return {name: partial(spec.run, self) for name, spec in COMMANDS.items() if spec.run is not None}
 
     def run_command_line(self, line: str) -> None:
-        """Parse and run one command; every problem ends as an inline message."""
-        try:
-            run_command(self, parse(line))
-        except (CommandError, ReadOnlyError) as exc:
-            self.feedback(str(exc), error=True)
+        self.controls.run(line)
 
     def action_command_line(self) -> None:
-        """`/` (the app's priority binding): open the command line with a slash on it.
-
-        On the command line a slash is text: the key goes on to the input, in order with the
-        keys before it, which a burst (tmux send-keys, a paste typed as keys) may still have
-        queued there. Deciding that from the input's own focus state (`has_focus`, set only
-        once the input has read its Focus event) lost those slashes."""
-        command = self.query_one(CommandInput)
-        if self.focused is command:
-            raise SkipAction()
-        # Focus now, not later (Widget.focus defers): keys typed or pasted right after
-        # the slash must reach the input, not the screen's bindings.
-        self.set_focus(command)
-        command.value = "/"
-        command.cursor_position = 1
+        self.controls.open_command_line()
 
     def prefill_command_line(self, line: str) -> None:
-        """Put `line` on the command line for the user to finish (e.g. `/inject `)."""
-        command = self.query_one(CommandInput)
-        self.set_focus(command)
-        command.value = line
-        command.cursor_position = len(line)
+        self.controls.prefill(line)
 
     # ------------------------------------------------------------------ what commands act through
+
+    def focused_agent_id(self) -> str | None:
+        return self.agent_panes.focused_agent_id()
 
     def open_context_overview(self) -> None:
         from .context_overview import ContextOverviewScreen  # opened by a key: not before the first screen
@@ -163,111 +304,55 @@ class DebateScreen(DebateSeats):
         self.post_message(ShowSessions())
 
     def controls_changed(self) -> None:
-        self._refresh_header()
+        self.status_line.refresh()
         self.refresh_bindings()
 
     def quit_app(self) -> None:
         self.call_later(self.app.action_quit)
 
-    # ------------------------------------------------------------------ key actions
+    # ------------------------------------------------------------------ keys, each to its part
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        running = self.state.status == "running"
-        live = self.runtime.can_steer and running
-        if action in ("summarize", "stop"):
-            return live
-        if action == "toggle_pause":
-            return live or (self.runtime.mode == "replay" and running)
-        if action == "back":
-            return self.can_go_back or self.zoomed is not None
-        if action == "next_agent":
-            return self.compact and self.zoomed is None
-        if action == "edit_turn":
-            return bool(self.editors) and not any(e.text_area is self.focused for e in self.editors.values())
-        return True
+        return self.controls.allows(action)
 
     def action_summarize(self) -> None:
-        """The focused agent's summary; with none focused, every agent's — after asking (N paid calls)."""
-        from .confirm import ConfirmScreen
-
-        pane = self._focused_pane()
-        if pane is not None and not pane.judge:
-            self.run_command_line(f"/summarize {pane.info.id}")
-            return
-
-        def confirmed(yes: bool | None) -> None:
-            if yes:
-                self.run_command_line("/summarize all")
-
-        n = len(self.state.agents)
-        self.app.push_screen(ConfirmScreen(f"Summarize all {n} agents?", f"That is {n} summarization calls. "
-                                           "To summarize one agent, focus its pane (tab, or its number) "
-                                           "and press s, or type /summarize NAME [focus]."), confirmed)
+        self.controls.summarize()
 
     def action_context(self) -> None:
-        self.run_command_line("/context")
+        self.controls.run("/context")
 
     def action_inspect(self) -> None:
-        agent_id = self.focused_agent_id() or (self.state.agents[0].id if self.state.agents else None)
-        if agent_id is not None:
-            self.run_command_line(f"/context {agent_id}")
+        self.controls.inspect()
 
     def action_toggle_pause(self) -> None:
-        self.run_command_line("/resume" if self.runtime.paused else "/pause")
+        self.controls.toggle_pause()
 
     def action_stop(self) -> None:
-        from .confirm import ConfirmScreen
-
-        if not (self.runtime.can_steer and self.state.status == "running"):
-            self.run_command_line("/stop")  # says why it cannot
-            return
-
-        def confirmed(yes: bool | None) -> None:
-            if yes:
-                self.run_command_line("/stop")
-
-        self.app.push_screen(ConfirmScreen("Stop the debate?", "It is saved and can be continued with "
-                                           f"`moot resume {self.state.id}`."), confirmed)
+        self.controls.stop()
 
     def action_cycle_theme(self) -> None:
-        current = self.app.theme
-        nxt = BUNDLED[(BUNDLED.index(current) + 1) % len(BUNDLED)] if current in BUNDLED else BUNDLED[0]
-        self.run_command_line(f"/theme {nxt}")
-
-    def action_zoom(self) -> None:
-        if self.zoomed is not None:
-            self.zoom(None)
-        else:
-            self.zoom(self._focused_pane() or self.judge_pane)
-
-    def action_show_agent(self, number: int) -> None:
-        """Key 1–9: that agent's pane (0: the judge's); in the focus layout it replaces the shown one."""
-        ids = [a.id for a in self.state.agents]
-        agent_id = (self.state.judge.id if self.state.judge else None) if number == 0 else (
-            ids[number - 1] if number <= len(ids) else None)
-        if agent_id is None or agent_id not in self.panes:
-            return
-        self._pick(agent_id)
-
-    def action_next_agent(self, step: int = 1) -> None:
-        ids = list(self.panes)
-        if ids:
-            at = ids.index(self.current) if self.current in ids else 0
-            self._pick(ids[(at + step) % len(ids)])
-
-    def action_follow(self) -> None:
-        for pane in ([self._focused_pane()] if self._focused_pane() else self.panes.values()):
-            if pane is not None:
-                pane.follow()
+        self.controls.cycle_theme()
 
     def action_debates(self) -> None:
-        self.run_command_line("/debates")
+        self.controls.run("/debates")
 
     def action_help(self) -> None:
-        self.run_command_line("/help")
+        self.controls.run("/help")
 
     def action_back(self) -> None:
-        if self.zoomed is not None:
-            self.zoom(None)
-        elif self.can_go_back:
-            self.app.pop_screen()
+        self.controls.back()
+
+    def action_edit_turn(self) -> None:
+        self.seats.edit_turn()
+
+    def action_zoom(self) -> None:
+        self.agent_panes.toggle_zoom()
+
+    def action_show_agent(self, number: int) -> None:
+        self.agent_panes.show_agent(number)
+
+    def action_next_agent(self, step: int = 1) -> None:
+        self.agent_panes.next_agent(step)
+
+    def action_follow(self) -> None:
+        self.agent_panes.follow()

@@ -1,264 +1,170 @@
-"""The debate screen's event routing: what each engine event changes on screen.
+"""The debate screen's events: each part of the screen subscribes to the event classes it shows.
 
-The screen folds the events it receives into its own `DebateState` with `core.state.apply`,
-whatever the runtime (live, watch, replay), so the screen is the same in all three. Every
-event goes through one exhaustive `match` (`_route`, ending in `assert_never`): a new event
-that the screen forgets is a type error. Built on `DebateLayout`, which it fills.
+The screen (`debate.py`) is made of parts — the header's status line (`debate_status.py`), the
+roster rows (`debate_roster.py`), the agent panes (`debate_panes.py`), a person's seat
+(`debate_seats.py`), the run controls and the command line (`debate_controls.py`) — small objects
+that each own their state and say which events they handle: `subscriptions()` returns typed
+`handle(ev.CallStarted, self._call_started)` pairs (`TokenChunk` for streamed text), read once
+into an `EventTable` by class.
+
+`EventFeed` takes what the `Bridge` posts: it folds each event into the screen's `DebateState` with
+the engine's own `Fold`, whatever the runtime (live, watch, replay), so the screen is the same in
+all three; adds it to the event log; and hands it to the parts that subscribed to its class, in
+the order the screen lists its parts. The events that no part takes are named in `LOG_ONLY` (the
+header and the event log show them); a test (`tests/tui/test_debate_parts.py`) keeps every class
+of the event union in one or the other, so a new event fails until someone decides which part
+shows it.
 """
 
 from __future__ import annotations
 
-from typing import assert_never
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
-from textual import on
+from textual.screen import Screen
 
 from ...core import events as ev
 from ...core.context.fold import Fold
 from ...core.context.index import DebateIndex
 from ...core.models.state import DebateState
-from ...core.models.terms import JUDGE_ID
+from ...core.storage.state import new_state
 from ..activity import calls_in_flight
-from ..bridge import Bridge, DebateLoaded, EngineBatch, RuntimeFailed, TokenChunk
+from ..bridge import TokenChunk
 from ..followups import Followups
-from ..runtime.base import Runtime
-from ..widgets.agent_pane import AgentPane
-from ..widgets.agent_roster import AgentRoster, AgentRow
-from ..widgets.conversation_view import ConversationView
+from ..runtime.base import Runtime, Snapshot
 from ..widgets.event_log import EventLog
-from .debate_layout import DebateLayout
+
+E = TypeVar("E")
+Handler = Callable[[Any], Awaitable[None] | None]
+"""A part's handler of one event class: plain, or a coroutine the feed awaits."""
+
+LOG_ONLY: tuple[type[Any], ...] = (
+    ev.DebateResumed, ev.RoundStarted, ev.PhaseCompleted, ev.Token, ev.Warning_, ev.NoteInjected,
+    ev.SeatAnswered, ev.Converged, ev.AdaptiveDecided, ev.BudgetReached, ev.WindowLearned, ev.ToolsReady)
+"""Events no part needs to see in general (the header and the event log show them). A part may
+still take one for its own reasons: a person's seat reads the `Warning_` and `SeatAnswered` that
+answer what it sent."""
 
 
-def agent_usage(state: DebateState) -> dict[str, tuple[int, float]]:
-    """Agent id (the judge's too) → (tokens, cost in USD) so far, every kind of call counted."""
-    return {agent_id: (u.total_tokens, u.cost_usd) for agent_id, u in state.agent_totals.items()}
+@dataclass(frozen=True)
+class Subscription:
+    """One event class and the part's handler for it."""
+
+    kind: type[Any]
+    handler: Handler
 
 
-class DebateEvents(DebateLayout):
-    """Engine events in (through the `Bridge`), the layout's widgets updated."""
+def handle(kind: type[E], handler: Callable[[E], Awaitable[None] | None]) -> Subscription:
+    """`handler` takes the events of class `kind` (typed: the handler's parameter is that class)."""
+    return Subscription(kind, cast(Handler, handler))
 
-    def __init__(self, runtime: Runtime, *, speed: float | None = None) -> None:
-        super().__init__(runtime, speed=speed)
-        self.index = DebateIndex()
+
+def handle_end(handler: Callable[[ev.TerminalEvent], Awaitable[None] | None]) -> list[Subscription]:
+    """`handler` takes each of the events that end a run of the debate (completed, interrupted, failed)."""
+    return [handle(ev.DebateCompleted, handler), handle(ev.DebateInterrupted, handler), handle(ev.DebateFailed, handler)]
+
+
+@dataclass
+class Debate:
+    """What the screen knows of its debate, shared by the parts: the state and the index (moved
+    together by one `Fold`, exactly as the engine moves its own) and where events come from."""
+
+    runtime: Runtime
+    state: DebateState = field(default_factory=lambda: new_state(""))
+    index: DebateIndex = field(default_factory=DebateIndex)
+    fold: Fold = field(init=False)
+    loaded: bool = False
+    """The runtime's snapshot arrived (until then the screen says STARTING or LOADING)."""
+
+    def __post_init__(self) -> None:
         self.fold = Fold(self.state, self.index)
-        """The state and index, moved by each event exactly as the engine moves its own."""
-        self.loaded = False
-        self.bridge = Bridge(runtime, self)
-        self.followups = Followups()
-        """What the feedback line becomes when a command takes effect."""
-        self._usage_shown: dict[str, tuple[int, float]] = {}
 
-    @on(DebateLoaded)
-    async def _debate_loaded(self, message: DebateLoaded) -> None:
-        snap = message.snapshot
-        self.state = snap.state
-        self.fold = Fold(self.state)
+    def reset(self, state: DebateState) -> None:
+        """Start over from a snapshot's state (its index rebuilt from it)."""
+        self.state = state
+        self.fold = Fold(state)
         self.index = self.fold.index
-        log = self.query_one(EventLog)
-        if self.state.problem:
-            log.start_ts = self.state.created_at
-        for event in snap.backlog:
+
+
+class DebatePart:
+    """A part of the debate screen: it owns its state and handles the events it shows.
+
+    A new part subclasses this, takes what it needs in its constructor (the screen for its
+    widgets, the shared `Debate`, the parts it works with), lists its handlers in
+    `subscriptions()` (an event class, or `TokenChunk` for streamed text) and joins the screen's
+    list of parts (`DebateScreen.__init__`)."""
+
+    def __init__(self, screen: Screen[None], debate: Debate) -> None:
+        self.screen = screen
+        self.debate = debate
+
+    def subscriptions(self) -> Iterable[Subscription]:
+        return ()
+
+    async def loaded(self, snapshot: Snapshot) -> None:
+        """The runtime's snapshot is in `debate.state`: show it (before the calls in flight are
+        handed over as their `CallStarted`)."""
+
+
+class EventTable:
+    """Event class → the handlers subscribed to it, in the order of the parts: built once."""
+
+    def __init__(self, parts: Sequence[DebatePart]) -> None:
+        self._by_kind: dict[type[Any], list[Handler]] = {}
+        for part in parts:
+            for sub in part.subscriptions():
+                self._by_kind.setdefault(sub.kind, []).append(sub.handler)
+
+    @property
+    def kinds(self) -> set[type[Any]]:
+        return set(self._by_kind)
+
+    async def dispatch(self, item: ev.Event | TokenChunk) -> None:
+        for handler in self._by_kind.get(type(item), ()):
+            if (pending := handler(item)) is not None:
+                await pending
+
+
+class EventFeed:
+    """What the bridge posts, into the state, the event log and the parts."""
+
+    def __init__(self, screen: Screen[None], debate: Debate, parts: Sequence[DebatePart],
+                 followups: Followups, feedback: Callable[[str], None]) -> None:
+        self.screen = screen
+        self.debate = debate
+        self.parts = parts
+        self.table = EventTable(parts)
+        self.followups = followups
+        """What the feedback line becomes when a command takes effect."""
+        self.feedback = feedback
+
+    async def load(self, snapshot: Snapshot) -> None:
+        """The state so far and the recent events: every part shows them, then the calls still
+        running are handed over as they started (opened mid-call: shown running, with its time)."""
+        debate = self.debate
+        debate.reset(snapshot.state)
+        log = self.screen.query_one(EventLog)
+        if debate.state.problem:
+            log.start_ts = debate.state.created_at
+        for event in snapshot.backlog:
             log.add_event(event)
-            if isinstance(event, ev.PhaseStarted):
-                self.phase = event.phase
-        await self._build_panes()
-        await self._load_panes()
-        if self.state.status == "running":
-            for started in calls_in_flight(snap.backlog):  # opened mid-call: shown running, with its time
-                await self._route(started)
-        self._show_usage()
-        self.loaded = True
-        if self.state.status != "running":
-            self._debate_ended()
-        self._refresh_header()
+        for part in self.parts:
+            await part.loaded(snapshot)
+        if debate.state.status == "running":
+            for started in calls_in_flight(snapshot.backlog):
+                await self.table.dispatch(started)
 
-    async def _load_panes(self) -> None:
-        state = self.state
-        latest = {v.agent_id: v for r in state.rounds for v in r.calls if v.phase != "summarize"}
-        for agent_id, view in latest.items():
-            if (loaded := self.query_one(AgentRoster).row(agent_id)) is not None:
-                loaded.activity.finished_any = True
-                loaded.show_view(view.tokens, view.budget)
-                loaded.refresh_status()
-        if self.conversation is not None:
-            messages = [c for r in state.rounds[-ConversationView.MAX_MESSAGES:] for c in r.contributions]
-            judge_id = state.judge.id if state.judge else JUDGE_ID
-            summaries = [s for r in state.rounds for s in r.summaries.values() if s.agent_id == judge_id]
-            view_ = self.conversation
-            view_.call_later(view_.load, messages, summaries[-1] if summaries else None)
-        for agent_id, pane in self.panes.items():
-            contributions = [c for r in state.rounds for c in r.contributions if c.agent_id == agent_id]
-            summaries = [r.summaries[agent_id] for r in state.rounds if agent_id in r.summaries]
-            summary = summaries[-1] if summaries else (state.judge_summary if pane.judge else None)
-            views = [v for r in state.rounds for v in r.calls if v.agent_id == agent_id and v.phase != "summarize"]
-            pane.call_later(pane.load, contributions, summary, views[-1] if views else None,
-                            state.final_solution if pane.judge else None)
-
-    @on(EngineBatch)
-    async def _engine_batch(self, message: EngineBatch) -> None:
-        """Everything that arrived since the last frame, in order; the header and the usage
-        once at the end. The bridge sends the next batch after the frame that draws this one."""
-        log = self.query_one(EventLog)
-        try:
-            for item in message.items:
-                if isinstance(item, TokenChunk):
-                    self._stream(item)
-                    continue
-                self.fold.apply(item)
-                log.add_event(item)
-                if (line := self.followups.on_event(item)) is not None:
-                    self.feedback(line)
-                await self._route(item)
-            self._show_usage()
-            self._refresh_header()
-        finally:
-            self.call_after_refresh(self.bridge.drawn)
-
-    async def _route(self, event: ev.Event) -> None:
-        """What each event changes on screen (the header and the log are refreshed by the caller).
-
-        Pane work is queued on the pane (`call_later`): the screen repaints only when its
-        own queue is idle, so it hands the work over instead of doing it here. The roster
-        rows and a conversation's transcript follow the same events."""
-        judge = self.judge_pane
-        judge_id = self.state.judge.id if self.state.judge else JUDGE_ID
-        roster = self.query_one(AgentRoster)
-        conv = self.conversation
-        pane: AgentPane | None
-        row: AgentRow | None
-        match event:
-            case ev.DebateStarted():
-                await self._build_panes()
-            case ev.PhaseStarted(phase=phase):
-                self.phase = phase
-                for pane in self.panes.values():
-                    if pane.status == "done":
-                        pane.status = "waiting"
-                for row in roster.rows.values():
-                    row.activity.phase_over()
-                    row.refresh_status()
-            case ev.CallStarted(view=view):
-                if view.phase in ("clarify", "score"):
-                    self.phase = view.phase  # no phase_started for these steps
-                if view.phase == "turn":
-                    self.phase = "turn"
-                if (pane := self.pane(view.agent_id)) is not None:
-                    pane.call_later(pane.call_started, view, event.ts, self.runtime.now())
-                if (row := roster.row(view.agent_id)) is not None:
-                    row.activity.started(view.call_id, view.phase, event.ts)
-                    if view.phase != "summarize":
-                        row.show_view(view.tokens, view.budget)
-                    row.refresh_status()
-                if conv is not None:
-                    conv.call_later(conv.call_started, view)
-            case ev.ContributionAdded(contribution=c):
-                if (pane := self.pane(c.agent_id)) is not None:
-                    pane.call_later(pane.contribution_added, c)
-                self._row_ended(c.agent_id, c.metadata.call_id)
-                if conv is not None:
-                    conv.call_later(conv.contribution_added, c)
-            case ev.CallFailed(agent_id=agent_id, call_id=call_id, error=error, will_retry=will_retry):
-                if (pane := self.pane(agent_id)) is not None:
-                    pane.call_later(pane.call_failed, call_id, error, will_retry)
-                if not will_retry and (row := roster.row(agent_id)) is not None:
-                    row.activity.failed(call_id, error)
-                    row.refresh_status()
-                if conv is not None:
-                    conv.call_later(conv.call_failed, call_id, error, will_retry)
-            case ev.SummaryAdded(summary=summary, judge=for_judge):
-                pane = judge if for_judge else self.pane(summary.agent_id)
-                if pane is not None:
-                    pane.call_later(pane.summary_added, summary)
-                self._row_ended(judge_id if for_judge else summary.agent_id, None)
-                if conv is not None and summary.agent_id == judge_id and summary.scope == "conversation":
-                    conv.call_later(conv.summary_added, summary)
-            case ev.SummaryRequested(agent_id=agent_id, focus=focus):
-                if (pane := self.pane(agent_id)) is not None:
-                    pane.call_later(pane.summary_requested, focus)
-            case ev.ClarificationsAsked(questions=items, round=r) | ev.ClarificationsAnswered(answers=items, round=r):
-                answered = isinstance(event, ev.ClarificationsAnswered)
-                for agent_id, pane in self.panes.items():
-                    mine = [c for c in items if c.agent_id == agent_id]
-                    pane.call_later(pane.clarifications, mine, answered, r)
-                for row in roster.rows.values():
-                    row.activity.ended_phase("clarify")
-                    row.refresh_status()
-            case ev.ConvergenceScored(score=score, usage=usage):
-                if judge is not None:
-                    judge.call_later(judge.convergence_scored, score, usage.call_id)
-                self._row_ended(judge_id, usage.call_id)
-            case ev.SynthesisCompleted(solution=solution):
-                if judge is not None:
-                    judge.call_later(judge.show_solution, solution)
-                self._row_ended(judge_id, solution.metadata.call_id)
-                if conv is not None:
-                    conv.call_later(conv.show_solution, solution)
-            case ev.DebateCompleted() | ev.DebateInterrupted() | ev.DebateFailed():
-                self._debate_ended()
-                for row in roster.rows.values():
-                    row.activity.stopped()
-                    row.refresh_status()
-                self.refresh_bindings()
-            case ev.ControlChanged():
-                self.refresh_bindings()
-            case ev.ToolCalled(call_id=call_id, agent_id=agent_id, tool=tool):
-                if (pane := self.pane(agent_id)) is not None:
-                    pane.call_later(pane.tool_called, call_id, tool)
-            case ev.ToolReturned(call_id=call_id, agent_id=agent_id, tool_call_id=tool_call_id, ok=ok, summary=summary):
-                if (pane := self.pane(agent_id)) is not None:
-                    pane.call_later(pane.tool_returned, call_id, tool_call_id, ok, summary)
-            case ev.CallContinued(agent_id=agent_id, tokens=tokens, call_id=call_id, round=number):
-                if (pane := self.pane(agent_id)) is not None:  # the gauge counts the tool loop's tier
-                    budget = next((v.budget for r in self.state.rounds[number - 1:number] for v in r.calls
-                                   if v.call_id == call_id), 0)
-                    pane.call_later(pane.gauge.update_view, tokens, budget)
-            case (ev.DebateResumed() | ev.RoundStarted() | ev.PhaseCompleted() | ev.Token() | ev.Warning_()
-                  | ev.NoteInjected() | ev.SeatAnswered()
-                  | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached() | ev.WindowLearned() | ev.ToolsReady()):
-                pass  # the header and the event log show these
-            case _:
-                assert_never(event)
-
-    def _row_ended(self, agent_id: str, call_id: str | None) -> None:
-        row = self.query_one(AgentRoster).row(agent_id)
-        if row is not None:
-            row.activity.ended(call_id)
-            row.refresh_status()
-
-    def _show_usage(self) -> None:
-        """Each pane's tokens and cost so far, sent to the panes whose numbers changed."""
-        for agent_id, usage in agent_usage(self.state).items():
-            pane = self.pane(agent_id)
-            if pane is not None and self._usage_shown.get(agent_id) != usage:
-                self._usage_shown[agent_id] = usage
-                pane.call_later(pane.usage, *usage)
-
-    def _stream(self, chunk: TokenChunk) -> None:
-        """A call's streamed text: its pane, the conversation, the roster row's status."""
-        if (pane := self.pane(chunk.agent_id)) is not None:
-            pane.call_later(pane.stream, chunk)
-        if (conv := self.conversation) is not None:
-            conv.call_later(conv.stream, chunk)
-        row = self.query_one(AgentRoster).row(chunk.agent_id)
-        if row is not None and chunk.call_id not in row.activity.streaming:
-            row.activity.token(chunk.call_id)
-            row.refresh_status()
-
-    @on(RuntimeFailed)
-    def _runtime_failed(self, message: RuntimeFailed) -> None:
-        self.query_one(EventLog).add_line(f"✗ {message.error}", "error")
-        self.runtime.error = message.error
-        self._refresh_header()
-
-    def _debate_ended(self) -> None:
-        failed = self.state.status == "failed"
-        for pane in self.panes.values():
-            pane.call_later(pane.debate_ended, failed)
-        judge = self.judge_pane
-        if self.state.final_solution is not None and self.zoomed is None and judge is not None:
-            if self.compact:
-                # The focus layout shows one pane already: the solution's, beside the roster
-                # (zoomed, the roster went and the first escape only brought it back).
-                self._show_current(judge.info.id)
-            else:
-                # Stay on the final solution until the user quits (escape shows every pane again).
-                self.zoom(judge)
+    async def apply(self, items: Iterable[ev.Event | TokenChunk]) -> None:
+        """One batch, in order: streamed text to the parts that show it; each event folded,
+        logged, checked against the commands awaiting it, and handed to its subscribers."""
+        log = self.screen.query_one(EventLog)
+        for item in items:
+            if isinstance(item, TokenChunk):
+                await self.table.dispatch(item)
+                continue
+            self.debate.fold.apply(item)
+            log.add_event(item)
+            if (line := self.followups.on_event(item)) is not None:
+                self.feedback(line)
+            await self.table.dispatch(item)
