@@ -26,6 +26,7 @@ from ..engine.limits import EndpointLimits
 from ..errors import InputError, MootError
 from ..models.config import AnswerFormat, MootConfig
 from ..models.terms import ProtocolName
+from ..protocols.topology import reads
 from ..session import SessionOptions, new_session, resume_session
 from ..storage.folder import EVENTS_FILE, PENDING_SUFFIX, DebateFolder
 from ..storage.state_dir import StateDir
@@ -88,8 +89,9 @@ def calls_per_question(cfg: MootConfig) -> int:
             return a * d.rounds + (0 if d.final == "majority" else 1)
         case "council":
             return a + (a if a > 1 else 0) + 1
-        case "rounds":
-            per_round = a * (a - 1) + a
+        case "rounds":  # a critique per agent another reads (`debate.topology`), a refinement each
+            ids = [x.id for x in cfg.active_agents]
+            per_round = sum(len(reads(ids, x, d.topology)) for x in ids) + a
             first = a + per_round
             later = per_round + (0 if d.carry_refinements else a)
             return first + later * (d.rounds - 1) + 1

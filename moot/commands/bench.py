@@ -49,7 +49,7 @@ def register(sub: Subcommands) -> None:
     b.add_argument("--weight", choices=["plain", "confidence"],
                    help="vote, simultaneous, adaptive: weigh each answer by its stated confidence (default plain)")
     b.add_argument("--topology", choices=["full", "ring", "star"],
-                   help="simultaneous, adaptive: whose answers each agent reads (default full)")
+                   help="rounds, simultaneous, adaptive: whose answers each agent reads (default full)")
     b.add_argument("--limit", type=positive_int, help="only the first N questions")
     b.add_argument("--concurrency", type=positive_int, default=4, help="questions in flight at once (default 4)")
     b.add_argument("--executor", choices=["local", "ray"], default="local",
