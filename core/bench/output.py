@@ -13,7 +13,7 @@ from typing import Any
 
 from ..safety.sanitize import csv_cell, one_line_safe
 from .results import ResultRow
-from .runner import BenchPlan
+from .runner import BASELINES, BenchPlan
 from .stats import Comparison, ProtocolStats, comparisons, protocol_stats
 
 FORMATS = {".json": "json", ".md": "md", ".csv": "csv"}
@@ -52,7 +52,7 @@ def _pct(x: float) -> str:
 
 def table_rows(doc: dict[str, Any]) -> list[list[str]]:
     head = ["protocol", "n", "correct", "accuracy % ± se", "tokens/q", "calls/q", "cost/q $", "s/q",
-            "unparsed", "ties", "changed (r→w, w→r)", "majority %"]
+            "unparsed", "ties", "turned r→w, w→r %", "majority %"]
     rows = [head]
     for p, s in _stats(doc).items():
         per = max(1, s.n)
@@ -61,7 +61,7 @@ def table_rows(doc: dict[str, Any]) -> list[list[str]]:
                      f"{s.calls / per:.1f}" + (f" ({s.calls_min}–{s.calls_max})" if s.calls_min != s.calls_max else ""),
                      f"{s.cost_per_question:.5f}",
                      f"{s.seconds_per_question:.1f}", str(s.unparsed), str(s.ties),
-                     f"{s.changes.changed} ({s.changes.right_to_wrong}, {s.changes.wrong_to_right})",
+                     "–" if p in BASELINES else f"{_pct(s.turned_right_to_wrong)}, {_pct(s.turned_wrong_to_right)}",
                      _pct(s.majority_accuracy)])
     return rows
 
@@ -122,8 +122,10 @@ def render_text(doc: dict[str, Any]) -> str:
 def render_markdown(doc: dict[str, Any], plot: str | None = None) -> str:
     parts = ["# moot bench", "", *(f"- {line}" for line in _header(doc)), "",
              _markdown_table(table_rows(doc)), "",
-             "accuracy ± its standard error; tokens, calls, cost and seconds per question; *changed*: answers an "
-             "agent changed between rounds (right→wrong, wrong→right); *majority*: the majority of the agents' "
+             "accuracy ± its standard error; tokens, calls, cost and seconds per question; *turned*: the share "
+             "of questions whose first answers' majority (before any agent read another) was right and whose "
+             "final answer is wrong (r→w), and the other way round (w→r): what the rounds broke and mended; "
+             "*majority*: the majority of the agents' "
              "last answers (beside the judge's for rounds and council). An answer not in the asked form counts "
              "as wrong.", "", "```", bars(doc), "```"]
     if plot:
@@ -138,7 +140,7 @@ def render_markdown(doc: dict[str, Any], plot: str | None = None) -> str:
 def render_csv(doc: dict[str, Any]) -> str:
     cols = ["id", "protocol", "answer", "expected", "correct", "debate_id", "status", "decided_by", "majority",
             "tie", "calls", "prompt_tokens", "completion_tokens", "cost_usd", "seconds", "changed",
-            "right_to_wrong", "wrong_to_right", "agent_answers", "error"]
+            "right_to_wrong", "wrong_to_right", "first_majority", "agent_answers", "error"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
@@ -147,7 +149,7 @@ def render_csv(doc: dict[str, Any]) -> str:
         cells = [r["id"], r["protocol"], r["answer"] if r["answer"] is not None else "", r["expected"],
                  r["correct"], r["debate_id"], r["status"], r["decided_by"], r["majority"] or "", r["tie"],
                  r["calls"], r["prompt_tokens"], r["completion_tokens"], r["cost_usd"], r["seconds"],
-                 ch["changed"], ch["right_to_wrong"], ch["wrong_to_right"],
+                 ch["changed"], ch["right_to_wrong"], ch["wrong_to_right"], r["first_majority"] or "",
                  json.dumps(r["agent_answers"], ensure_ascii=False), r["error"] or ""]
         w.writerow([csv_cell(c) for c in cells])  # answers, errors, questions' data: untrusted text
     return buf.getvalue()

@@ -44,6 +44,11 @@ class ProtocolStats(BaseModel):
     cost_per_question: float
     seconds_per_question: float
     changes: AnswerChanges
+    turned_right_to_wrong: float = 0.0
+    """Share of the questions whose first answers' majority was right and whose final answer is
+    wrong: what the rounds (critiques, later answers, the judge) broke."""
+    turned_wrong_to_right: float = 0.0
+    """Share of the questions whose first answers' majority was wrong and whose final answer is right."""
     unfinished: int = 0
 
 
@@ -92,7 +97,9 @@ def protocol_stats(rows: Sequence[ResultRow], unfinished: int = 0) -> ProtocolSt
         calls_max=max((r.calls for r in done), default=0), prompt_tokens=sum(r.prompt_tokens for r in done),
         completion_tokens=sum(r.completion_tokens for r in done), tokens_per_question=tokens / per,
         cost_usd=round(cost, 8), cost_per_question=cost / per,
-        seconds_per_question=sum(r.seconds for r in done) / per, changes=changes, unfinished=unfinished)
+        seconds_per_question=sum(r.seconds for r in done) / per, changes=changes,
+        turned_right_to_wrong=sum(r.first_correct and not r.correct for r in done) / per,
+        turned_wrong_to_right=sum(r.correct and not r.first_correct for r in done) / per, unfinished=unfinished)
 
 
 def mcnemar_p(only_a: int, only_b: int) -> float:
