@@ -5,6 +5,7 @@ loopback server that answers arithmetic right with a set probability."""
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +48,34 @@ def test_shares_of_questions_the_rounds_turned_right_or_wrong(tmp_path: Path) ->
     row = next(line for line in md.splitlines() if line.startswith("| simultaneous"))
     assert f"| {100 * turned['r→w'] / 5:.1f}, {100 * turned['w→r'] / 5:.1f} |" in row
     assert "| – |" in next(line for line in md.splitlines() if line.startswith("| vote"))
+
+
+def test_tokens_per_correct_answer_and_the_pareto_front_beside_results_md(tmp_path: Path) -> None:
+    """The plot beside `results.md` marks the protocols no other beats on accuracy and tokens per
+    question; its labels are escaped (a data set's name is whatever the file is called)."""
+    data = tmp_path / "sums <&> \"quoted\".jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i}+{2 * i}*3?", "answer": 7 * i}) + "\n"
+                            for i in range(1, 5)))
+    args = ["bench", str(data), "--provider", "demo", "--headless", "--state-dir", str(tmp_path / "d")]
+    r = cli(*args, "-o", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    stats = doc["protocols"]
+    for p, s in stats.items():
+        mine = [x for x in doc["results"] if x["protocol"] == p]
+        tokens = sum(x["prompt_tokens"] + x["completion_tokens"] for x in mine)
+        assert s["tokens_per_correct"] == (tokens / s["correct"] if s["correct"] else None)
+    beaten = {p for p, s in stats.items() for q, t in stats.items() if q != p and t["accuracy"] >= s["accuracy"]
+              and t["tokens_per_question"] <= s["tokens_per_question"]
+              and (t["accuracy"], t["tokens_per_question"]) != (s["accuracy"], s["tokens_per_question"])}
+    assert set(doc["pareto"]) == set(stats) - beaten and doc["pareto"]
+    assert cli(*args, "-o", str(tmp_path / "r.md")).returncode == 0
+    svg = ET.fromstring((tmp_path / "r.svg").read_text())  # well-formed: the name's <, & and " escaped
+    title = next(e for e in svg.iter() if e.tag.endswith("text") and e.get("font-weight") == "bold")
+    assert 'sums <&> "quot' in (title.text or "")
+    marked = [e for e in svg.iter() if e.tag.endswith("circle") and e.get("class") == "pareto"]
+    assert len(marked) == len(doc["pareto"])
+    assert any(e.tag.endswith("polyline") for e in svg.iter()) == (len(doc["pareto"]) > 1)
+    md = (tmp_path / "r.md").read_text()
+    assert "tokens/correct" in md and all("◆ Pareto front" in line for line in md.splitlines()
+                                          if any(line.startswith(p + " ") for p in doc["pareto"]))

@@ -14,7 +14,7 @@ from typing import Any
 from ..safety.sanitize import csv_cell, one_line_safe
 from .results import ResultRow
 from .runner import BASELINES, BenchPlan
-from .stats import Comparison, ProtocolStats, comparisons, protocol_stats
+from .stats import Comparison, ProtocolStats, comparisons, pareto_front, protocol_stats
 
 FORMATS = {".json": "json", ".md": "md", ".csv": "csv"}
 
@@ -37,6 +37,7 @@ def summarize(plan: BenchPlan, rows: Sequence[ResultRow], *, executor: str, demo
         "vote_samples": plan.samples if "vote" in plan.protocols else None,
         "vote_samples_note": plan.samples_note if "vote" in plan.protocols else "",
         "protocols": {p: s.model_dump(mode="json") for p, s in stats.items()},
+        "pareto": pareto_front({p: (s.tokens_per_question, s.accuracy) for p, s in stats.items() if s.n}),
         "comparisons": [c.model_dump(mode="json") for c in comparisons(by_protocol)],
         "results": [r.model_dump(mode="json") for r in sorted(rows, key=lambda r: order.get((r.id, r.protocol), 0))],
     }
@@ -51,13 +52,14 @@ def _pct(x: float) -> str:
 
 
 def table_rows(doc: dict[str, Any]) -> list[list[str]]:
-    head = ["protocol", "n", "correct", "accuracy % ± se", "tokens/q", "calls/q", "cost/q $", "s/q",
-            "unparsed", "ties", "turned r→w, w→r %", "majority %"]
+    head = ["protocol", "n", "correct", "accuracy % ± se", "tokens/q", "tokens/correct", "calls/q", "cost/q $",
+            "s/q", "unparsed", "ties", "turned r→w, w→r %", "majority %"]
     rows = [head]
     for p, s in _stats(doc).items():
         per = max(1, s.n)
         rows.append([p, str(s.n), str(s.correct), f"{_pct(s.accuracy)} ± {_pct(s.stderr)}",
                      f"{s.tokens_per_question:,.0f}",
+                     "–" if s.tokens_per_correct is None else f"{s.tokens_per_correct:,.0f}",
                      f"{s.calls / per:.1f}" + (f" ({s.calls_min}–{s.calls_max})" if s.calls_min != s.calls_max else ""),
                      f"{s.cost_per_question:.5f}",
                      f"{s.seconds_per_question:.1f}", str(s.unparsed), str(s.ties),
@@ -89,14 +91,17 @@ def _markdown_table(rows: list[list[str]]) -> str:
 
 
 def bars(doc: dict[str, Any], width: int = 30) -> str:
-    """Accuracy as bars with its error and tokens per question beside: what a token buys."""
+    """Accuracy as bars with its error and tokens per question beside: what a token buys (◆: on
+    the Pareto front of accuracy against tokens per question)."""
     stats = _stats(doc)
+    front = set(doc.get("pareto", []))
     name_w = max((len(p) for p in stats), default=8)
     lines = []
     for p, s in stats.items():
         full = round(s.accuracy * width)
         lines.append(f"{p.ljust(name_w)}  {'█' * full}{'░' * (width - full)}  {_pct(s.accuracy):>5}% ± "
-                     f"{_pct(s.stderr):<4}  {s.tokens_per_question:>8,.0f} tokens/question")
+                     f"{_pct(s.stderr):<4}  {s.tokens_per_question:>8,.0f} tokens/question"
+                     + ("  ◆ Pareto front" if p in front else ""))
     return "\n".join(lines)
 
 
@@ -126,8 +131,10 @@ def render_markdown(doc: dict[str, Any], plot: str | None = None) -> str:
              "of questions whose first answers' majority (before any agent read another) was right and whose "
              "final answer is wrong (r→w), and the other way round (w→r): what the rounds broke and mended; "
              "*majority*: the majority of the agents' "
-             "last answers (beside the judge's for rounds and council). An answer not in the asked form counts "
-             "as wrong.", "", "```", bars(doc), "```"]
+             "last answers (beside the judge's for rounds and council); *tokens/correct*: all the tokens over "
+             "the questions answered right. An answer not in the asked form counts as wrong. ◆: on the Pareto "
+             "front (no other protocol is at least as accurate for at most as many tokens per question).", "",
+             "```", bars(doc), "```"]
     if plot:
         parts += ["", f"![accuracy against tokens per question]({plot})"]
     if doc["comparisons"]:
@@ -160,7 +167,8 @@ def render_json(doc: dict[str, Any]) -> str:
 
 
 def render_svg(doc: dict[str, Any]) -> str:
-    """Accuracy (± one standard error) against tokens per question, one labelled point per protocol."""
+    """Accuracy (± one standard error) against tokens per question, one labelled point per protocol;
+    the protocols on the Pareto front (`doc["pareto"]`) in red, joined by a dashed staircase."""
     stats = _stats(doc)
     w, h, left, right, top, bottom = 640, 400, 70, 30, 30, 60
     xmax = max([s.tokens_per_question for s in stats.values()] + [1.0]) * 1.15
@@ -180,18 +188,31 @@ def render_svg(doc: dict[str, Any]) -> str:
     out.append(f'<text x="{(left + w - right) / 2}" y="{h - 15}" text-anchor="middle">tokens per question</text>')
     out.append(f'<text x="18" y="{(top + h - bottom) / 2}" text-anchor="middle" '
                f'transform="rotate(-90 18 {(top + h - bottom) / 2})">accuracy</text>')
+    front = [p for p in doc.get("pareto", []) if p in stats]
+    if len(front) > 1:  # the front as a staircase: what the best protocol for each budget reaches
+        steps = []
+        for a, b in zip(front, front[1:], strict=False):
+            steps += [(px(stats[a].tokens_per_question), py(stats[a].accuracy)),
+                      (px(stats[b].tokens_per_question), py(stats[a].accuracy))]
+        steps.append((px(stats[front[-1]].tokens_per_question), py(stats[front[-1]].accuracy)))
+        out.append('<polyline class="pareto-front" fill="none" stroke="#d62728" stroke-dasharray="4 3" points="'
+                   + " ".join(f"{x:.1f},{y:.1f}" for x, y in steps) + '"/>')
     for p, s in stats.items():
         x, y = px(s.tokens_per_question), py(s.accuracy)
         lo, hi = py(max(0.0, s.accuracy - s.stderr)), py(min(1.0, s.accuracy + s.stderr))
-        out.append(f'<line x1="{x}" y1="{lo}" x2="{x}" y2="{hi}" stroke="#1f77b4" stroke-width="2"/>')
-        out.append(f'<circle cx="{x}" cy="{y}" r="5" fill="#1f77b4"/>')
+        color, mark = ("#d62728", ' class="pareto"') if p in front else ("#1f77b4", "")
+        out.append(f'<line x1="{x}" y1="{lo}" x2="{x}" y2="{hi}" stroke="{color}" stroke-width="2"/>')
+        out.append(f'<circle{mark} cx="{x}" cy="{y}" r="5" fill="{color}"/>')
         # A point in the right half is labelled to its left: the label never runs off the plot.
-        label = f"{html.escape(p)} {_pct(s.accuracy)}%"
+        label = f"{html.escape(one_line_safe(p, 40))} {_pct(s.accuracy)}%"
         if x > (left + w - right) / 2:
             out.append(f'<text x="{x - 8}" y="{y - 6}" text-anchor="end">{label}</text>')
         else:
             out.append(f'<text x="{x + 8}" y="{y - 6}">{label}</text>')
     title = html.escape(one_line_safe(doc["dataset"], 80)) + (" · DEMO" if doc.get("demo") else "")
     out.append(f'<text x="{left}" y="18" font-weight="bold">{title}</text>')
+    if front:
+        out.append(f'<text x="{w - right}" y="18" text-anchor="end" fill="#d62728">red: the Pareto front '
+                   '(no protocol more accurate for fewer tokens)</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from .results import ResultRow
 from .runner import BenchPlan, Job
-from .stats import stderr
+from .stats import pareto_front, stderr
 
 
 @dataclass
@@ -30,6 +30,14 @@ class ProtocolProgress:
     @property
     def stderr(self) -> float:
         return stderr(self.correct, self.done)
+
+    @property
+    def tokens_per_question(self) -> float:
+        return self.tokens / self.done if self.done else 0.0
+
+    @property
+    def tokens_per_correct(self) -> float | None:
+        return self.tokens / self.correct if self.correct else None
 
 
 @dataclass
@@ -75,6 +83,10 @@ class BenchProgress:
             p.failed += 1
         for listen in self.listeners:
             listen(job, row)
+
+    def pareto(self) -> list[str]:
+        """The protocols on the Pareto front of accuracy against tokens per question so far."""
+        return pareto_front({p: (s.tokens_per_question, s.accuracy) for p, s in self.protocols.items() if s.done})
 
     def ordered_rows(self) -> list[ResultRow]:
         return [self.rows[(j.question_id, j.protocol)] for j in self.plan.jobs

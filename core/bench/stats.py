@@ -40,6 +40,8 @@ class ProtocolStats(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     tokens_per_question: float
+    tokens_per_correct: float | None = None
+    """All the tokens spent over the questions answered right (None when none was): what a right answer costs."""
     cost_usd: float
     cost_per_question: float
     seconds_per_question: float
@@ -96,10 +98,22 @@ def protocol_stats(rows: Sequence[ResultRow], unfinished: int = 0) -> ProtocolSt
         calls=sum(r.calls for r in done), calls_min=min((r.calls for r in done), default=0),
         calls_max=max((r.calls for r in done), default=0), prompt_tokens=sum(r.prompt_tokens for r in done),
         completion_tokens=sum(r.completion_tokens for r in done), tokens_per_question=tokens / per,
+        tokens_per_correct=tokens / correct if correct else None,
         cost_usd=round(cost, 8), cost_per_question=cost / per,
         seconds_per_question=sum(r.seconds for r in done) / per, changes=changes,
         turned_right_to_wrong=sum(r.first_correct and not r.correct for r in done) / per,
         turned_wrong_to_right=sum(r.correct and not r.first_correct for r in done) / per, unfinished=unfinished)
+
+
+def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
+    """The names (by tokens, fewest first) of the points (tokens per question, accuracy) that no
+    other point beats on both: none is at least as accurate for at most as many tokens and better
+    on one of the two. A protocol off the front buys less accuracy per token than one on it."""
+
+    def beaten(t: float, a: float) -> bool:
+        return any(u <= t and b >= a and (u < t or b > a) for u, b in points.values())
+
+    return sorted((n for n, (t, a) in points.items() if not beaten(t, a)), key=lambda n: (points[n][0], n))
 
 
 def mcnemar_p(only_a: int, only_b: int) -> float:

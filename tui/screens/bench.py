@@ -1,6 +1,7 @@
 """The live benchmark dashboard: progress per protocol (done, in flight, running accuracy with its
-error, tokens, cost) above every question × protocol; enter opens a question's debate in the
-usual debate screen (watched: it follows the log while the debate runs)."""
+error, tokens per question and per right answer, cost, whether it is on the Pareto front) above a
+plot of accuracy against tokens per question and every question × protocol; enter opens a
+question's debate in the usual debate screen (watched: it follows the log while the debate runs)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from ...core.bench.progress import BenchProgress
 from ...core.bench.results import ResultRow
 from ...core.bench.runner import Job
 from ...core.safety.sanitize import one_line_safe
+from ..widgets.bench_plot import BenchPlot
 
 REFRESH_S = 0.25
+PROTOCOL_COLUMNS = ("done", "in flight", "accuracy ± se", "tokens/q", "tokens/correct", "cost $", "failed", "Pareto")
 
 
 def _cell(text: object, style: str = "") -> Text:
@@ -51,15 +54,16 @@ class BenchScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Label("", id="bench-title")
         yield DataTable(id="bench-protocols", cursor_type="none", zebra_stripes=True)
+        yield BenchPlot(id="bench-plot")
         yield DataTable(id="bench-questions", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
         protocols = self.query_one("#bench-protocols", DataTable)
-        for label in ("protocol", "done", "in flight", "accuracy ± se", "tokens", "cost $", "failed"):
+        for label in ("protocol", *PROTOCOL_COLUMNS):
             protocols.add_column(label, key=label)
-        for p in self.progress.plan.protocols:
-            protocols.add_row(*([_cell(p)] + [_cell("")] * 6), key=p)
+        for i, p in enumerate(self.progress.plan.protocols, start=1):  # numbered as in the plot
+            protocols.add_row(*([_cell(f"{i} {p}")] + [_cell("")] * len(PROTOCOL_COLUMNS)), key=p)
         questions = self.query_one("#bench-questions", DataTable)
         for label in ("question", "protocol", "status", "answer", "expected", "tokens", "debate"):
             questions.add_column(label, key=label)
@@ -90,13 +94,19 @@ class BenchScreen(Screen[None]):
             f"moot bench · {one_line_safe(prog.plan.dataset.name, 60)} · {prog.finished}/{prog.total} {state} · "
             f"in flight {len(prog.running)} · {self.executor}{demo}"))
         protocols = self.query_one("#bench-protocols", DataTable)
+        front = prog.pareto()
         for p, s in prog.protocols.items():
+            per_correct = s.tokens_per_correct
             cells = [f"{s.done}/{s.planned}", str(s.in_flight),
                      f"{100 * s.accuracy:.1f}% ± {100 * s.stderr:.1f}" if s.done else "–",
-                     f"{s.tokens:,}", f"{s.cost_usd:.4f}", str(s.failed)]
-            for col, value in zip(("done", "in flight", "accuracy ± se", "tokens", "cost $", "failed"), cells,
-                                  strict=True):
-                protocols.update_cell(p, col, _cell(value))
+                     f"{s.tokens_per_question:,.0f}" if s.done else "–",
+                     f"{per_correct:,.0f}" if per_correct is not None else "–",
+                     f"{s.cost_usd:.4f}", str(s.failed), "◆" if p in front else ""]
+            for col, value in zip(PROTOCOL_COLUMNS, cells, strict=True):
+                protocols.update_cell(p, col, _cell(value, "bold red" if col == "Pareto" else ""))
+        self.query_one(BenchPlot).show(
+            list(prog.protocols), [(s.tokens_per_question, s.accuracy) if s.done else None for s in prog.protocols.values()],
+            {i for i, p in enumerate(prog.protocols) if p in front})
         questions = self.query_one("#bench-questions", DataTable)
         for qid, p in self._jobs:
             key = f"{qid}\x1f{p}"
