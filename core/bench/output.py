@@ -27,19 +27,23 @@ def summarize(plan: BenchPlan, rows: Sequence[ResultRow], *, executor: str, demo
     planned: dict[str, int] = {p: sum(1 for j in plan.jobs if j.protocol == p) for p in plan.protocols}
     stats = {p: protocol_stats(rs, unfinished=planned[p] - sum(r.complete for r in rs))
              for p, rs in by_protocol.items()}
-    order = {(j.question_id, j.protocol): i for i, j in enumerate(plan.jobs)}
+    order = {j.slot: i for i, j in enumerate(plan.jobs)}
+    agents = [a for c in plan.configs.values() for a in c.get("agents", [])]
     return {
         "dataset": plan.dataset.name,
         "fingerprint": plan.dataset.fingerprint,
         "questions": len({j.question_id for j in plan.jobs}),
         "executor": executor,
+        "repeat": plan.repeat,
+        "temperature_zero": bool(agents) and all(a.get("temperature") == 0 for a in agents),
         "demo": demo,
         "vote_samples": plan.samples if "vote" in plan.protocols else None,
         "vote_samples_note": plan.samples_note if "vote" in plan.protocols else "",
         "protocols": {p: s.model_dump(mode="json") for p, s in stats.items()},
         "pareto": pareto_front({p: (s.tokens_per_question, s.accuracy) for p, s in stats.items() if s.n}),
         "comparisons": [c.model_dump(mode="json") for c in comparisons(by_protocol)],
-        "results": [r.model_dump(mode="json") for r in sorted(rows, key=lambda r: order.get((r.id, r.protocol), 0))],
+        "results": [r.model_dump(mode="json")
+                    for r in sorted(rows, key=lambda r: order.get((r.id, r.protocol, r.repeat), 0))],
     }
 
 
@@ -54,6 +58,9 @@ def _pct(x: float) -> str:
 def table_rows(doc: dict[str, Any]) -> list[list[str]]:
     head = ["protocol", "n", "correct", "accuracy % ± se", "tokens/q", "tokens/correct", "calls/q", "cost/q $",
             "s/q", "unparsed", "ties", "turned r→w, w→r %", "majority %"]
+    repeated = doc.get("repeat", 1) > 1
+    if repeated:
+        head[4:4] = ["sd between runs", "differed"]
     rows = [head]
     for p, s in _stats(doc).items():
         per = max(1, s.n)
@@ -65,16 +72,20 @@ def table_rows(doc: dict[str, Any]) -> list[list[str]]:
                      f"{s.seconds_per_question:.1f}", str(s.unparsed), str(s.ties),
                      "–" if p in BASELINES else f"{_pct(s.turned_right_to_wrong)}, {_pct(s.turned_wrong_to_right)}",
                      _pct(s.majority_accuracy)])
+        if repeated:
+            rows[-1][4:4] = [_pct(s.run_sd), str(s.differed)]
     return rows
 
 
 def comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
-    rows = [["a − b", "n", "difference (95% CI)", "only a right", "only b right", "McNemar p"]]
+    rows = [["a − b", "n", "difference (95% CI)", "only a right", "only b right", "McNemar p", "within noise",
+             "questions needed"]]
     for raw in doc["comparisons"]:
         c = Comparison.model_validate(raw)
         rows.append([f"{c.a} − {c.b}", str(c.n),
                      f"{100 * c.difference:+.1f} pts ({100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f})",
-                     str(c.only_a), str(c.only_b), f"{c.mcnemar_p:.3f}"])
+                     str(c.only_a), str(c.only_b), f"{c.mcnemar_p:.3f}", "yes" if c.within_noise else "no",
+                     "–" if c.questions_needed is None else f"{c.questions_needed:,}"])
     return rows
 
 
@@ -110,6 +121,12 @@ def _header(doc: dict[str, Any]) -> list[str]:
              f"fingerprint {doc['fingerprint']}); executor {doc['executor']}"]
     if doc.get("vote_samples"):
         lines.append(f"vote: {doc['vote_samples']} answers per question ({doc['vote_samples_note']})")
+    if doc.get("repeat", 1) > 1:
+        lines.append(f"each question ran {doc['repeat']} times with different seeds (n counts question runs)")
+        differed = sum(s.differed for s in _stats(doc).values())
+        if doc.get("temperature_zero") and differed:
+            lines.append(f"at temperature 0 the final answers differed between runs on {differed} question × "
+                         "protocol pairs: the server is not deterministic (parallel slots, batching)")
     if doc.get("demo"):
         lines.append("DEMO provider: scripted answers (right about two times in three), not a model; "
                      "the figures only show the tool working")
@@ -139,13 +156,16 @@ def render_markdown(doc: dict[str, Any], plot: str | None = None) -> str:
         parts += ["", f"![accuracy against tokens per question]({plot})"]
     if doc["comparisons"]:
         parts += ["", "## Paired comparisons", "", "On the questions both protocols finished; the interval is a "
-                  "bootstrap over questions, the p-value McNemar's exact test.", "",
+                  "bootstrap over questions, the p-value McNemar's exact test. *Within noise*: p ≥ 0.05, or the "
+                  "interval holds 0, or the difference is no larger than the spread between runs; *questions needed*: how many "
+                  "questions a paired test would need to detect a difference of this size (two-sided α = 0.05, "
+                  "power 0.8).", "",
                   _markdown_table(comparison_rows(doc))]
     return "\n".join(parts) + "\n"
 
 
 def render_csv(doc: dict[str, Any]) -> str:
-    cols = ["id", "protocol", "answer", "expected", "correct", "debate_id", "status", "decided_by", "majority",
+    cols = ["id", "repeat", "protocol", "answer", "expected", "correct", "debate_id", "status", "decided_by", "majority",
             "tie", "calls", "prompt_tokens", "completion_tokens", "cost_usd", "seconds", "changed",
             "right_to_wrong", "wrong_to_right", "first_majority", "agent_answers", "error"]
     buf = io.StringIO()
@@ -153,7 +173,7 @@ def render_csv(doc: dict[str, Any]) -> str:
     w.writerow(cols)
     for r in doc["results"]:
         ch = r["changes"]
-        cells = [r["id"], r["protocol"], r["answer"] if r["answer"] is not None else "", r["expected"],
+        cells = [r["id"], r["repeat"], r["protocol"], r["answer"] if r["answer"] is not None else "", r["expected"],
                  r["correct"], r["debate_id"], r["status"], r["decided_by"], r["majority"] or "", r["tie"],
                  r["calls"], r["prompt_tokens"], r["completion_tokens"], r["cost_usd"], r["seconds"],
                  ch["changed"], ch["right_to_wrong"], ch["wrong_to_right"], r["first_majority"] or "",

@@ -44,9 +44,9 @@ class ProtocolProgress:
 class BenchProgress:
     plan: BenchPlan
     protocols: dict[str, ProtocolProgress] = field(default_factory=dict)
-    rows: dict[tuple[str, str], ResultRow] = field(default_factory=dict)
-    """(question id, protocol) → its row, as they finish."""
-    running: set[tuple[str, str]] = field(default_factory=set)
+    rows: dict[tuple[str, str, int], ResultRow] = field(default_factory=dict)
+    """(question id, protocol, run) → its row, as they finish."""
+    running: set[tuple[str, str, int]] = field(default_factory=set)
     listeners: list[Callable[[Job, ResultRow | None], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -62,13 +62,13 @@ class BenchProgress:
         return len(self.rows)
 
     def start(self, job: Job) -> None:
-        self.running.add((job.question_id, job.protocol))
+        self.running.add(job.slot)
         self.protocols[job.protocol].in_flight += 1
         for listen in self.listeners:
             listen(job, None)
 
     def done(self, job: Job, row: ResultRow) -> None:
-        key = (job.question_id, job.protocol)
+        key = job.slot
         p = self.protocols[job.protocol]
         if key in self.running:
             self.running.discard(key)
@@ -89,5 +89,4 @@ class BenchProgress:
         return pareto_front({p: (s.tokens_per_question, s.accuracy) for p, s in self.protocols.items() if s.done})
 
     def ordered_rows(self) -> list[ResultRow]:
-        return [self.rows[(j.question_id, j.protocol)] for j in self.plan.jobs
-                if (j.question_id, j.protocol) in self.rows]
+        return [self.rows[j.slot] for j in self.plan.jobs if j.slot in self.rows]

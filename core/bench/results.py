@@ -64,6 +64,8 @@ class ResultRow(BaseModel):
     seconds: float = 0.0
     """Wall time the debate ran (the sum over its runs when it was resumed)."""
     error: str | None = None
+    repeat: int = 1
+    """Which run of the question (`--repeat`), from 1."""
 
     @property
     def complete(self) -> bool:
@@ -144,8 +146,9 @@ def active_seconds(folder: DebateFolder) -> float:
     return max(0.0, total)
 
 
-def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, state: DebateState) -> ResultRow:
-    """The result row of one finished (or failed) debate."""
+def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, state: DebateState, *,
+             repeat: int = 1) -> ResultRow:
+    """The result row of one finished (or failed) debate (run `repeat` of its question)."""
     protocol = state.protocol
     per_round = answers_by_round(state, folder.steps())
     first = majority([extract(c.content, fmt) for c in first_answers(state, folder.steps()).values()]).winner
@@ -174,4 +177,4 @@ def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, s
         tie=bool(vote.tied), tied=vote.tied, rule=vote.rule, changes=answer_changes(seqs, expected, fmt),
         first_majority=first, first_correct=is_correct(first, expected, fmt),
         calls=t.calls, prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens,
-        cost_usd=round(t.cost_usd, 8), seconds=round(active_seconds(folder), 3), error=state.error)
+        cost_usd=round(t.cost_usd, 8), seconds=round(active_seconds(folder), 3), error=state.error, repeat=repeat)

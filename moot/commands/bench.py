@@ -30,6 +30,7 @@ DEFAULT_PROTOCOLS = "single,vote,simultaneous"
 BENCH_ROLES = ["generalist", "generalist", "generalist"]
 """Du et al.'s setting: three agents alike (with no -a, -c or ./moot.toml)."""
 BENCH_ROUNDS = 2
+MAX_REPEAT = 100
 
 
 def register(sub: Subcommands) -> None:
@@ -51,6 +52,9 @@ def register(sub: Subcommands) -> None:
     b.add_argument("--topology", choices=["full", "ring", "star"],
                    help="rounds, simultaneous, adaptive: whose answers each agent reads (default full)")
     b.add_argument("--limit", type=positive_int, help="only the first N questions")
+    b.add_argument("--repeat", type=_repeat, default=1, metavar="K",
+                   help="run each question K times with different seeds (each agent's seed + 10000 per run) "
+                        "and report the spread between runs (default 1)")
     b.add_argument("--concurrency", type=positive_int, default=4, help="questions in flight at once (default 4)")
     b.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local asyncio (default) or Ray tasks (pip install 'moot[ray]'; RAY_ADDRESS for a cluster)")
@@ -64,6 +68,13 @@ def register(sub: Subcommands) -> None:
     add_provider_args(b)
     add_state_dir(b)
     b.set_defaults(handler=cmd_bench)
+
+
+def _repeat(text: str) -> int:
+    v = positive_int(text)
+    if v > MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_REPEAT}: {text!r}")
+    return v
 
 
 def _protocols(text: str) -> list[ProtocolName]:
@@ -121,7 +132,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     tui = wants_tui(args.headless)
     the_plan = plan(dataset, protocols, base, state_dir=state_dir, limit=args.limit, samples=args.samples,
                     demo_delay=args.demo_delay if args.demo_delay is not None else (None if tui else 0.0),
-                    from_point=args.from_point)
+                    from_point=args.from_point, repeat=args.repeat)
     asyncio.run(check_startable(the_plan.jobs[0]))
     demo = _uses_demo(the_plan.jobs[0].config)
     if demo and not args.provider:

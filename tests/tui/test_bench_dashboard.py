@@ -64,8 +64,8 @@ async def test_dashboard_follows_the_run_and_opens_a_question(tmp_path: Path) ->
             assert cells[8] == ("◆" if p in front else "")
             assert str(i) in plot.plain and (str(i) in red) == (p in front)
         questions = screen.query_one("#bench-questions", DataTable)
-        for (qid, p), row in app.progress.rows.items():
-            cells = _cells(questions, f"{qid}\x1f{p}")
+        for (qid, p, run), row in app.progress.rows.items():
+            cells = _cells(questions, f"{qid}\x1f{p}\x1f{run}")
             assert cells[2] == ("✓ right" if row.correct else "✗ wrong") and cells[3] == str(row.answer)
         assert "9/9 finished" in str(screen.query_one("#bench-title").render())
         questions.focus()

@@ -23,6 +23,11 @@ REFRESH_S = 0.25
 PROTOCOL_COLUMNS = ("done", "in flight", "accuracy ± se", "tokens/q", "tokens/correct", "cost $", "failed", "Pareto")
 
 
+def _row_key(slot: tuple[str, str, int]) -> str:
+    """A question × protocol × run as a table row's key."""
+    return "\x1f".join(map(str, slot))
+
+
 def _cell(text: object, style: str = "") -> Text:
     """A table cell from untrusted text: control characters out, markup shown literally."""
     return Text(one_line_safe(str(text), 60), style=style)
@@ -49,7 +54,7 @@ class BenchScreen(Screen[None]):
         self.demo = demo
         self.finished = False
         self._dirty = True
-        self._jobs = {(j.question_id, j.protocol): j for j in progress.plan.jobs}
+        self._jobs = {j.slot: j for j in progress.plan.jobs}
 
     def compose(self) -> ComposeResult:
         yield Label("", id="bench-title")
@@ -68,8 +73,9 @@ class BenchScreen(Screen[None]):
         for label in ("question", "protocol", "status", "answer", "expected", "tokens", "debate"):
             questions.add_column(label, key=label)
         for j in self.progress.plan.jobs:
-            questions.add_row(_cell(j.question_id), _cell(j.protocol), _cell("waiting"), _cell(""),
-                              _cell(j.expected), _cell(""), _cell(j.debate_id), key=f"{j.question_id}\x1f{j.protocol}")
+            qid = j.question_id if j.repeat == 1 else f"{j.question_id} (run {j.repeat})"
+            questions.add_row(_cell(qid), _cell(j.protocol), _cell("waiting"), _cell(""),
+                              _cell(j.expected), _cell(""), _cell(j.debate_id), key=_row_key(j.slot))
         self.progress.listeners.append(self._changed)
         self.set_interval(REFRESH_S, self._refresh_if_dirty)
         self._refresh_if_dirty()
@@ -108,11 +114,11 @@ class BenchScreen(Screen[None]):
             list(prog.protocols), [(s.tokens_per_question, s.accuracy) if s.done else None for s in prog.protocols.values()],
             {i for i, p in enumerate(prog.protocols) if p in front})
         questions = self.query_one("#bench-questions", DataTable)
-        for qid, p in self._jobs:
-            key = f"{qid}\x1f{p}"
-            row = prog.rows.get((qid, p))
+        for slot in self._jobs:
+            key = _row_key(slot)
+            row = prog.rows.get(slot)
             if row is None:
-                status = _cell("running…", "bold") if (qid, p) in prog.running else _cell("waiting", "dim")
+                status = _cell("running…", "bold") if slot in prog.running else _cell("waiting", "dim")
                 answer = tokens = _cell("")
             elif row.complete:
                 status = _cell("✓ right" if row.correct else "✗ wrong", "green" if row.correct else "red")
@@ -133,9 +139,9 @@ class BenchScreen(Screen[None]):
         if table.cursor_row < 0:
             return
         key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
-        qid, _, protocol = key.partition("\x1f")
-        job = self._jobs[(qid, protocol)]
-        if (qid, protocol) not in self.progress.rows and (qid, protocol) not in self.progress.running:
+        job = next(j for slot, j in self._jobs.items() if _row_key(slot) == key)
+        qid, protocol = job.question_id, job.protocol
+        if job.slot not in self.progress.rows and job.slot not in self.progress.running:
             self.notify(f"{qid} through {protocol} has not started yet", severity="warning")
             return
         self.post_message(self.Open(job.debate_id))
