@@ -89,6 +89,18 @@ def comparison_rows(doc: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def model_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """A mixed panel's models beside the panel: per protocol whose agents ran on more than one model."""
+    rows = [["protocol", "model", "answers", "accuracy % ± se", "panel %"]]
+    for p, s in _stats(doc).items():
+        if len(s.per_model) < 2:
+            continue
+        for m, ms in s.per_model.items():
+            rows.append([p, one_line_safe(m, 60), str(ms.answers), f"{_pct(ms.accuracy)} ± {_pct(ms.stderr)}",
+                         _pct(s.accuracy)])
+    return rows if len(rows) > 1 else []
+
+
 def _plain(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
@@ -136,6 +148,8 @@ def _header(doc: dict[str, Any]) -> list[str]:
 def render_text(doc: dict[str, Any]) -> str:
     """The table for a terminal (stdout of a headless run)."""
     parts = [*_header(doc), "", _plain(table_rows(doc)), "", bars(doc)]
+    if models := model_rows(doc):
+        parts += ["", "per model (each agent's last answer):", _plain(models)]
     if doc["comparisons"]:
         parts += ["", "paired comparisons:", _plain(comparison_rows(doc))]
     return "\n".join(parts) + "\n"
@@ -154,6 +168,9 @@ def render_markdown(doc: dict[str, Any], plot: str | None = None) -> str:
              "```", bars(doc), "```"]
     if plot:
         parts += ["", f"![accuracy against tokens per question]({plot})"]
+    if models := model_rows(doc):
+        parts += ["", "## Per model", "", "A mixed panel's models beside the panel: how often the last answers of "
+                  "the agents on each model were right.", "", _markdown_table(models)]
     if doc["comparisons"]:
         parts += ["", "## Paired comparisons", "", "On the questions both protocols finished; the interval is a "
                   "bootstrap over questions, the p-value McNemar's exact test. *Within noise*: p ≥ 0.05, or the "

@@ -57,6 +57,8 @@ class ResultRow(BaseModel):
     """The majority of the agents' first answers (before any agent read another's): what the
     question's answer was before the rounds; beside `correct` it says what the rounds did."""
     first_correct: bool = False
+    by_model: dict[str, list[bool]] = Field(default_factory=dict)
+    """Model → whether each agent on it had the right last answer (a mixed panel's models side by side)."""
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -146,6 +148,15 @@ def active_seconds(folder: DebateFolder) -> float:
     return max(0.0, total)
 
 
+def _by_model(state: DebateState, last: dict[str, str | None], expected: str,
+              fmt: AnswerFormat) -> dict[str, list[bool]]:
+    models = {a.id: a.model for a in state.agents}
+    out: dict[str, list[bool]] = {}
+    for agent_id, answer in last.items():
+        out.setdefault(models.get(agent_id, "?"), []).append(is_correct(answer, expected, fmt))
+    return out
+
+
 def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, state: DebateState, *,
              repeat: int = 1) -> ResultRow:
     """The result row of one finished (or failed) debate (run `repeat` of its question)."""
@@ -175,6 +186,6 @@ def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, s
         correct=is_correct(answer, expected, fmt), debate_id=state.id, status=state.status, decided_by=decided,
         agent_answers=last, majority=vote.winner, majority_correct=is_correct(vote.winner, expected, fmt),
         tie=bool(vote.tied), tied=vote.tied, rule=vote.rule, changes=answer_changes(seqs, expected, fmt),
-        first_majority=first, first_correct=is_correct(first, expected, fmt),
+        first_majority=first, first_correct=is_correct(first, expected, fmt), by_model=_by_model(state, last, expected, fmt),
         calls=t.calls, prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens,
         cost_usd=round(t.cost_usd, 8), seconds=round(active_seconds(folder), 3), error=state.error, repeat=repeat)

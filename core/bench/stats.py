@@ -59,12 +59,24 @@ class ProtocolStats(BaseModel):
     differed: int = 0
     """`--repeat`: questions whose final answers were not the same in every run (at temperature 0,
     what the server's nondeterminism did: parallel slots, batching)."""
+    per_model: dict[str, ModelStats] = {}
+    """Each model of the panel (`--panel`, an agent's `model`): how often its agents' last answers
+    were right, beside the panel's accuracy."""
     turned_right_to_wrong: float = 0.0
     """Share of the questions whose first answers' majority was right and whose final answer is
     wrong: what the rounds (critiques, later answers, the judge) broke."""
     turned_wrong_to_right: float = 0.0
     """Share of the questions whose first answers' majority was wrong and whose final answer is right."""
     unfinished: int = 0
+
+
+class ModelStats(BaseModel):
+    """One model's agents in a mixed panel: their last answers over the finished questions."""
+
+    answers: int
+    correct: int
+    accuracy: float
+    stderr: float
 
 
 class Comparison(BaseModel):
@@ -116,6 +128,12 @@ def protocol_stats(rows: Sequence[ResultRow], unfinished: int = 0) -> ProtocolSt
         runs.setdefault(r.repeat, []).append(r.correct)
         answers.setdefault(r.id, set()).add(r.answer)
     run_acc = [sum(c) / len(c) for c in runs.values()]
+    models: dict[str, list[bool]] = {}
+    for r in done:
+        for m, marks in r.by_model.items():
+            models.setdefault(m, []).extend(marks)
+    per_model = {m: ModelStats(answers=len(v), correct=sum(v), accuracy=sum(v) / len(v), stderr=stderr(sum(v), len(v)))
+                 for m, v in models.items() if v}
     return ProtocolStats(
         n=n, correct=correct, accuracy=correct / n if n else 0.0, stderr=stderr(correct, n),
         unparsed=sum(r.answer is None for r in done), ties=sum(r.tie and r.decided_by != "judge" for r in done),
@@ -127,7 +145,7 @@ def protocol_stats(rows: Sequence[ResultRow], unfinished: int = 0) -> ProtocolSt
         cost_usd=round(cost, 8), cost_per_question=cost / per,
         seconds_per_question=sum(r.seconds for r in done) / per, changes=changes, run_accuracies=run_acc,
         run_sd=statistics.stdev(run_acc) if len(run_acc) > 1 else 0.0,
-        differed=sum(len(a) > 1 for a in answers.values()),
+        differed=sum(len(a) > 1 for a in answers.values()), per_model=per_model,
         turned_right_to_wrong=sum(r.first_correct and not r.correct for r in done) / per,
         turned_wrong_to_right=sum(r.correct and not r.first_correct for r in done) / per, unfinished=unfinished)
 

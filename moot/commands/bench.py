@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from moot.core.bench.progress import BenchProgress
     from moot.core.bench.results import ResultRow
     from moot.core.bench.runner import Job
+    from moot.core.models.config import MootConfig
 
     from .flags import Subcommands
 
@@ -52,6 +53,9 @@ def register(sub: Subcommands) -> None:
     b.add_argument("--topology", choices=["full", "ring", "star"],
                    help="rounds, simultaneous, adaptive: whose answers each agent reads (default full)")
     b.add_argument("--limit", type=positive_int, help="only the first N questions")
+    b.add_argument("--panel", metavar="MODELS", help="a mixed panel: comma-separated models, agent i gets model i "
+                                                     "(without -a, -c: that many generalists); per-model accuracy "
+                                                     "is reported beside the panel's")
     b.add_argument("--repeat", type=_repeat, default=1, metavar="K",
                    help="run each question K times with different seeds (each agent's seed + 10000 per run) "
                         "and report the spread between runs (default 1)")
@@ -75,6 +79,27 @@ def _repeat(text: str) -> int:
     if v > MAX_REPEAT:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_REPEAT}: {text!r}")
     return v
+
+
+def _panel(text: str) -> list[str]:
+    models = [m.strip() for m in text.split(",")]
+    if not all(models):
+        raise InputError(f"--panel {text!r} names an empty model; give comma-separated models, one per agent")
+    return models
+
+
+def _with_panel(base: MootConfig, models: list[str]) -> MootConfig:
+    """Agent i on model i (the judge keeps its own)."""
+    from moot.core.config import Overrides, build_config
+
+    agents = base.active_agents
+    if len(agents) != len(models):
+        raise InputError(f"--panel names {len(models)} models for {len(agents)} agents; give one model per agent")
+    data = base.model_dump(mode="json", exclude_none=True)
+    active = [a for a in data["agents"] if a.get("enabled", True)]
+    for agent, model in zip(active, models, strict=True):
+        agent["model"] = model
+    return build_config(data, Overrides(), source="--panel")
 
 
 def _protocols(text: str) -> list[ProtocolName]:
@@ -123,11 +148,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)
     ov = overrides(args)
     own = args.config or Path(DEFAULT_CONFIG_NAME).is_file()
+    panel = _panel(args.panel) if args.panel is not None else None
     if ov.roles is None and not own:
-        ov.roles = list(BENCH_ROLES)
+        ov.roles = ["generalist"] * len(panel) if panel else list(BENCH_ROLES)
     if ov.rounds is None and not own:
         ov.rounds = BENCH_ROUNDS
     base = load_config(args.config, ov)
+    if panel:
+        base = _with_panel(base, panel)
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
     tui = wants_tui(args.headless)
     the_plan = plan(dataset, protocols, base, state_dir=state_dir, limit=args.limit, samples=args.samples,
