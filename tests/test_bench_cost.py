@@ -19,7 +19,7 @@ NUMBER = AnswerFormat(kind="number")
 
 
 def _bench(srv: LoopbackServer, tmp: Path, out: str, *extra: str) -> dict[str, Any]:
-    r = cli("bench", "arithmetic:5:terms=3", "--provider", "openai", "--base-url", srv.base_url, "--model", "loop",
+    r = cli("bench", "arithmetic:4:terms=3", "--provider", "openai", "--base-url", srv.base_url, "--model", "loop",
             "--headless", "--state-dir", str(tmp / "debates"), "-o", str(tmp / out), *extra)
     assert r.returncode == 0, r.stderr
     return json.loads((tmp / out).read_text()) if out.endswith(".json") else {"md": (tmp / out).read_text()}
@@ -27,8 +27,8 @@ def _bench(srv: LoopbackServer, tmp: Path, out: str, *extra: str) -> dict[str, A
 
 def test_shares_of_questions_the_rounds_turned_right_or_wrong(tmp_path: Path) -> None:
     with LoopbackServer(arithmetic_reply(0.5)) as srv:
-        doc = _bench(srv, tmp_path, "r.json", "--protocols", "vote,simultaneous")
-        md = _bench(srv, tmp_path, "r.md", "--protocols", "vote,simultaneous")["md"]
+        doc = _bench(srv, tmp_path, "r.json", "--protocols", "single,simultaneous")
+        md = _bench(srv, tmp_path, "r.md", "--protocols", "single,simultaneous")["md"]
     sd = StateDir(tmp_path / "debates")
     turned = {"r→w": 0, "w→r": 0}
     for row in (r for r in doc["results"] if r["protocol"] == "simultaneous"):
@@ -40,14 +40,14 @@ def test_shares_of_questions_the_rounds_turned_right_or_wrong(tmp_path: Path) ->
         turned["r→w"] += was and not row["correct"]
         turned["w→r"] += row["correct"] and not was
     sim = doc["protocols"]["simultaneous"]
-    assert sim["turned_right_to_wrong"] == turned["r→w"] / 5 and sim["turned_wrong_to_right"] == turned["w→r"] / 5
+    assert sim["turned_right_to_wrong"] == turned["r→w"] / 4 and sim["turned_wrong_to_right"] == turned["w→r"] / 4
     assert turned["r→w"] + turned["w→r"] > 0  # answers right half the time: the rounds move some questions
-    assert doc["protocols"]["vote"]["turned_right_to_wrong"] == doc["protocols"]["vote"]["turned_wrong_to_right"] == 0
+    assert doc["protocols"]["single"]["turned_right_to_wrong"] == doc["protocols"]["single"]["turned_wrong_to_right"] == 0
     head = next(line for line in md.splitlines() if line.startswith("| protocol"))
     assert "turned r→w, w→r %" in head
     row = next(line for line in md.splitlines() if line.startswith("| simultaneous"))
-    assert f"| {100 * turned['r→w'] / 5:.1f}, {100 * turned['w→r'] / 5:.1f} |" in row
-    assert "| – |" in next(line for line in md.splitlines() if line.startswith("| vote"))
+    assert f"| {100 * turned['r→w'] / 4:.1f}, {100 * turned['w→r'] / 4:.1f} |" in row
+    assert "| – |" in next(line for line in md.splitlines() if line.startswith("| single"))
 
 
 def test_tokens_per_correct_answer_and_the_pareto_front_beside_results_md(tmp_path: Path) -> None:

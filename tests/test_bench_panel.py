@@ -23,7 +23,7 @@ def _two_models() -> Any:
 
 def test_a_mixed_panel_reports_each_model_beside_the_panel(tmp_path: Path) -> None:
     with LoopbackServer(_two_models()) as srv:
-        args = ["bench", "arithmetic:3:terms=3", "--protocols", "vote,simultaneous", "--samples", "3", "--panel",
+        args = ["bench", "arithmetic:3:terms=3", "--protocols", "vote,simultaneous", "--samples", "3", "-r", "1", "--panel",
                 "strong-model,weak-model,strong-model", "--provider", "openai", "--base-url", srv.base_url,
                 "--model", "judge-model", "--headless", "--state-dir", str(tmp_path / "d")]
         r = cli(*args, "-o", str(tmp_path / "r.json"))

@@ -22,7 +22,7 @@ AGENTS = {"agents": [{"id": f"solver-{i}", "role": "generalist", "temperature": 
 
 
 def _bench(srv: LoopbackServer, tmp: Path, *extra: str) -> tuple[dict[str, Any], str]:
-    r = cli("bench", "arithmetic:3:terms=3", "--protocols", "single,vote", "--repeat", "2", "-c",
+    r = cli("bench", "arithmetic:3:terms=3", "--protocols", "single,vote", "--samples", "2", "--repeat", "2", "-c",
             str(tmp / "panel.json"), "--provider", "openai", "--base-url", srv.base_url, "--model", "loop",
             "--headless", "--state-dir", str(tmp / "debates"), "-o", str(tmp / "r.json"), *extra)
     assert r.returncode == 0, r.stderr
