@@ -164,8 +164,10 @@ def render_markdown(doc: dict[str, Any], plot: str | None = None) -> str:
              "*majority*: the majority of the agents' "
              "last answers (beside the judge's for rounds and council); *tokens/correct*: all the tokens over "
              "the questions answered right. An answer not in the asked form counts as wrong. ◆: on the Pareto "
-             "front (no other protocol is at least as accurate for at most as many tokens per question).", "",
-             "```", bars(doc), "```"]
+             "front (no other protocol is at least as accurate for at most as many tokens per question)."
+             + (" *sd between runs*: the standard deviation of the protocol's accuracy over the runs; *differed*: "
+                "questions whose final answers were not the same in every run." if doc.get("repeat", 1) > 1 else ""),
+             "", "```", bars(doc), "```"]
     if plot:
         parts += ["", f"![accuracy against tokens per question]({plot})"]
     if models := model_rows(doc):
