@@ -75,3 +75,33 @@ def test_adaptive_debaters_read_only_their_links(tmp_path: Path) -> None:
                 assert {authors[i] for i in v.task_contribution_ids} <= reads(order, v.agent_id, "star")
                 checked += 1
     assert checked, "a model right a third of the time should make some question debated"
+
+
+def test_rounds_critiques_follow_the_topology(tmp_path: Path) -> None:
+    """In `rounds` an agent reads the others through the proposals it critiques: on a ring it
+    critiques only its two neighbours', its requests quote no one else's proposal, `moot context`
+    shows those requests byte for byte, and the debate reads (and costs) less than on a full panel."""
+    with LoopbackServer(arithmetic_reply(0.5)) as srv:
+        sd, ring = _bench(srv, tmp_path, "ring", "--protocols", "rounds", "-r", "1", "--limit", "1",
+                          "--topology", "ring")
+        received = {json.dumps(b["messages"], ensure_ascii=False) for b in srv.requests}
+        _, full = _bench(srv, tmp_path, "full", "--protocols", "rounds", "-r", "1", "--limit", "1")
+    state = StateDir(sd).open(ring["results"][0]["debate_id"]).load()
+    order = [a.id for a in state.agents]
+    names = {a.id: a.name for a in state.agents}
+    critiques = [c for c in state.round(1).contributions if c.type == "critique"]
+    assert sorted((c.agent_id, c.target_agent_id) for c in critiques) == sorted(
+        (a, b) for a in order for b in reads(order, a, "ring"))
+    third = order[2]
+    shown = cli("context", state.id, "--round", "1", "--agent", third, "--phase", "critique", "--json",
+                "--state-dir", str(sd))
+    assert shown.returncode == 0, shown.stderr
+    calls = json.loads(shown.stdout)
+    quoted: set[str] = set()
+    for call in calls:
+        sent = json.dumps(call["messages"], ensure_ascii=False)
+        assert sent in received  # byte for byte what was sent
+        quoted |= {a for a in order if a != third and f"({names[a]})" in sent}
+    assert len(calls) == 2 and quoted == reads(order, third, "ring")  # its neighbours' proposals, no one else's
+    assert ring["results"][0]["calls"] < full["results"][0]["calls"]
+    assert ring["results"][0]["prompt_tokens"] < full["results"][0]["prompt_tokens"]

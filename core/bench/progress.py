@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from .results import ResultRow
 from .runner import BenchPlan, Job
-from .stats import stderr
+from .stats import pareto_front, stderr
 
 
 @dataclass
@@ -31,14 +31,22 @@ class ProtocolProgress:
     def stderr(self) -> float:
         return stderr(self.correct, self.done)
 
+    @property
+    def tokens_per_question(self) -> float:
+        return self.tokens / self.done if self.done else 0.0
+
+    @property
+    def tokens_per_correct(self) -> float | None:
+        return self.tokens / self.correct if self.correct else None
+
 
 @dataclass
 class BenchProgress:
     plan: BenchPlan
     protocols: dict[str, ProtocolProgress] = field(default_factory=dict)
-    rows: dict[tuple[str, str], ResultRow] = field(default_factory=dict)
-    """(question id, protocol) → its row, as they finish."""
-    running: set[tuple[str, str]] = field(default_factory=set)
+    rows: dict[tuple[str, str, int], ResultRow] = field(default_factory=dict)
+    """(question id, protocol, run) → its row, as they finish."""
+    running: set[tuple[str, str, int]] = field(default_factory=set)
     listeners: list[Callable[[Job, ResultRow | None], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -54,13 +62,13 @@ class BenchProgress:
         return len(self.rows)
 
     def start(self, job: Job) -> None:
-        self.running.add((job.question_id, job.protocol))
+        self.running.add(job.slot)
         self.protocols[job.protocol].in_flight += 1
         for listen in self.listeners:
             listen(job, None)
 
     def done(self, job: Job, row: ResultRow) -> None:
-        key = (job.question_id, job.protocol)
+        key = job.slot
         p = self.protocols[job.protocol]
         if key in self.running:
             self.running.discard(key)
@@ -76,6 +84,9 @@ class BenchProgress:
         for listen in self.listeners:
             listen(job, row)
 
+    def pareto(self) -> list[str]:
+        """The protocols on the Pareto front of accuracy against tokens per question so far."""
+        return pareto_front({p: (s.tokens_per_question, s.accuracy) for p, s in self.protocols.items() if s.done})
+
     def ordered_rows(self) -> list[ResultRow]:
-        return [self.rows[(j.question_id, j.protocol)] for j in self.plan.jobs
-                if (j.question_id, j.protocol) in self.rows]
+        return [self.rows[j.slot] for j in self.plan.jobs if j.slot in self.rows]

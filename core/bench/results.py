@@ -53,6 +53,12 @@ class ResultRow(BaseModel):
     tied: list[str] = Field(default_factory=list)
     rule: str = ""
     changes: AnswerChanges = Field(default_factory=AnswerChanges)
+    first_majority: str | None = None
+    """The majority of the agents' first answers (before any agent read another's): what the
+    question's answer was before the rounds; beside `correct` it says what the rounds did."""
+    first_correct: bool = False
+    by_model: dict[str, list[bool]] = Field(default_factory=dict)
+    """Model → whether each agent on it had the right last answer (a mixed panel's models side by side)."""
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -60,6 +66,8 @@ class ResultRow(BaseModel):
     seconds: float = 0.0
     """Wall time the debate ran (the sum over its runs when it was resumed)."""
     error: str | None = None
+    repeat: int = 1
+    """Which run of the question (`--repeat`), from 1."""
 
     @property
     def complete(self) -> bool:
@@ -83,6 +91,22 @@ def answers_by_round(state: DebateState, steps: Iterable[Round] | None = None) -
             c = _position(mine)
             if c is not None:
                 seq.append(c)
+    return out
+
+
+def first_answers(state: DebateState, steps: Iterable[Round] | None = None) -> dict[str, Contribution]:
+    """Agent id → its first answer: its proposal (or answer, message) in the first round it
+    answered, before any critique it read (a refinement only when nothing came before it)."""
+    out: dict[str, Contribution] = {}
+    first_kind = {t: i for i, t in enumerate(("answer", "proposal", "message", "refinement"))}
+    for rnd in state.rounds if steps is None else steps:
+        for a in state.agents:
+            if a.id in out:
+                continue
+            mine = sorted((c for c in rnd.contributions if c.agent_id == a.id and c.type in first_kind
+                           and c.carried_from is None), key=lambda c: first_kind[c.type])
+            if mine:
+                out[a.id] = mine[0]
     return out
 
 
@@ -124,10 +148,21 @@ def active_seconds(folder: DebateFolder) -> float:
     return max(0.0, total)
 
 
-def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, state: DebateState) -> ResultRow:
-    """The result row of one finished (or failed) debate."""
+def _by_model(state: DebateState, last: dict[str, str | None], expected: str,
+              fmt: AnswerFormat) -> dict[str, list[bool]]:
+    models = {a.id: a.model for a in state.agents}
+    out: dict[str, list[bool]] = {}
+    for agent_id, answer in last.items():
+        out.setdefault(models.get(agent_id, "?"), []).append(is_correct(answer, expected, fmt))
+    return out
+
+
+def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, state: DebateState, *,
+             repeat: int = 1) -> ResultRow:
+    """The result row of one finished (or failed) debate (run `repeat` of its question)."""
     protocol = state.protocol
     per_round = answers_by_round(state, folder.steps())
+    first = majority([extract(c.content, fmt) for c in first_answers(state, folder.steps()).values()]).winner
     seqs = {a: [extract(c.content, fmt) for c in cs] for a, cs in per_round.items()}
     # `adaptive` draws only the seats it needs: a seat never drawn is not an unparsed answer
     last = {a: s[-1] if s else None for a, s in seqs.items() if s or protocol != "adaptive"}
@@ -151,5 +186,6 @@ def read_row(qid: str, expected: str, fmt: AnswerFormat, folder: DebateFolder, s
         correct=is_correct(answer, expected, fmt), debate_id=state.id, status=state.status, decided_by=decided,
         agent_answers=last, majority=vote.winner, majority_correct=is_correct(vote.winner, expected, fmt),
         tie=bool(vote.tied), tied=vote.tied, rule=vote.rule, changes=answer_changes(seqs, expected, fmt),
+        first_majority=first, first_correct=is_correct(first, expected, fmt), by_model=_by_model(state, last, expected, fmt),
         calls=t.calls, prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens,
-        cost_usd=round(t.cost_usd, 8), seconds=round(active_seconds(folder), 3), error=state.error)
+        cost_usd=round(t.cost_usd, 8), seconds=round(active_seconds(folder), 3), error=state.error, repeat=repeat)

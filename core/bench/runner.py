@@ -10,6 +10,11 @@ point of the question's saved debate — the one the same command without `--fro
 history up to the point is kept (no request for it is sent again) and the rest runs anew, as a
 fork (`moot fork`) with its own id (`<the saved debate's id>-from-<point>`), so "what does round 2
 add" is one command. The baselines (single, vote) have no such point: their saved rows are read.
+
+`--repeat K` runs each question K times. Run k (1…K) is the same debate with every agent's seed
+raised by `REPEAT_SEED_STEP × (k − 1)` (the vote's copies add 1000 per pass on top, so the runs'
+seeds never meet for fewer than 10 passes), under the id `<the first run's id>-r<k>`: run 1 is
+the debate a command without `--repeat` makes, and a rerun finds every run's debate as above.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from ..engine.limits import EndpointLimits
 from ..errors import InputError, MootError
 from ..models.config import AnswerFormat, MootConfig
 from ..models.terms import ProtocolName
+from ..protocols.topology import reads
 from ..session import SessionOptions, new_session, resume_session
 from ..storage.folder import EVENTS_FILE, PENDING_SUFFIX, DebateFolder
 from ..storage.state_dir import StateDir
@@ -33,6 +39,8 @@ from .datasets import Dataset, Question, problem_text
 from .results import ResultRow, read_row
 
 BASELINES: tuple[ProtocolName, ...] = ("single", "vote")
+REPEAT_SEED_STEP = 10_000
+"""What each further run of a question (`--repeat`) adds to every agent's seed."""
 FINISHED = ("completed", "stopped_budget")
 
 
@@ -52,6 +60,13 @@ class Job:
     parent_id: str | None = None
     """With `fork_at`: the saved debate this job's debate is forked from (`--from`)."""
     fork_at: str | None = None
+    repeat: int = 1
+    """Which run of the question this is (`--repeat`), from 1."""
+
+    @property
+    def slot(self) -> tuple[str, str, int]:
+        """What this job is among the plan's: its question, protocol and run."""
+        return (self.question_id, self.protocol, self.repeat)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,6 +87,8 @@ class BenchPlan:
     """Why the vote has that many answers (equal cost with a debate, or the flag)."""
     configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The configuration each protocol ran with (the effective one, without secrets)."""
+    repeat: int = 1
+    """Runs of each question (`--repeat`)."""
 
 
 def calls_per_question(cfg: MootConfig) -> int:
@@ -88,8 +105,9 @@ def calls_per_question(cfg: MootConfig) -> int:
             return a * d.rounds + (0 if d.final == "majority" else 1)
         case "council":
             return a + (a if a > 1 else 0) + 1
-        case "rounds":
-            per_round = a * (a - 1) + a
+        case "rounds":  # a critique per agent another reads (`debate.topology`), a refinement each
+            ids = [x.id for x in cfg.active_agents]
+            per_round = sum(len(reads(ids, x, d.topology)) for x in ids) + a
             first = a + per_round
             later = per_round + (0 if d.carry_refinements else a)
             return first + later * (d.rounds - 1) + 1
@@ -119,9 +137,9 @@ def _key(data: Any) -> str:
 
 def plan(dataset: Dataset, protocols: Sequence[ProtocolName], base: MootConfig, *, state_dir: Path,
          limit: int | None = None, samples: int | None = None, demo_delay: float | None = 0.0,
-         from_point: str | None = None) -> BenchPlan:
-    """The jobs, question by question (each question through every protocol before the next, so
-    partial results stay paired)."""
+         from_point: str | None = None, repeat: int = 1) -> BenchPlan:
+    """The jobs, question by question (each question through every protocol, each run of it,
+    before the next, so partial results stay paired)."""
     questions = dataset.questions[:limit] if limit else dataset.questions
     note = f"--samples {samples}" if samples else ""
     if samples is None and "vote" in protocols:
@@ -139,18 +157,23 @@ def plan(dataset: Dataset, protocols: Sequence[ProtocolName], base: MootConfig, 
     jobs: list[Job] = []
     for q in questions:
         fmt = q.format
-        for p in protocols:
-            data = configs[p].model_dump(mode="json", exclude_none=True)
-            data["debate"]["answer"] = fmt.model_dump(mode="json")
-            debate_id = f"b-{dataset.fingerprint}-{_key(configs[p].model_dump(mode='json'))}-{p}-{q.id}"
-            forked = from_point is not None and p not in BASELINES
-            jobs.append(Job(question_id=q.id, problem=problem_text(q), expected=q.expected,
-                            format=fmt.model_dump(mode="json"), protocol=p,
-                            debate_id=f"{debate_id}-from-{from_point.replace(':', '-')}" if forked and from_point
-                            else debate_id, config=data, state_dir=root, demo_delay=demo_delay,
-                            parent_id=debate_id if forked else None, fork_at=from_point if forked else None))
+        for k in range(1, repeat + 1):
+            for p in protocols:
+                data = configs[p].model_dump(mode="json", exclude_none=True)
+                data["debate"]["answer"] = fmt.model_dump(mode="json")
+                for agent in data.get("agents", []):
+                    agent["seed"] += REPEAT_SEED_STEP * (k - 1)
+                debate_id = (f"b-{dataset.fingerprint}-{_key(configs[p].model_dump(mode='json'))}-{p}-{q.id}"
+                             + (f"-r{k}" if k > 1 else ""))
+                forked = from_point is not None and p not in BASELINES
+                jobs.append(Job(question_id=q.id, problem=problem_text(q), expected=q.expected,
+                                format=fmt.model_dump(mode="json"), protocol=p,
+                                debate_id=f"{debate_id}-from-{from_point.replace(':', '-')}" if forked and from_point
+                                else debate_id, config=data, state_dir=root, demo_delay=demo_delay,
+                                parent_id=debate_id if forked else None, fork_at=from_point if forked else None,
+                                repeat=k))
     public: dict[str, dict[str, Any]] = {p: c.model_dump(mode="json", exclude_none=True) for p, c in configs.items()}
-    return BenchPlan(dataset, list(protocols), jobs, samples, note, public)
+    return BenchPlan(dataset, list(protocols), jobs, samples, note, public, repeat)
 
 
 def finished_row(job: Job) -> ResultRow | None:
@@ -161,13 +184,13 @@ def finished_row(job: Job) -> ResultRow | None:
     folder = DebateFolder(path)
     state = folder.load()
     if state.status in FINISHED and state.final_solution is not None:
-        return read_row(job.question_id, job.expected, job.answer_format, folder, state)
+        return read_row(job.question_id, job.expected, job.answer_format, folder, state, repeat=job.repeat)
     return None
 
 
 def failed_row(job: Job, error: str) -> ResultRow:
     return ResultRow(id=job.question_id, protocol=job.protocol, answer=None, expected=job.expected, correct=False,
-                     debate_id=job.debate_id, status="failed", decided_by="", error=error)
+                     debate_id=job.debate_id, status="failed", decided_by="", error=error, repeat=job.repeat)
 
 
 async def run_job(job: Job, limits: EndpointLimits | None = None) -> ResultRow:
@@ -188,7 +211,7 @@ async def run_job(job: Job, limits: EndpointLimits | None = None) -> ResultRow:
     else:
         session = new_session(job.problem, build_config(job.config, Overrides()), opts)
     state = await session.run()
-    return read_row(job.question_id, job.expected, job.answer_format, session.folder, state)
+    return read_row(job.question_id, job.expected, job.answer_format, session.folder, state, repeat=job.repeat)
 
 
 def _fork(sd: StateDir, job: Job) -> None:

@@ -44,6 +44,9 @@ class Needs:
             if r.history_turns is not None:
                 needs.turns.update(range(r.history_turns[0], r.history_turns[1] + 1))
             needs.ids.update(r.contribution_ids, r.task_contribution_ids)
+            own = r.task_params.get("own_answer_id")  # `adaptive` quotes its own answer by this alone
+            if isinstance(own, str):
+                needs.ids.add(own)
             if r.recall is not None:
                 needs.ids.update(r.recall.ids)  # this call's block and the ones it held (layout 3)
             if r.summary_id:

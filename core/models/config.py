@@ -261,8 +261,9 @@ class DebateSettings(_Strict):
     adaptive: AdaptiveConfig = Field(default_factory=AdaptiveConfig)
     """`adaptive`: draw answers a few at a time, stop when the leader is settled, debate when not."""
     topology: Literal["full", "ring", "star"] = "full"
-    """`simultaneous`, `adaptive`: whose previous answers each agent reads: everyone's (`full`), its two
-    neighbours' in agent order (`ring`), or (`star`) the first agent everyone's and the others only its."""
+    """`rounds`, `simultaneous`, `adaptive`: whose answers each agent reads (in `rounds`, whose proposals it
+    critiques): everyone's (`full`), its two neighbours' in agent order (`ring`), or (`star`) the first
+    agent everyone's and the others only its."""
     weight: Literal["plain", "confidence"] = "plain"
     """`vote`, `simultaneous`, `adaptive`: `confidence` asks each answer for a confidence (0–100) and
     weighs it by that (an answer that states none counts as one plain vote); the plain majority is

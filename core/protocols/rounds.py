@@ -2,7 +2,8 @@
 
 Per round: summarization (agents whose history is large) → proposals (in parallel;
 from round 2 an agent may carry its last refinement instead) → critiques (each agent
-critiques each other agent's proposal, in parallel) → refinements (each agent answers
+critiques each other agent's proposal it reads, in parallel: everyone's, or with
+`debate.topology` only its links', see `topology.py`) → refinements (each agent answers
 the critiques aimed at it). After the last round — or when the judge's convergence
 score passes the threshold — the judge synthesizes from the final proposals and
 refinements.
@@ -31,6 +32,7 @@ from ..storage.state import find_contribution
 from .base import DebateAborted, DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from .schedule import CallGraph
+from .topology import reads
 
 PERSPECTIVE_KINDS = ("proposal", "critique", "refinement")
 """What an agent's perspective holds (its own proposals and refinements, the critiques aimed at it)."""
@@ -66,6 +68,7 @@ class RoundsProtocol(DebateProtocol):
         round r-1 is done. Steps already recorded (a resumed debate) are left out."""
         ctx = self.ctx
         graph = CallGraph(ctx)
+        links = self._links()
         for r in range(first, last + 1):
             for a in ctx.agents:
                 if not self._summary_done(a, r):
@@ -78,7 +81,8 @@ class RoundsProtocol(DebateProtocol):
                               [("refinement", a.id, r - 1)] if carry else [("summary", a.id, r)])
             for critic in ctx.agents:
                 for target in ctx.agents:
-                    if target.id == critic.id or find_contribution(ctx.state, r, critic.id, "critique", target.id):
+                    if (target.id not in links[critic.id]
+                            or find_contribution(ctx.state, r, critic.id, "critique", target.id)):
                         continue
                     graph.add(("critique", critic.id, target.id, r), r, "critique",
                               partial(self._critique_step, critic, target, r),
@@ -87,17 +91,25 @@ class RoundsProtocol(DebateProtocol):
                 if find_contribution(ctx.state, r, a.id, "refinement") is None:
                     graph.add(("refinement", a.id, r), r, "refinement", partial(self._refinement_step, a, r),
                               [("summary", a.id, r), ("proposal", a.id, r),
-                               *(("critique", x.id, a.id, r) for x in ctx.agents if x.id != a.id)])
+                               *(("critique", x.id, a.id, r) for x in ctx.agents if a.id in links[x.id])])
         return graph
 
+    def _links(self) -> dict[str, set[str]]:
+        """Agent id → the agents whose proposals it reads and critiques (`debate.topology`); an agent
+        reads the others only through its critiques, so this is all the topology changes here."""
+        order = [a.id for a in self.ctx.agents]
+        return {a: reads(order, a, self.ctx.settings.topology) for a in order}
+
     def largest_views(self, agent: ResolvedAgent) -> list[tuple[Phase, dict[str, object], int]]:
-        """A refinement quotes the agent's proposal and a critique from each other agent."""
-        others = [a for a in self.ctx.agents if a.id != agent.id]
+        """A refinement quotes the agent's proposal and a critique from each agent that reads it."""
+        links = self._links()
+        others = [a for a in self.ctx.agents if a.id in links[agent.id]]
         if not others:
             return []
         target = others[0]
+        critics = sum(agent.id in seen for seen in links.values())
         return [("critique", {"target_name": target.name, "target_role": target.role}, 1),
-                ("refinement", {}, len(self.ctx.agents))]
+                ("refinement", {}, 1 + critics)]
 
     # ------------------------------------------------------------------ phases
 

@@ -28,7 +28,7 @@ from .covered import Covered
 from .experiments import by_call
 from .html_parts import STYLE, Html, anchor_id, collapsible, count, table, usd
 from .html_views import Calls, agent_anchor, agent_views, people
-from .markdown import STATUS_TEXT, looks_like_json, uses_demo
+from .markdown import STATUS_TEXT, _adaptive_text, looks_like_json, uses_demo
 
 if TYPE_CHECKING:
     from ..experiments import Experiment
@@ -286,9 +286,11 @@ def _summary_text(h: Html, covered: Covered, s: Summary) -> str:
 
 
 def _after(h: Html, state: DebateState, number: int) -> str:
-    """What closes a round or turn: the judge's convergence score, the moderator's notes."""
+    """What closes a round or turn: `adaptive`'s decision, the judge's convergence score, the moderator's notes."""
     out: list[str] = []
     word = _step_word(state)
+    for d in (d for d in state.adaptive if d.round == number):  # why it stopped or went on, at what cost
+        out.append(h.markdown(f"**Adaptive decision after round {number}:** {_adaptive_text(d)}", 4))
     for s in state.convergence:
         if s.round == number:
             raw = " ".join((s.raw or "").split())[:200]

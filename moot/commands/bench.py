@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from moot.core.bench.progress import BenchProgress
     from moot.core.bench.results import ResultRow
     from moot.core.bench.runner import Job
+    from moot.core.models.config import MootConfig
 
     from .flags import Subcommands
 
@@ -30,6 +31,7 @@ DEFAULT_PROTOCOLS = "single,vote,simultaneous"
 BENCH_ROLES = ["generalist", "generalist", "generalist"]
 """Du et al.'s setting: three agents alike (with no -a, -c or ./moot.toml)."""
 BENCH_ROUNDS = 2
+MAX_REPEAT = 100
 
 
 def register(sub: Subcommands) -> None:
@@ -49,8 +51,14 @@ def register(sub: Subcommands) -> None:
     b.add_argument("--weight", choices=["plain", "confidence"],
                    help="vote, simultaneous, adaptive: weigh each answer by its stated confidence (default plain)")
     b.add_argument("--topology", choices=["full", "ring", "star"],
-                   help="simultaneous, adaptive: whose answers each agent reads (default full)")
+                   help="rounds, simultaneous, adaptive: whose answers each agent reads (default full)")
     b.add_argument("--limit", type=positive_int, help="only the first N questions")
+    b.add_argument("--panel", metavar="MODELS", help="a mixed panel: comma-separated models, agent i gets model i "
+                                                     "(without -a, -c: that many generalists); per-model accuracy "
+                                                     "is reported beside the panel's")
+    b.add_argument("--repeat", type=_repeat, default=1, metavar="K",
+                   help="run each question K times with different seeds (each agent's seed + 10000 per run) "
+                        "and report the spread between runs (default 1)")
     b.add_argument("--concurrency", type=positive_int, default=4, help="questions in flight at once (default 4)")
     b.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local asyncio (default) or Ray tasks (pip install 'moot[ray]'; RAY_ADDRESS for a cluster)")
@@ -64,6 +72,34 @@ def register(sub: Subcommands) -> None:
     add_provider_args(b)
     add_state_dir(b)
     b.set_defaults(handler=cmd_bench)
+
+
+def _repeat(text: str) -> int:
+    v = positive_int(text)
+    if v > MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_REPEAT}: {text!r}")
+    return v
+
+
+def _panel(text: str) -> list[str]:
+    models = [m.strip() for m in text.split(",")]
+    if not all(models):
+        raise InputError(f"--panel {text!r} names an empty model; give comma-separated models, one per agent")
+    return models
+
+
+def _with_panel(base: MootConfig, models: list[str]) -> MootConfig:
+    """Agent i on model i (the judge keeps its own)."""
+    from moot.core.config import Overrides, build_config
+
+    agents = base.active_agents
+    if len(agents) != len(models):
+        raise InputError(f"--panel names {len(models)} models for {len(agents)} agents; give one model per agent")
+    data = base.model_dump(mode="json", exclude_none=True)
+    active = [a for a in data["agents"] if a.get("enabled", True)]
+    for agent, model in zip(active, models, strict=True):
+        agent["model"] = model
+    return build_config(data, Overrides(), source="--panel")
 
 
 def _protocols(text: str) -> list[ProtocolName]:
@@ -112,16 +148,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)
     ov = overrides(args)
     own = args.config or Path(DEFAULT_CONFIG_NAME).is_file()
+    panel = _panel(args.panel) if args.panel is not None else None
     if ov.roles is None and not own:
-        ov.roles = list(BENCH_ROLES)
+        ov.roles = ["generalist"] * len(panel) if panel else list(BENCH_ROLES)
     if ov.rounds is None and not own:
         ov.rounds = BENCH_ROUNDS
     base = load_config(args.config, ov)
+    if panel:
+        base = _with_panel(base, panel)
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
     tui = wants_tui(args.headless)
     the_plan = plan(dataset, protocols, base, state_dir=state_dir, limit=args.limit, samples=args.samples,
                     demo_delay=args.demo_delay if args.demo_delay is not None else (None if tui else 0.0),
-                    from_point=args.from_point)
+                    from_point=args.from_point, repeat=args.repeat)
     asyncio.run(check_startable(the_plan.jobs[0]))
     demo = _uses_demo(the_plan.jobs[0].config)
     if demo and not args.provider:

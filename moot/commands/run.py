@@ -50,7 +50,7 @@ def register(sub: Subcommands) -> None:
     run.add_argument("--weight", choices=["plain", "confidence"],
                      help="vote, simultaneous, adaptive: weigh each answer by its stated confidence (default plain)")
     run.add_argument("--topology", choices=["full", "ring", "star"],
-                     help="simultaneous, adaptive: whose answers each agent reads (default full)")
+                     help="rounds, simultaneous, adaptive: whose answers each agent reads (default full)")
     run.add_argument("--human", action="append", metavar="NAME",
                      help="take a seat as NAME: you propose, critique and refine (or speak in turn) like an agent; "
                           "type in the TUI, on stdin headless, or with `moot ctl ID say` (repeat for more people)")

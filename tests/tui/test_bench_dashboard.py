@@ -17,6 +17,7 @@ from moot.core.storage.state_dir import StateDir
 from moot.tui.bench_app import BenchApp
 from moot.tui.screens.bench import BenchScreen
 from moot.tui.screens.debate import DebateScreen
+from moot.tui.widgets.bench_plot import FRONT_STYLE, BenchPlot
 from tests.tui.scripted import ScriptedRuntime
 
 from .conftest import _record, settle, wait_for
@@ -50,9 +51,21 @@ async def test_dashboard_follows_the_run_and_opens_a_question(tmp_path: Path) ->
             cells = _cells(protocols, p)
             assert cells[1] == "3/3" and cells[2] == "0"
             assert cells[3] == f"{100 * prog.accuracy:.1f}% ± {100 * prog.stderr:.1f}"
+        # Cost beside accuracy: tokens per question and per right answer, and the Pareto front marked
+        # in the table and in the plot (a protocol's number is its row's).
+        front = app.progress.pareto()
+        assert front and set(front) <= set(app.progress.protocols)
+        plot = screen.query_one(BenchPlot).text
+        red = {plot.plain[s.start:s.end] for s in plot.spans if s.style == FRONT_STYLE}
+        for i, (p, prog) in enumerate(app.progress.protocols.items(), start=1):
+            cells = _cells(protocols, p)
+            assert cells[0] == f"{i} {p}" and cells[4] == f"{prog.tokens / 3:,.0f}"
+            assert cells[5] == (f"{prog.tokens / prog.correct:,.0f}" if prog.correct else "–")
+            assert cells[8] == ("◆" if p in front else "")
+            assert str(i) in plot.plain and (str(i) in red) == (p in front)
         questions = screen.query_one("#bench-questions", DataTable)
-        for (qid, p), row in app.progress.rows.items():
-            cells = _cells(questions, f"{qid}\x1f{p}")
+        for (qid, p, run), row in app.progress.rows.items():
+            cells = _cells(questions, f"{qid}\x1f{p}\x1f{run}")
             assert cells[2] == ("✓ right" if row.correct else "✗ wrong") and cells[3] == str(row.answer)
         assert "9/9 finished" in str(screen.query_one("#bench-title").render())
         questions.focus()
