@@ -13,14 +13,13 @@ import random
 from collections.abc import Sequence
 from itertools import combinations
 
-from pydantic import BaseModel
-
+from ..models.base import Model
 from .results import AnswerChanges, ResultRow
 
 BOOTSTRAP = 2000
 
 
-class ProtocolStats(BaseModel):
+class ProtocolStats(Model):
     n: int
     """Questions with a finished debate (failed or unfinished ones are left out and counted apart)."""
     correct: int
@@ -47,7 +46,7 @@ class ProtocolStats(BaseModel):
     unfinished: int = 0
 
 
-class Comparison(BaseModel):
+class Comparison(Model):
     a: str
     b: str
     n: int
