@@ -11,8 +11,9 @@ import logging
 import time
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
+from .models.base import Model
 from .models.state import (
     AdaptiveDecision,
     AgentInfo,
@@ -34,7 +35,7 @@ from .models.tools import ToolCallRecord, ToolsSetup, ToolStep
 log = logging.getLogger(__name__)
 
 
-class _Event(BaseModel):
+class _Event(Model):
     debate_id: str = ""
     ts: float = Field(default_factory=time.time)
     seq: int = 0
@@ -344,7 +345,9 @@ Event = Annotated[
     ],
     Field(discriminator="type"),
 ]
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+_ADAPTER: list[TypeAdapter[Event]] = []
+"""The union's validator, built at the first parse: building it validates every event class's
+schema (a tenth of a second), which a first screen that shows no event yet should not wait for."""
 
 TerminalEvent = DebateCompleted | DebateInterrupted | DebateFailed
 TERMINAL_EVENTS = (DebateCompleted, DebateInterrupted, DebateFailed)
@@ -357,7 +360,9 @@ def is_terminal(event: Event) -> bool:
 
 def parse_event(line: str | bytes) -> Event:
     """Parse one JSON line of the event log (raises pydantic.ValidationError)."""
-    return EVENT_ADAPTER.validate_json(line)
+    if not _ADAPTER:
+        _ADAPTER.append(TypeAdapter(Event))
+    return _ADAPTER[0].validate_json(line)
 
 
 def dump_event(event: Event) -> str:

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from . import tokens
 from .config import Overrides, ResolvedAgent, build_config, resolve_agent
 from .context.inspect import calls_at_turn_in_log, calls_for
 from .errors import InputError, StoreError
 from .events import ContributionAdded, parse_event
+from .models.base import Model
 from .models.provider_kinds import kind_of
 from .models.state import DebateState
 from .pricing import call_cost
@@ -41,7 +42,7 @@ MAX_MESSAGES_BYTES = 16 << 20
 ROLES = ("system", "user", "assistant")
 
 
-class Reply(BaseModel):
+class Reply(Model):
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -52,7 +53,7 @@ class Reply(BaseModel):
     """Words of the recorded reply removed as `[-…-]`, words added as `{+…+}`, the rest as it was."""
 
 
-class Experiment(BaseModel):
+class Experiment(Model):
     id: str
     created_at: float = Field(default_factory=time.time)
     call_id: str

@@ -11,8 +11,9 @@ import logging
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from ..core.models.base import Model
 from ..core.storage.files import write_atomic
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 SETTINGS_FILE = "settings.json"
 
 
-class UserSettings(BaseModel):
+class UserSettings(Model):
     """What the TUI remembers between runs."""
 
     theme: str | None = None

@@ -11,8 +11,9 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from ..models.base import Model
 from ..models.config import AnswerFormat
 from ..models.state import Contribution, DebateState, Round
 from ..protocols.answers import expected_key, extract, extract_confidence, is_correct, majority, weighted_majority
@@ -25,7 +26,7 @@ ANSWER_TYPES = ("answer", "refinement", "proposal", "message")
 JUDGE_DECIDES = ("rounds", "council", "conversation")
 
 
-class AnswerChanges(BaseModel):
+class AnswerChanges(Model):
     """How often agents changed their answer from one round to the next."""
 
     changed: int = 0
@@ -33,7 +34,7 @@ class AnswerChanges(BaseModel):
     wrong_to_right: int = 0
 
 
-class ResultRow(BaseModel):
+class ResultRow(Model):
     id: str
     protocol: str
     answer: str | None

@@ -19,14 +19,13 @@ import statistics
 from collections.abc import Sequence
 from itertools import combinations
 
-from pydantic import BaseModel
-
+from ..models.base import Model
 from .results import AnswerChanges, ResultRow
 
 BOOTSTRAP = 2000
 
 
-class ProtocolStats(BaseModel):
+class ProtocolStats(Model):
     n: int
     """Questions with a finished debate (failed or unfinished ones are left out and counted apart)."""
     correct: int
@@ -70,7 +69,7 @@ class ProtocolStats(BaseModel):
     unfinished: int = 0
 
 
-class ModelStats(BaseModel):
+class ModelStats(Model):
     """One model's agents in a mixed panel: their last answers over the finished questions."""
 
     answers: int
@@ -79,7 +78,7 @@ class ModelStats(BaseModel):
     stderr: float
 
 
-class Comparison(BaseModel):
+class Comparison(Model):
     a: str
     b: str
     n: int

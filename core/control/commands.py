@@ -34,10 +34,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from ..errors import InputError
 from ..events import ControlChanged, DebateCompleted, Event, Warning_, is_terminal, parse_event
+from ..models.base import Model
 from ..safety.sanitize import one_line_safe
 from ..storage.folder import DebateFolder, writer_alive
 from ..storage.state_dir import default_state_dir
@@ -59,7 +60,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
-class ControlCommand(BaseModel):
+class ControlCommand(Model):
     id: str = Field(default_factory=lambda: f"cmd-{secrets.token_hex(4)}", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     action: Action
     agent: str | None = Field(None, max_length=200)

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from ..config import describe_validation_error, read_config_file
 from ..errors import ConfigError
+from ..models.base import Model
 from ..models.config import KnownProvider
 from ..models.provider_kinds import kind_of
 from ..models.state import DebateState
 from ..providers.pool import default_provider_name
 
 
-class EvaluatorConfig(BaseModel):
+class EvaluatorConfig(Model):
     """One evaluator. Unset provider/model fall back as for debaters (demo without a key)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -32,7 +33,7 @@ class EvaluatorConfig(BaseModel):
     timeout_s: float = Field(60.0, gt=0, le=86400, allow_inf_nan=False)
 
 
-class EvalConfig(BaseModel):
+class EvalConfig(Model):
     model_config = ConfigDict(extra="forbid")
     agents: list[EvaluatorConfig] = Field(min_length=1)
 

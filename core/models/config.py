@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .base import Model
 from .provider_kinds import is_known, is_person, provider_names
 from .terms import (
     JUDGE_ID,
@@ -36,7 +37,7 @@ def _known_provider(name: str) -> str:
 KnownProvider = Annotated[ProviderName, AfterValidator(_known_provider)]
 
 
-class _Strict(BaseModel):
+class _Strict(Model):
     # Each field's docstring is its description in the JSON Schema (`moot config --schema`).
     model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 

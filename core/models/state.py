@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
+from .base import Model
 from .terms import (
     JUDGE_ID,
     ContributionType,
@@ -26,7 +27,7 @@ from .terms import (
 from .tools import ToolsSetup, ToolStep
 
 
-class CallMetadata(BaseModel):
+class CallMetadata(Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: int = 0
@@ -50,7 +51,7 @@ class CallMetadata(BaseModel):
     prompt count ran past what moot budgeted): `finish_reason` is `length`, but not `max_tokens`."""
 
 
-class Usage(BaseModel):
+class Usage(Model):
     """Calls, tokens and cost summed: for the whole debate and per agent (every kind of call)."""
 
     calls: int = 0
@@ -67,7 +68,7 @@ class Usage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
-class Contribution(BaseModel):
+class Contribution(Model):
     id: str
     agent_id: str
     role: str
@@ -84,7 +85,7 @@ class Contribution(BaseModel):
     ts: float = Field(default_factory=time.time)
 
 
-class SummaryMetadata(BaseModel):
+class SummaryMetadata(Model):
     before_chars: int = 0
     after_chars: int = 0
     before_tokens: int = 0
@@ -115,7 +116,7 @@ class SummaryMetadata(BaseModel):
 FactKind = Literal["decision", "number", "open"]
 
 
-class DroppedFact(BaseModel):
+class DroppedFact(Model):
     """A fact of a text a summary covers that the summary's text no longer holds
     (`moot.core.context.facts`)."""
 
@@ -130,7 +131,7 @@ class DroppedFact(BaseModel):
     agent_id: str | None = None
 
 
-class SummaryBlock(BaseModel):
+class SummaryBlock(Model):
     """One part of an append-only summary (view layout 4): the summary of the messages of turns
     `first`–`last`, written once and copied unchanged into every later summary, until the oldest
     blocks are consolidated into one."""
@@ -160,7 +161,7 @@ def join_blocks(blocks: list[SummaryBlock]) -> str:
     return "\n\n".join(f"{b.label}\n\n{b.text.strip()}" for b in blocks)
 
 
-class Summary(BaseModel):
+class Summary(Model):
     id: str
     agent_id: str
     role: str
@@ -214,7 +215,7 @@ class Summary(BaseModel):
         return self
 
 
-class TierTokens(BaseModel):
+class TierTokens(Model):
     system: int = 0
     summary: int = 0
     recall: int = 0
@@ -229,7 +230,7 @@ class TierTokens(BaseModel):
     """Whole request in chat format (tiers plus per-message overhead)."""
 
 
-class RecalledItem(BaseModel):
+class RecalledItem(Model):
     """One item of a view's recall tier, and why it was recalled."""
 
     id: str
@@ -243,14 +244,14 @@ class RecalledItem(BaseModel):
     content (None: the whole item)."""
 
 
-class HeldItem(BaseModel):
+class HeldItem(Model):
     """An item of a recall block an earlier view placed (its id, and its passage when it was one)."""
 
     id: str
     span: tuple[int, int] | None = None
 
 
-class HeldRecall(BaseModel):
+class HeldRecall(Model):
     """A recall block an earlier call of the same reader placed in its history (view layout 3):
     it stays where it was sent, before the messages of `turn`, until the window rolls past it."""
 
@@ -259,7 +260,7 @@ class HeldRecall(BaseModel):
     items: list[HeldItem] = Field(default_factory=list)
 
 
-class RecallRecord(BaseModel):
+class RecallRecord(Model):
     """What a view recalled: enough to rebuild it without searching again."""
 
     query: list[str] = Field(default_factory=list)
@@ -280,7 +281,7 @@ class RecallRecord(BaseModel):
         return [it.id for b in self.held for it in b.items] + [it.id for it in self.items]
 
 
-class ViewRecord(BaseModel):
+class ViewRecord(Model):
     """What one LLM call saw, by reference, so the exact messages can be rebuilt."""
 
     call_id: str
@@ -325,7 +326,7 @@ class ViewRecord(BaseModel):
     of the call's last request are the view's, then these."""
 
 
-class Tally(BaseModel):
+class Tally(Model):
     """How a final answer was reached without (or beside) the judge: the answers extracted, the votes,
     the tie and how it was broken; for a council, each author's mean rank."""
 
@@ -364,7 +365,7 @@ class Tally(BaseModel):
         return f"answer {shown} · {self.rule}"
 
 
-class Solution(BaseModel):
+class Solution(Model):
     description: str
     confidence: int | None = None
     tradeoffs: list[str] = Field(default_factory=list)
@@ -378,7 +379,7 @@ class Solution(BaseModel):
     """The vote (vote, single, simultaneous by majority) or the council's aggregate ranks."""
 
 
-class Clarification(BaseModel):
+class Clarification(Model):
     agent_id: str
     question: str
     answer: str = ""
@@ -387,7 +388,7 @@ class Clarification(BaseModel):
     """Which clarification round (1 = the first questions)."""
 
 
-class ForkOrigin(BaseModel):
+class ForkOrigin(Model):
     """Where a fork's history came from: its parent debate, the point it was forked at
     (`round:2`, `round:2:critique`, `turn:40`, `summary:S`) and the parent's first event left out."""
 
@@ -396,7 +397,7 @@ class ForkOrigin(BaseModel):
     seq: int
 
 
-class ModeratorNote(BaseModel):
+class ModeratorNote(Model):
     id: str
     text: str
     after_round: int
@@ -404,7 +405,7 @@ class ModeratorNote(BaseModel):
     ts: float = Field(default_factory=time.time)
 
 
-class ConvergenceScore(BaseModel):
+class ConvergenceScore(Model):
     round: int
     confidence: int | None = None
     """None: the judge's answer held no usable score ("not parsed"); never counts as converged."""
@@ -413,7 +414,7 @@ class ConvergenceScore(BaseModel):
     """The judge's answer as given, kept when it could not be parsed (shown by the report)."""
 
 
-class AdaptiveDecision(BaseModel):
+class AdaptiveDecision(Model):
     """What the `adaptive` protocol decided after one step (a draw of answers or a debate round),
     and why: the answers counted, the posterior of the leading one, what the step cost."""
 
@@ -438,7 +439,7 @@ class AdaptiveDecision(BaseModel):
     """`debate`: the agents that take part in the next round."""
 
 
-class Round(BaseModel):
+class Round(Model):
     number: int
     contributions: list[Contribution] = Field(default_factory=list)
     summaries: dict[str, Summary] = Field(default_factory=dict)
@@ -450,7 +451,7 @@ class Round(BaseModel):
     started_at: float = Field(default_factory=time.time)
 
 
-class AgentInfo(BaseModel):
+class AgentInfo(Model):
     id: str
     name: str
     role: str
@@ -460,7 +461,7 @@ class AgentInfo(BaseModel):
     budget: int
 
 
-class DebateState(BaseModel):
+class DebateState(Model):
     id: str
     problem: str
     protocol: ProtocolName = "rounds"

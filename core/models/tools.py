@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from .base import Model
 
 ToolsMode = Literal["auto", "call", "retrieve", "off"]
 """`auto`: function calling where the endpoint takes it, else the retrieval tier; `call`: tools only;
 `retrieve`: reference passages in the view, no tools; `off`: neither."""
 
 
-class _Strict(BaseModel):
+class _Strict(Model):
     # Each field's docstring is its description in the JSON Schema (`moot config --schema`).
     model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 
@@ -66,7 +68,7 @@ class ToolsOverrides(_Strict):
     mcp: list[McpServerConfig] = Field(default_factory=list)
 
 
-class ToolCallRecord(BaseModel):
+class ToolCallRecord(Model):
     """One tool call a model made."""
 
     id: str
@@ -77,7 +79,7 @@ class ToolCallRecord(BaseModel):
     """The model wrote the call as a JSON object in its reply, not as `tool_calls`."""
 
 
-class ToolResultRecord(BaseModel):
+class ToolResultRecord(Model):
     """What a tool returned for one call, as sent to the model."""
 
     call_id: str
@@ -92,7 +94,7 @@ class ToolResultRecord(BaseModel):
     tokens: int = 0
 
 
-class ToolStep(BaseModel):
+class ToolStep(Model):
     """One model turn that called tools, and their results."""
 
     index: int
@@ -108,7 +110,7 @@ class ToolStep(BaseModel):
     """A message after the results (the tool-call cap reached: answer now)."""
 
 
-class ReferenceInfo(BaseModel):
+class ReferenceInfo(Model):
     """One file of the reference set as recorded at the start: a resume compares the hashes."""
 
     path: str
@@ -116,7 +118,7 @@ class ReferenceInfo(BaseModel):
     sha256: str
 
 
-class ToolServerInfo(BaseModel):
+class ToolServerInfo(Model):
     """An MCP server a debate had: the tools it offered to agents, or why it offered none."""
 
     name: str
@@ -126,7 +128,7 @@ class ToolServerInfo(BaseModel):
     error: str | None = None
 
 
-class ToolsSetup(BaseModel):
+class ToolsSetup(Model):
     """What a debate's agents could read and call: recorded at its start (and each resume)."""
 
     roots: list[str] = Field(default_factory=list)

@@ -15,9 +15,10 @@ import stat
 from collections.abc import Callable, Iterable
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from ..errors import StoreError
+from ..models.base import Model
 from ..models.provider_kinds import any_scripted
 from ..safety.sanitize import one_line_safe
 from .files import read_regular, write_atomic
@@ -30,7 +31,7 @@ MAX_CACHE_BYTES = 64 << 20
 """A cache larger than this is not read (about 200,000 rows): it is rebuilt instead."""
 
 
-class SessionRow(BaseModel):
+class SessionRow(Model):
     """One saved debate, as the sessions screen lists it."""
 
     id: str
@@ -68,12 +69,12 @@ Signature = tuple[int, int, int, int]
 """(log size, log mtime ns, snapshot size, snapshot mtime ns): a row is valid while these hold."""
 
 
-class _Entry(BaseModel):
+class _Entry(Model):
     sig: Signature
     row: SessionRow
 
 
-class _Cache(BaseModel):
+class _Cache(Model):
     version: int
     rows: dict[str, _Entry] = Field(default_factory=dict)
 
