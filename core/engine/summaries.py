@@ -47,9 +47,17 @@ class Summaries:
         self.summarizer = Summarizer(index, builder, self._call, new_id, clock)
         self.pending: dict[str, str | None] = {}
         """Agent id (or a conversation's summary owner) → the focus of a manual request not yet made."""
+        self.upto: dict[str, int] = {}
+        """Agent id → the turn (or round) a pending request folds everything before (`--from`)."""
 
-    def request(self, agent_id: str, focus: str | None = None) -> None:
+    def request(self, agent_id: str, focus: str | None = None, from_step: int | None = None) -> None:
         self.pending[agent_id] = focus or self.pending.get(agent_id)
+        if from_step is not None:
+            self.upto[agent_id] = from_step
+
+    def take_from(self, agent_id: str) -> int | None:
+        """The `--from` point of the request `take` just took for `agent_id` (None: the usual split)."""
+        return self.upto.pop(agent_id, None)
 
     def take(self, agent_id: str) -> tuple[bool, str | None]:
         """(requested, focus) for `agent_id`, forgetting the request."""

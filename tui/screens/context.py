@@ -243,7 +243,7 @@ class ContextScreen(Screen[None]):
                   if record.window and record.window_source != "configured" else "")
         self.query_one("#ctx-tiers", Label).update(Text(one_line_safe(
             f"{record.model} · system {k(t.system)}{compact} · summary {k(t.summary)}{written} · "
-            + (f"recall {k(t.recall)} · " if t.recall else "") +
+            + (f"pinned {k(t.pinned)} · " if t.pinned else "") + (f"recall {k(t.recall)} · " if t.recall else "") +
             f"history {k(t.history)} · task {k(t.task)} = {k(t.total)} of {k(record.budget)} · "
             f"answer {k(record.max_tokens)}{window}{dropped}")))
         area.load_text(call_text(view))

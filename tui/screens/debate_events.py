@@ -212,7 +212,7 @@ class DebateEvents(DebateLayout):
                                    if v.call_id == call_id), 0)
                     pane.call_later(pane.gauge.update_view, tokens, budget)
             case (ev.DebateResumed() | ev.RoundStarted() | ev.PhaseCompleted() | ev.Token() | ev.Warning_()
-                  | ev.NoteInjected() | ev.SeatAnswered()
+                  | ev.NoteInjected() | ev.PinChanged() | ev.SeatAnswered()
                   | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached() | ev.WindowLearned() | ev.ToolsReady()):
                 pass  # the header and the event log show these
             case _:
