@@ -128,3 +128,111 @@ def test_the_configs_constraints_ride_in_every_debaters_request(tmp_path: Path) 
     assert all(_pinned(b) is None for b in bodies if _turn(b) is None)  # summaries and the judge: not pinned
     out = cli("context", state.id, "--turn", "4", "--state-dir", str(folder.path.parent))
     assert out.returncode == 0 and "pinned: constraint 1" in out.stdout and "] pinned · " in out.stdout
+
+
+def _pinned_run(tmp_path: Path, srv: LoopbackServer, turns: int, *, stop_after: int | None = None) -> tuple[str, Path]:
+    """A conversation with turn 2 pinned once turn 3 is said (stopped after `stop_after`, resumable)."""
+    def before_run(session: DebateSession) -> None:
+        _after_turn(session, 3, lambda: session.orchestrator.pin("turn 2"))
+        if stop_after is not None:
+            _after_turn(session, stop_after, session.orchestrator.stop)
+
+    state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, {"debate": {**SMALL, "turns": turns}}, rounds=None,
+                                           provider="openai", base_url=srv.base_url, roles=ROLES,
+                                           before_run=before_run))
+    assert state.status == ("stopped" if stop_after else "completed")
+    return state.id, folder.path
+
+
+def _turn_two(folder: Path) -> str:
+    return next(e["contribution"]["content"] for e in _events(folder)
+                if e["type"] == "contribution_added" and e["contribution"]["round"] == 2).strip()
+
+
+def test_a_resumed_debate_keeps_its_pins(tmp_path: Path) -> None:
+    with LoopbackServer(reply=prose) as srv:
+        debate, folder = _pinned_run(tmp_path, srv, 10, stop_after=5)
+        sent = len(srv.requests)
+        out = cli("resume", debate, "--headless", "--base-url", srv.base_url, "--state-dir", str(folder.parent))
+        assert out.returncode == 0, out.stderr
+        later = [b for b in srv.requests[sent:] if _turn(b) is not None]
+    assert [_turn(b) for b in later] == list(range(6, 11))
+    assert all(_turn_two(folder) in (_pinned(b) or "") for b in later)
+
+
+def test_a_fork_made_after_a_pin_keeps_it_and_one_made_before_does_not(tmp_path: Path) -> None:
+    with LoopbackServer(reply=prose) as srv:
+        debate, folder = _pinned_run(tmp_path, srv, 8)
+        state_dir = str(folder.parent)
+        for at, carries in (("turn:6", True), ("turn:3", False)):
+            sent = len(srv.requests)
+            out = cli("fork", debate, "--at", at, "--turns", "8", "--headless", "--state-dir", state_dir)
+            assert out.returncode == 0, out.stderr
+            later = [b for b in srv.requests[sent:] if _turn(b) is not None]
+            assert later and all((_pinned(b) is not None) == carries for b in later), at
+            if carries:
+                assert all(_turn_two(folder) in (_pinned(b) or "") for b in later)
+
+
+def test_a_pin_that_would_not_fit_is_refused_in_one_line_with_exit_2(tmp_path: Path) -> None:
+    """`moot ctl ID pin turn 1` against the running debate, whose window cannot hold turn 1
+    beside its prompts and task: refused, saying how much room it needs."""
+    release = threading.Event()
+
+    def reply(body: dict[str, Any], n: int) -> str:
+        if _turn(body) == 2:
+            release.wait(60)  # the debate waits on turn 2 while the command is sent
+        if _turn(body) == 1:
+            return " ".join(prose(body, k) for k in range(8))  # far longer than the window leaves
+        return prose(body, n)
+
+    tight = {"debate": {**SMALL, "turns": 3, "conversation": {**SMALL["conversation"], "max_context_tokens": 4000,
+                                                                 "reserve_output_tokens": 500}}}
+    outcome: dict[str, Any] = {}
+
+    def before_run(session: DebateSession) -> None:
+        def send() -> None:
+            outcome["ctl"] = cli("ctl", session.folder.id, "pin", "turn", "1", "--state-dir",
+                                 str(session.folder.path.parent))
+            outcome["plain"] = cli("ctl", session.folder.id, "pin", "turn", "7", "--state-dir",
+                                   str(session.folder.path.parent))
+            release.set()
+
+        _after_turn(session, 1, lambda: threading.Thread(target=send, daemon=True).start())
+
+    with LoopbackServer(reply=reply) as srv:
+        state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, tight, rounds=None, provider="openai",
+                                               base_url=srv.base_url, roles=ROLES, before_run=before_run))
+    assert state.status == "completed" and not state.pins
+    refused = outcome["ctl"]
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert re.search(r"cannot pin turn 1: it needs [\d,]+ tokens, the view of \w+ has [\d,]+ left", refused.stderr)
+    assert outcome["plain"].returncode == 2 and "no message of turn 7" in outcome["plain"].stderr
+
+
+def test_summarize_from_a_turn_folds_everything_before_it_and_keeps_the_rest(tmp_path: Path) -> None:
+    """`/summarize architect --from turn 6` once turn 8 is said (the library call the TUI and `moot
+    ctl` make): the next summary covers turns 1–5, and the request after it carries every turn
+    from 6 on verbatim, though the window would have kept six messages."""
+    config = {"debate": {**SMALL, "turns": 10, "conversation": {**SMALL["conversation"], "recent_messages": 6,
+                                                                  "summary_every": 6}}}
+
+    def before_run(session: DebateSession) -> None:
+        _after_turn(session, 8, lambda: session.orchestrator.request_summary("architect", from_step=6))
+
+    with LoopbackServer(reply=prose) as srv:
+        state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, config, rounds=None, provider="openai",
+                                               base_url=srv.base_url, roles=ROLES, before_run=before_run))
+        bodies = srv.requests
+    assert state.status == "completed"
+    events = _events(folder.path)
+    asked = next(e for e in events if e["type"] == "summary_requested")
+    assert asked["from_step"] == 6
+    manual = [e["summary"] for e in events if e["type"] == "summary_added" and e["summary"]["trigger"] == "manual"]
+    assert len(manual) == 1 and manual[0]["covered_count"] == 5 and manual[0]["round"] > 8
+    made_at = manual[0]["round"]
+    after = next(b for b in bodies if _turn(b) == made_at)
+    contents = [m["content"] for m in after["messages"]]
+    assert contents[1].startswith(SUMMARY_HEADING) and "(turns 1–5;" in contents[1]
+    window = contents[2]
+    assert [int(t) for t in re.findall(r"^### Turn (\d+) ·", window, re.M)] == list(range(6, made_at))
