@@ -21,6 +21,7 @@ from .context.pins import pinned_message
 from .context.view import item_label
 from .models.state import Contribution, Pin
 from .protocols.base import DebateProtocol
+from .safety.sanitize import one_line_safe
 
 ITEM_USAGE = "turn N, round N AGENT [proposal|critique|refinement|answer], constraint N, or an item's id"
 _TURN = re.compile(r"^turn\s+(\d{1,9})$", re.IGNORECASE)
@@ -68,14 +69,14 @@ def find_item(spec: str, index: DebateIndex, agents: list[ResolvedAgent]) -> str
             raise ValueError(f"no agent {m.group(2)!r}; agents: {', '.join(a.id for a in agents)}")
         r, kinds = int(m.group(1)), ([m.group(3).lower()] if m.group(3) else ["refinement", "proposal", "answer"])
         for kind in kinds:  # by default its last word that round
-            for c in index.contributions.values():
-                if c.round == r and c.agent_id == agent.id and c.type == kind:
-                    return c.id
+            for item in index.contributions.values():
+                if item.round == r and item.agent_id == agent.id and item.type == kind:
+                    return item.id
         raise ValueError(f"{agent.id} has no {' or '.join(kinds)} in round {r}")
-    c = index.contributions.get(words)
-    if c is None:
-        raise ValueError(f"nothing is called {words!r}: name {ITEM_USAGE}")
-    return c.id
+    found = index.contributions.get(words)
+    if found is None:
+        raise ValueError(f"nothing is called {one_line_safe(words, 80)!r}: name {ITEM_USAGE}")
+    return found.id
 
 
 def _count_constraints(index: DebateIndex) -> str:

@@ -15,11 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from moot.core.context.pins import PINNED_HEADING
 from moot.core.context.view import SUMMARY_HEADING
-from moot.core.events import ContributionAdded, Event, PinChanged
+from moot.core.events import ContributionAdded, Event
 from moot.core.session import DebateSession
 from tests.conftest import cli, read_jsonl, run_debate
 from tests.loopback import LoopbackServer

@@ -161,10 +161,10 @@ class DebateIndex:
             case (ev.DebateResumed() | ev.RoundStarted() | ev.PhaseStarted() | ev.PhaseCompleted() | ev.CallStarted()
                   | ev.Token() | ev.CallFailed() | ev.SummaryRequested() | ev.SeatAnswered() | ev.SynthesisCompleted()
                   | ev.Warning_() | ev.ControlChanged() | ev.ClarificationsAsked() | ev.ClarificationsAnswered()
-                  | ev.NoteInjected() | ev.PinChanged() | ev.ConvergenceScored() | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached()
+                  | ev.NoteInjected() | ev.ConvergenceScored() | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached()
                   | ev.DebateCompleted() | ev.DebateInterrupted() | ev.DebateFailed() | ev.WindowLearned()
-                  | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady()):
-                pass  # nothing to index
+                  | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady() | ev.PinChanged()):
+                pass  # nothing to index (pins live in the state, which the index shares)
             case _:
                 assert_never(event)
 

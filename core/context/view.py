@@ -6,7 +6,8 @@ returns, and `moot context` calls the same function on the stored record, so wha
 is shown is byte for byte what was sent.
 
 Messages, most stable first (`render_tiers`): system prompt and topic · summary of older
-history (if any) · pinned items (if any: `pinned_message`) · recent items verbatim, oldest first (if any) · recalled items (if any) ·
+history (if any) · pinned items (if any: `pinned_message`) · recent items verbatim, oldest
+first (if any) · recalled items (if any) ·
 retrieved passages of the references (if any: `tool_messages`) · the phase's task, then the
 tool loop's steps. In the `rounds` protocol the history is the agent's perspective; in a
 `conversation` it is the shared transcript. The recall tier — old items the summary covers,

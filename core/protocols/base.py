@@ -23,8 +23,8 @@ from typing import ClassVar, Literal, TypedDict
 
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
-from ..context.recall_tier import RecallRequest
 from ..context.pins import pins_for
+from ..context.recall_tier import RecallRequest
 from ..engine.calls import CallEngine, CallResult, CallSpec
 from ..engine.gate import BudgetExhausted, Gate, StopRequested
 from ..engine.summaries import Summaries

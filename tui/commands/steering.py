@@ -13,14 +13,13 @@ from ...core.models.terms import MAX_FOCUS
 from ..followups import after_inject, after_pause, after_pin, after_resume, after_stop, after_summarize
 from .base import CommandContext, CommandError, UsageError, no_agent, require_engine, require_running
 
-
 FROM_USAGE = "e.g. /summarize all --from turn 12 (or --from round 2): fold what came before, keep the rest"
 
 
 def split_from(target: str | None, rest: str | None) -> tuple[str | None, int | None, str | None]:
     """(target, from step, focus) of `/summarize [agent|all] [--from turn N] [focus]`."""
     if target is not None and target.startswith("--from"):
-        target, rest = None, " ".join([target, rest or ""])
+        target, rest = None, f"{target} {rest or ''}"
     words = (rest or "").split()
     if not words or words[0] != "--from":
         return target, None, rest
