@@ -62,3 +62,32 @@ async def test_pin_and_unpin_from_the_command_line_reach_the_views_and_the_gauge
     pinned = [v["round"] for s, v in turns if changes[0][2] < s < changes[1][2]]
     assert pinned and all(v.get("pinned") for s, v in turns if changes[0][2] < s < changes[1][2])
     assert all(not v.get("pinned") for s, v in turns if s > changes[1][2] or s < changes[0][2])
+
+
+def test_snapshot_gauges_with_a_pinned_tier(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A conversation whose config pins the problem's constraints, at 80×24 while turn 5 is being
+    written: each agent's gauge draws the pinned tier (▒) after its summary."""
+    from tests.tui.scripted import ScriptedRuntime
+
+    from .conftest import _record, settle, upto
+
+    constraints = [
+        "Every write path stays idempotent: a retried request with the same key returns the first result, "
+        "and the key is kept for at least 24 hours so a client that retries after a timeout is safe.",
+        "The p99 latency of a check stays under 5 ms at 20,000 requests a second on one node; the budget "
+        "includes the network hop to the shared store and the serialisation of the response.",
+        "No new runtime dependency is added without a named owner, a security review and a plan for the "
+        "day its maintainers stop releasing; the team is two engineers for three months.",
+    ]
+    debate = {"protocol": "conversation", "turns": 6, "pinned": constraints,
+              "conversation": {"max_context_tokens": 2500, "reserve_output_tokens": 500}}
+    events = asyncio.run(_record(tmp_path, debate=debate, debate_id="pinned"))
+    shown = upto(events, lambda e: e.type == "call_started" and e.view.round == 5 and e.view.phase == "turn")
+    runtime = ScriptedRuntime(events=shown, clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await settle(pilot, runtime)
+
+    assert shown[-1].type == "call_started" and shown[-1].view.tokens.pinned > 0.05 * shown[-1].view.budget
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
