@@ -53,6 +53,9 @@ def find_item(spec: str, index: DebateIndex, agents: list[ResolvedAgent]) -> str
     words = " ".join(spec.split())
     if not words:
         raise ValueError(f"pin what? {ITEM_USAGE}")
+    named = next((p.key for p in index.pins.values() if p.label == words.lower()), None)
+    if named is not None:  # a pin by the name it was given (its step may be let go of by now)
+        return named
     if m := _CONSTRAINT.match(words):
         key = f"constraint-{int(m.group(1))}"
         if key not in index.pins:
