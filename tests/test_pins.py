@@ -26,6 +26,8 @@ from tests.test_prompt_cache import PROBLEM, ROLES, prose
 TURN_TASK = re.compile(r"^# Turn (\d+) of (\d+)", re.M)
 SMALL = {"protocol": "conversation", "turns": 16,
          "conversation": {"recent_messages": 3, "summary_every": 2, "summary_tokens": 300}}
+PAIR = ["architect", "kiss"]
+"""Two debaters for the debates by rounds (each of their rounds is a few calls per agent)."""
 CONSTRAINT = "Every write path stays idempotent: a retried request with the same key returns the first result."
 
 
@@ -250,7 +252,7 @@ def test_summarize_from_a_round_folds_the_rounds_before_it(tmp_path: Path) -> No
     with LoopbackServer(reply=prose) as srv:
         quiet = {"debate": {"summarization": {"threshold": 1_000_000, "trigger_ratio": 0.99}}}  # none by itself
         state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, quiet, rounds=2, provider="openai",
-                                               base_url=srv.base_url, roles=ROLES, before_run=before_run))
+                                               base_url=srv.base_url, roles=PAIR, before_run=before_run))
     assert state.status == "completed"
     manual = [e["summary"] for e in _events(folder.path)
               if e["type"] == "summary_added" and e["summary"]["trigger"] == "manual"]
@@ -271,3 +273,37 @@ def test_ctl_checks_the_from_point_and_the_item_before_sending(tmp_path: Path) -
                        (["unpin", "turn", "2"], "is not running in any process")):
         out = cli("ctl", state.id, *argv, "--state-dir", sd)
         assert out.returncode == 2 and says in out.stderr and len(out.stderr.splitlines()) == 1, (argv, out.stderr)
+
+
+def test_a_pinned_refinement_rides_in_every_later_view_of_a_debate_by_rounds(tmp_path: Path) -> None:
+    """`/pin round 1 architect` (its refinement) once round 1 ends: every round-2 view of every
+    debater carries it under its heading, and `moot context` rebuilds those views as sent."""
+    def before_run(session: DebateSession) -> None:
+        orch = session.orchestrator
+
+        def on(event: Event) -> None:
+            if event.type == "phase_completed" and event.round == 1 and event.phase == "refinement":
+                asyncio.get_running_loop().call_soon(lambda: orch.pin("round 1 architect"))
+        orch.bus.listen(on)
+
+    with LoopbackServer(reply=prose) as srv:
+        state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, rounds=2, provider="openai",
+                                               base_url=srv.base_url, roles=PAIR, before_run=before_run))
+        bodies = srv.requests
+    assert state.status == "completed"
+    refinement = next(c for c in state.rounds[0].contributions if c.agent_id == "architect" and c.type == "refinement")
+    (pin,) = state.pins.values()
+    assert pin.label == "round 1 refinement by architect" and pin.key == refinement.id
+    views = [v for v in state.rounds[1].calls if v.phase in ("critique", "refinement")]
+    assert {v.agent_id for v in views} == set(PAIR) and all(v.pinned == [refinement.id] for v in views)
+    block = f"### Round 1 · refinement by Architect (architect)\n\n{refinement.content.strip()}"
+    sent = {json.dumps(b["messages"], ensure_ascii=False) for b in bodies}
+    shown = []
+    for agent in PAIR:
+        out = cli("context", state.id, "--round", "2", "--agent", agent, "--json", "--state-dir", str(folder.path.parent))
+        assert out.returncode == 0, out.stderr
+        shown += [c for c in json.loads(out.stdout) if c["phase"] in ("critique", "refinement")]
+    assert len(shown) == len(views)
+    for call in shown:
+        assert json.dumps(call["messages"], ensure_ascii=False) in sent
+        assert f"{PINNED_HEADING}\n\n{block}" in [m["content"] for m in call["messages"]]
