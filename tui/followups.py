@@ -25,6 +25,7 @@ from ..core.events import (
     SummaryRequested,
     Warning_,
 )
+from ..core.safety.sanitize import one_line_safe
 from .format import k
 
 
@@ -122,8 +123,9 @@ def after_pin(command_id: str | None) -> list[Followup]:
 
 
 def pin_line(e: PinChanged) -> str:
-    return (f"pinned {e.pin.label}: kept verbatim in every later view" if e.pin.active
-            else f"unpinned {e.pin.label}: later views may summarize it")
+    label = one_line_safe(e.pin.label, 80)
+    return (f"pinned {label}: kept verbatim in every later view" if e.pin.active
+            else f"unpinned {label}: later views may summarize it")
 
 
 def after_summarize(agent_ids: list[str], command_id: str | None) -> list[Followup]:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
+from ..context.pins import pins_for
 from ..context.summarize import Summarizer, SummaryJob
 from ..context.view import ViewBuilder
 from ..events import Event, SummaryAdded, Warning_
@@ -82,7 +83,8 @@ class Summaries:
         fit = self.engine.fit(reader, context_tokens, reply)
         probe = ViewRecord(call_id="probe", agent_id=reader.id, round=1, phase=phase, model=reader.model,
                            system_key=f"{reader.id}/system", task_key=f"{reader.id}/{kind}",
-                           task_params=dict(params or {}))
+                           task_params=dict(params or {}),
+                           pinned=pins_for(reader.id, phase, self.builder.index.pins))  # pins take room first
         return max(SUMMARY_FLOOR, int(self.builder.room(probe, fit.input_budget) * share))
 
     def job(self, agent: ResolvedAgent, *, step: int, trigger: SummaryTrigger, items: list[Contribution],

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...core.agents import find_agent
 from ...core.context.outlook import summary_owner
 from ...core.models.terms import MAX_FOCUS
+from ...core.safety.sanitize import one_line_safe
 from ..followups import after_inject, after_pause, after_pin, after_resume, after_stop, after_summarize
 from .base import CommandContext, CommandError, UsageError, no_agent, require_engine, require_running
 
@@ -142,6 +143,6 @@ def _pin(ctx: CommandContext, item: str | None, *, unpin: bool) -> None:
         ctx.feedback(f"{name} sent to the debate's process…")
         ctx.followups.add(*after_pin(command_id))
     else:
-        what = " ".join(item.split())
+        what = one_line_safe(item, 80)
         ctx.feedback(f"unpinned {what}: later views may summarize it" if unpin
                      else f"pinned {what}: kept verbatim in every later view")
