@@ -41,11 +41,11 @@ def _pinned(body: dict[str, Any]) -> str | None:
 
 
 def _after_turn(session: DebateSession, turn: int, act: Callable[[], object]) -> None:
-    """Run `act` (a command at the engine's door) on the loop once turn `turn` is recorded, as a
-    person typing it then would: it takes effect from the next view built."""
+    """Run `act` (a command at the engine's door) as soon as turn `turn` is recorded, as a person
+    typing it then would: it takes effect from the next turn on."""
     def on(event: Event) -> None:
         if isinstance(event, ContributionAdded) and event.contribution.round == turn:
-            asyncio.get_running_loop().call_soon(act)
+            act()
     session.orchestrator.bus.listen(on)
 
 
@@ -229,8 +229,8 @@ def test_summarize_from_a_turn_folds_everything_before_it_and_keeps_the_rest(tmp
     asked = next(e for e in events if e["type"] == "summary_requested")
     assert asked["from_step"] == 6
     manual = [e["summary"] for e in events if e["type"] == "summary_added" and e["summary"]["trigger"] == "manual"]
-    assert len(manual) == 1 and manual[0]["covered_count"] == 5 and manual[0]["round"] > 8
-    made_at = manual[0]["round"]
+    assert len(manual) == 1 and manual[0]["covered_count"] == 5 and manual[0]["round"] == 9
+    made_at = 9
     after = next(b for b in bodies if _turn(b) == made_at)
     contents = [m["content"] for m in after["messages"]]
     assert contents[1].startswith(SUMMARY_HEADING) and "(turns 1–5;" in contents[1]
@@ -307,3 +307,24 @@ def test_a_pinned_refinement_rides_in_every_later_view_of_a_debate_by_rounds(tmp
     for call in shown:
         assert json.dumps(call["messages"], ensure_ascii=False) in sent
         assert f"{PINNED_HEADING}\n\n{block}" in [m["content"] for m in call["messages"]]
+
+
+def test_summarize_from_a_turn_says_when_what_it_keeps_outgrows_the_window(tmp_path: Path) -> None:
+    """`--from turn 5` once turn 5, far longer than the verbatim window's cap, is said: everything
+    before it is folded, and a warning says turn 5 alone is more than the window holds."""
+    def reply(body: dict[str, Any], n: int) -> str:
+        return " ".join(prose(body, n + k) for k in range(6)) if _turn(body) == 5 else prose(body, n)
+
+    def before_run(session: DebateSession) -> None:
+        _after_turn(session, 5, lambda: session.orchestrator.request_summary("kiss", from_step=5))
+
+    config = {"debate": {**SMALL, "turns": 6, "conversation": {**SMALL["conversation"], "recent_tokens": 2000}}}
+    with LoopbackServer(reply=reply) as srv:
+        state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, config, rounds=None, provider="openai",
+                                               base_url=srv.base_url, roles=ROLES, before_run=before_run))
+    assert state.status == "completed"
+    events = _events(folder.path)
+    manual = [e["summary"] for e in events if e["type"] == "summary_added" and e["summary"]["trigger"] == "manual"]
+    assert len(manual) == 1 and manual[0]["round"] == 6 and manual[0]["blocks"][-1]["last"] == 4
+    warnings = [e["message"] for e in events if e["type"] == "warning"]
+    assert any(w.startswith("turn 5 is more than the verbatim window holds (4 messages, ") for w in warnings), warnings

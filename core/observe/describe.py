@@ -171,8 +171,8 @@ def _describe(event: ev.Event) -> Line | None:
             return Line("manual", f"{which}: {n} question{_s(n)}, {answered} answered")
         case ev.PinChanged(pin=pin):
             if pin.active:
-                return Line("manual", f"📌 pinned {_safe(pin.label, 80)}: kept verbatim in every later view")
-            return Line("manual", f"📌 unpinned {_safe(pin.label, 80)}: later views may summarize it")
+                return Line("manual", f"▣ pinned {_safe(pin.label, 80)}: kept verbatim in every later view")
+            return Line("manual", f"▢ unpinned {_safe(pin.label, 80)}: later views may summarize it")
         case ev.NoteInjected(note=note):
             return Line("manual", f"✉ moderator note (agents see it from their next call): {_safe(note.text, 400)}")
         case ev.ConvergenceScored(score=score):

@@ -313,9 +313,10 @@ class ConversationProtocol(DebateProtocol):
         reader = self.ctx.agents[0] if owner.id == self.ctx.judge.id else owner
         if len(rest) < conv.recent_messages + conv.summary_every and self._tokens(rest, reader) <= conv.window_cap:
             return
-        self.ctx.emit(Warning_(message=f"turns {upto}–{rest[-1].round} are more than the verbatim window holds "
+        kept = f"turn {upto} is" if rest[-1].round == upto else f"turns {upto}–{rest[-1].round} are"
+        self.ctx.emit(Warning_(message=f"{kept} more than the verbatim window holds "
                                        f"({conv.recent_messages + conv.summary_every - 1} messages, "
-                                       f"{conv.window_cap:,} tokens): the oldest of them will be summarized too",
+                                       f"{conv.window_cap:,} tokens): the next roll summarizes some of it too",
                                agent_id=owner.id))
 
     async def _roll(self, owner: ResolvedAgent, t: int, fold: list[Contribution], previous: Summary | None,
