@@ -8,6 +8,7 @@ from pathlib import Path
 
 from moot.tui.app import create_app
 from moot.tui.runtime import LiveRuntime
+from moot.tui.screens.context import MessageText
 from moot.tui.widgets.token_gauge import TokenGauge
 
 from .conftest import command, events_of, feedback, fixed_clock, make_session, wait_for
@@ -48,6 +49,11 @@ async def test_pin_and_unpin_from_the_command_line_reach_the_views_and_the_gauge
         await pilot.pause()
         gauges = [g for g in screen.query(TokenGauge) if g.tokens is not None]
         assert any(g.tokens.pinned > 0 and "pinned " in str(g.tooltip) for g in gauges if g.tokens)
+        await command(pilot, f"/context {session.state.agents[0].id}")  # the inspector names what is pinned
+        await wait_for(pilot, lambda: isinstance(app.screen.focused, MessageText))
+        assert "pinned: turn 2" in app.screen.query_one(MessageText).text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
         await command(pilot, "/unpin turn 2")
         assert "unpinned turn 2: later views may summarize it" in feedback(app)
         await command(pilot, "/resume")

@@ -85,6 +85,8 @@ def call_text(view: dict[str, Any]) -> str:
         parts.append(f"━━ [{message['role']}] {tier} · {n} tokens{about} ━━")
         if tier == "recall":  # why each item is there: the words searched, each item's score and words
             parts += [terminal_safe(line) for line in recall_lines(view.get("recall"))] + [""]
+        if tier == "pinned" and view.get("pinned"):  # what was pinned, by the names /pin and /unpin take
+            parts += [terminal_safe("pinned: " + ", ".join(p["label"] for p in view["pinned"])), ""]
         lost = summary_lines(view.get("summary")) if tier == "summary" else []
         if lost:  # what the summary lost when it was made: the facts its text no longer holds
             parts += [terminal_safe(line) for line in lost] + [""]
