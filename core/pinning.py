@@ -99,6 +99,8 @@ def check_fits(pin: Pin, protocol: DebateProtocol) -> None:
             continue
         record = ctx.record(agent, max(1, ctx.state.current_round), protocol.opening_phase,
                             params=protocol.opening_params(agent), call_id="pin-check")
+        if protocol.opening_kind is not None:  # as the run's own check of the first call (`vote`: `solo`)
+            record.task_key = f"{agent.id}/{protocol.opening_kind}"
         budget = ctx.engine.fit(agent, window.get("context_tokens"), window.get("max_tokens")).input_budget
         keys = [k for k in record.pinned if k != pin.key]
         record.pinned = []
