@@ -328,3 +328,29 @@ def test_summarize_from_a_turn_says_when_what_it_keeps_outgrows_the_window(tmp_p
     assert len(manual) == 1 and manual[0]["round"] == 6 and manual[0]["blocks"][-1]["last"] == 4
     warnings = [e["message"] for e in events if e["type"] == "warning"]
     assert any(w.startswith("turn 5 is more than the verbatim window holds (4 messages, ") for w in warnings), warnings
+
+
+def test_answers_of_a_debate_without_history_carry_pins_too(tmp_path: Path) -> None:
+    """`adaptive` (answers drawn a few at a time): an answer pinned once it is given rides in every
+    later answer's view; naming an agent that is not there is one line."""
+    refused: list[str] = []
+
+    def before_run(session: DebateSession) -> None:
+        orch = session.orchestrator
+
+        def on(event: Event) -> None:
+            if isinstance(event, ContributionAdded) and not orch.index.pins:
+                try:
+                    orch.pin("round 1 nobody")
+                except ValueError as exc:
+                    refused.append(str(exc))
+                orch.pin(f"round 1 {event.contribution.agent_id}")
+        orch.bus.listen(on)
+
+    state, _ = asyncio.run(run_debate(tmp_path, PROBLEM, {"debate": {"protocol": "adaptive"}}, rounds=1,
+                                      roles=PAIR, before_run=before_run))
+    assert state.status == "completed"
+    assert len(refused) == 1 and refused[0].startswith("no agent 'nobody'; agents: architect, kiss")
+    (pin,) = state.pins.values()
+    answers = [v for r in state.rounds for v in r.calls if v.phase == "answer"]
+    assert len(answers) >= 3 and [v.pinned for v in answers[2:]] == [[pin.key]] * len(answers[2:])
