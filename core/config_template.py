@@ -66,6 +66,8 @@ def starter_config(choice: Starter) -> str:
         f"# max_concurrency = {debate.max_concurrency}",
         "# Stop starting calls once the debate has cost this much (USD).",
         "# max_cost_usd = 1.0",
+        "# Constraints of the problem every debater keeps verbatim, never summarized away (`/pin` adds more).",
+        '# pinned = ["p99 latency under 200 ms", "no new runtime dependencies"]',
         "",
         "[debate.context]",
         "# Each agent's whole request plus its answer fits here. moot asks llama.cpp, vLLM, Ollama and",

@@ -23,6 +23,7 @@ from .models.state import (
     ConvergenceScore,
     ForkOrigin,
     ModeratorNote,
+    Pin,
     Solution,
     Summary,
     TierTokens,
@@ -169,8 +170,20 @@ class SummaryRequested(_Event):
     type: Literal["summary_requested"] = "summary_requested"
     agent_id: str
     focus: str | None = None
+    from_step: int | None = None
+    """Fold everything before this turn (or round) and keep the rest verbatim (`--from turn N`);
+    None: the usual split (the latest messages stay verbatim)."""
     command_id: str | None = None
     """Set when the request came from another process (`moot ctl`, an attached watch)."""
+
+
+class PinChanged(_Event):
+    """An item pinned (kept verbatim in every later view of the agents that saw it) or unpinned;
+    `command_id` is set when the command came from another process (`moot ctl ID pin …`)."""
+
+    type: Literal["pin_changed"] = "pin_changed"
+    pin: Pin
+    command_id: str | None = None
 
 
 class SeatAnswered(_Event):
@@ -327,6 +340,7 @@ Event = Annotated[
         ContributionAdded,
         SummaryAdded,
         SummaryRequested,
+        PinChanged,
         SeatAnswered,
         SynthesisCompleted,
         Warning_,

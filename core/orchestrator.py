@@ -6,10 +6,10 @@ the end. Every change to the state is an event folded by `moot.core.storage.stat
 (through `Fold`, as the live TUI folds them), so a debate resumed from its log skips every call
 whose result was recorded and redoes the ones that were in flight.
 
-Commands come in through `request_summary`, `pause`, `resume`, `stop` and `inject`,
-each honoured at the next call boundary (the gate), never in the middle of a call.
+Commands come in through `request_summary`, `pause`, `resume`, `stop`, `inject`, `pin` and
+`unpin`, each honoured at the next call boundary (the gate), never in the middle of a call.
 
-Just over 400 lines: the run's phases (clarify, protocol, convergence, synthesis) share the gate
+Over 400 lines: the command door (pins included) and the run's phases (clarify, protocol, convergence, synthesis) share the gate
 and the fold; moving clarify and convergence to a module of their own is the next split.
 """
 
@@ -44,6 +44,7 @@ from .events import (
     DebateStarted,
     Event,
     NoteInjected,
+    PinChanged,
     SeatAnswered,
     SummaryRequested,
     ToolsReady,
@@ -52,8 +53,9 @@ from .events import (
 from .human.desk import Answer, HumanDesk, Turn, Via
 from .human.provider import HumanProvider
 from .models.config import MootConfig
-from .models.state import AgentInfo, DebateState, ModeratorNote
+from .models.state import AgentInfo, DebateState, ModeratorNote, Pin
 from .models.terms import MAX_FOCUS, Phase
+from .pinning import check_fits, constraint_pins, find_item, item_pin
 from .protocols import PROTOCOLS
 from .protocols.base import DebateAborted, DebateContext, DebateProtocol, Ids
 from .protocols.clarify import Clarifier, clarify
@@ -151,15 +153,43 @@ class Orchestrator:
 
     # ------------------------------------------------------------------ commands
 
-    def request_summary(self, agent_id: str, focus: str | None = None, *, command_id: str | None = None) -> None:
+    def request_summary(self, agent_id: str, focus: str | None = None, *, from_step: int | None = None,
+                        command_id: str | None = None) -> None:
         """Summarize this agent at its next call boundary (in a conversation: roll its summary at
-        the next turn), even below the threshold; `focus` goes into the summarization prompt."""
+        the next turn), even below the threshold; `focus` goes into the summarization prompt.
+        `from_step`: fold everything before that turn (or round) and keep the rest verbatim."""
         agent = self.find_agent(agent_id)
         if agent is None:
             raise KeyError(agent_id)
+        if from_step is not None and not 1 <= from_step <= max(1, self.state.current_round):
+            word = self.protocol.step_word
+            raise ValueError(f"--from {word} {from_step}: the debate is at {word} {self.state.current_round}")
         focus = redact(focus.strip(), self.providers.secrets)[:MAX_FOCUS] if focus and focus.strip() else None
-        self.summaries.request(agent.id, focus)
-        self.emit(SummaryRequested(agent_id=agent.id, focus=focus, command_id=command_id))
+        self.summaries.request(agent.id, focus, from_step)
+        self.emit(SummaryRequested(agent_id=agent.id, focus=focus, from_step=from_step, command_id=command_id))
+
+    def pin(self, item: str, *, command_id: str | None = None) -> Pin:
+        """Keep an item verbatim in every later view of the agents that saw it (`moot.core.pinning`
+        says how items are named); ValueError (one line) when it names nothing, is pinned already
+        or would not fit an agent's window."""
+        key = find_item(item, self.index, self.agents)
+        old = self.index.pins.get(key)
+        if old is not None and old.active:
+            raise ValueError(f"{old.label} is pinned already")
+        pin = old.model_copy(update={"active": True}) if old else item_pin(self.index.contributions[key], self.index)
+        check_fits(pin, self.protocol)
+        self.emit(PinChanged(pin=pin, command_id=command_id))
+        return pin
+
+    def unpin(self, item: str, *, command_id: str | None = None) -> Pin:
+        """Let a pinned item go: later views carry it no more (the summary covers it as it covers any item)."""
+        key = find_item(item, self.index, self.agents)
+        pin = self.index.pins.get(key)
+        if pin is None or not pin.active:
+            raise ValueError(f"{pin.label if pin else ' '.join(item.split())} is not pinned")
+        pin = pin.model_copy(update={"active": False})
+        self.emit(PinChanged(pin=pin, command_id=command_id))
+        return pin
 
     def pause(self, *, command_id: str | None = None) -> bool:
         """Hold new calls from the next boundary on (calls in flight finish; an `effective`
@@ -236,7 +266,11 @@ class Orchestrator:
                         raise ValueError(f"no agent {name!r}; agents: {', '.join(a.id for a in self.agents)}")
                     targets = [agent.id]
                 for agent_id in targets:
-                    self.request_summary(agent_id, command.text, command_id=command.id)
+                    self.request_summary(agent_id, command.text, from_step=command.step, command_id=command.id)
+            case "pin":
+                self.pin(command.text or "", command_id=command.id)
+            case "unpin":
+                self.unpin(command.text or "", command_id=command.id)
             case "inject":
                 self.inject(command.text or "", command_id=command.id)
             case "say":
@@ -348,6 +382,8 @@ class Orchestrator:
                     trace_id=new_trace_id(self.debate_id if self.ids.seed is not None else None),
                     view_layout=LAYOUT,
                 ))
+                for pin in constraint_pins(self.config.debate.pinned):  # the problem's constraints
+                    self.emit(PinChanged(pin=pin))
                 # Let the event log writer put the first event on disk (and give the debate
                 # folder its real name) before the first call's work holds the loop.
                 await asyncio.sleep(0)

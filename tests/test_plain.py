@@ -127,6 +127,10 @@ def test_slash_commands_typed_on_stdin_steer_the_debate(tmp_path: Path) -> None:
         run.until("Moderator note, which every agent sees from its next call: Assume a team of two")
         run.type("/summarize kiss keep the costs")
         run.until("Summary requested for Kiss, made at its next call, focusing on: keep the costs.")
+        run.type("/pin round 1 kiss")
+        run.until("Pinned round 1 refinement by kiss: kept verbatim in every later view.")
+        run.type("/unpin round 9 kiss")
+        run.until("Not done: kiss has no refinement or proposal or answer in round 9.")
         run.type("/summarize nobody")
         run.until("No agent nobody. Agents: architect, performance, kiss, or all.")
         run.type("/help")
@@ -143,6 +147,7 @@ def test_slash_commands_typed_on_stdin_steer_the_debate(tmp_path: Path) -> None:
     events = read_jsonl(only_debate(tmp_path / "debates").events_path)
     kinds = [(e["type"], e.get("action")) for e in events if e["type"] in ("control", "note_injected")]
     assert ("control", "pause") in kinds and ("control", "resume") in kinds and ("note_injected", None) in kinds
+    assert [e["pin"]["label"] for e in events if e["type"] == "pin_changed"] == ["round 1 refinement by kiss"]
     asked = [e for e in events if e["type"] == "summary_requested"]
     assert [(e["agent_id"], e["focus"]) for e in asked] == [("kiss", "keep the costs")]
     made = [e for e in events if e["type"] == "summary_added" and e["summary"]["agent_id"] == "kiss"]

@@ -20,10 +20,12 @@ from ..core.events import (
     DebateInterrupted,
     Event,
     NoteInjected,
+    PinChanged,
     SummaryAdded,
     SummaryRequested,
     Warning_,
 )
+from ..core.safety.sanitize import one_line_safe
 from .format import k
 
 
@@ -110,6 +112,20 @@ def after_inject(command_id: str | None) -> list[Followup]:
         return []
     return tagged(command_id, [Followup(lambda e: isinstance(e, NoteInjected) and e.command_id == command_id,
                                         lambda e: "moderator note added: every agent sees it from its next call on")])
+
+
+def after_pin(command_id: str | None) -> list[Followup]:
+    """A pin or unpin sent to another process: say when it took effect."""
+    if command_id is None:
+        return []
+    return tagged(command_id, [Followup(lambda e: isinstance(e, PinChanged) and e.command_id == command_id,
+                                        lambda e: pin_line(e) if isinstance(e, PinChanged) else "")])
+
+
+def pin_line(e: PinChanged) -> str:
+    label = one_line_safe(e.pin.label, 80)
+    return (f"pinned {label}: kept verbatim in every later view" if e.pin.active
+            else f"unpinned {label}: later views may summarize it")
 
 
 def after_summarize(agent_ids: list[str], command_id: str | None) -> list[Followup]:

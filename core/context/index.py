@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import assert_never
 
 from .. import events as ev
-from ..models.state import AgentInfo, Contribution, DebateState, Summary
+from ..models.state import AgentInfo, Contribution, DebateState, Pin, Summary
 
 PHASE_RANK: dict[str, int] = {
     "summarize": 0, "proposal": 1, "answer": 1, "message": 1, "turn": 1, "critique": 2, "rank": 2, "ranking": 2,
@@ -109,6 +109,8 @@ class DebateIndex:
         """agent id → (display name, role)."""
         self._rank: dict[str, int] = {"": -1}
         self.prompts: dict[str, str] = {}
+        self.pins: dict[str, Pin] = {}
+        """The debate's pins (the state's own dict, which the events change in place)."""
         self.problem = ""
         self.layout = 1
         """The debate's view layout (`moot.core.context.view`)."""
@@ -131,6 +133,7 @@ class DebateIndex:
     def load(self, state: DebateState) -> None:
         self.archived_through = max(self.archived_through, state.archived_rounds)
         self.prompts = state.prompts
+        self.pins = state.pins
         self.problem = state.problem
         self.layout = state.view_layout
         self._people(state.agents, state.judge)
@@ -160,8 +163,8 @@ class DebateIndex:
                   | ev.Warning_() | ev.ControlChanged() | ev.ClarificationsAsked() | ev.ClarificationsAnswered()
                   | ev.NoteInjected() | ev.ConvergenceScored() | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached()
                   | ev.DebateCompleted() | ev.DebateInterrupted() | ev.DebateFailed() | ev.WindowLearned()
-                  | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady()):
-                pass  # nothing to index
+                  | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady() | ev.PinChanged()):
+                pass  # nothing to index (pins live in the state, which the index shares)
             case _:
                 assert_never(event)
 

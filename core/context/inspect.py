@@ -77,6 +77,7 @@ def call_view(record: ViewRecord, index: DebateIndex) -> dict[str, Any]:
         "tools": record.tools,
         "tool_steps": len(record.tool_steps),
         "recall": record.recall.model_dump() if record.recall is not None else None,
+        "pinned": [{"key": k, "label": index.pins[k].label} for k in record.pinned if k in index.pins],
         "summary": summary_view(index.summaries.get(record.summary_id) if record.summary_id else None),
     }
 
@@ -171,6 +172,8 @@ def format_calls(calls: list[dict[str, Any]]) -> str:
                    + (f" · {len(c['dropped_ids'])} items dropped" if c["dropped_ids"] else ""))
         out += recall_lines(c.get("recall"))
         out += summary_lines(c.get("summary"))
+        if c.get("pinned"):
+            out.append("pinned: " + ", ".join(p["label"] for p in c["pinned"]))
         tiers = message_tiers(c)
         if c.get("tools"):
             out.append(f"tools offered: {', '.join(c['tools'])} · {c.get('tool_steps', 0)} tool steps")

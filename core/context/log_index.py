@@ -2,7 +2,7 @@
 
 Rebuilding a call's messages (`view.render_tiers`) looks items up by id (its verbatim history,
 the contributions its task quotes, its recall tier), by span of turns (a conversation's window)
-and its summary by id — nothing else. So for a handful of calls out of a 10,000-turn debate
+its summary by id and its pins by key — nothing else. So for a handful of calls out of a 10,000-turn debate
 (`moot context --turn`, the HTML report's latest calls per agent) one pass over the log, line by
 line, keeps only those: memory holds the answer, never the debate. A line is parsed only when a
 cheap look at its bytes says it may be wanted (an id, a turn); one whose layout is not the one
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..events import ContributionAdded, Event, SummaryAdded, parse_event
+from ..events import ContributionAdded, Event, PinChanged, SummaryAdded, parse_event
 from ..models.state import DebateState, ViewRecord
 from ..storage.files import open_regular
 from .index import DebateIndex
@@ -36,6 +36,7 @@ class Needs:
     ids: set[str] = field(default_factory=set)
     turns: set[int] = field(default_factory=set)
     summaries: set[str] = field(default_factory=set)
+    pins: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, records: Iterable[ViewRecord]) -> Needs:
@@ -51,13 +52,14 @@ class Needs:
                 needs.ids.update(r.recall.ids)  # this call's block and the ones it held (layout 3)
             if r.summary_id:
                 needs.summaries.add(r.summary_id)
+            needs.pins.update(r.pinned)
         return needs
 
     def met_by(self, index: DebateIndex) -> bool:
         """Did the log hold all of it? (Else a view would be rebuilt from less than it read.)"""
         messages = {c.round for c in index.contributions.values() if c.type == "message"}
         return (self.turns <= messages and self.ids <= index.contributions.keys()
-                and self.summaries <= index.summaries.keys())
+                and self.summaries <= index.summaries.keys() and self.pins <= index.pins.keys())
 
 
 def bare_index(state: DebateState) -> DebateIndex:
@@ -67,7 +69,7 @@ def bare_index(state: DebateState) -> DebateIndex:
 
 def gather(events_path: Path, index: DebateIndex, needs: Needs) -> None:
     """Add to `index` the contributions and summaries of the log that `needs` names."""
-    if not (needs.ids or needs.turns or needs.summaries):
+    if not (needs.ids or needs.turns or needs.summaries or needs.pins):
         return
     ids = {i.encode() for i in needs.ids}
     summaries = {s.encode() for s in needs.summaries}
@@ -90,6 +92,10 @@ def gather(events_path: Path, index: DebateIndex, needs: Needs) -> None:
                 event = parse_line(line)
                 if isinstance(event, SummaryAdded) and event.summary.id in needs.summaries:
                     index.summaries[event.summary.id] = event.summary
+            elif needs.pins and b'"type":"pin_changed"' in line:
+                event = parse_line(line)
+                if isinstance(event, PinChanged) and event.pin.key in needs.pins:
+                    index.pins[event.pin.key] = event.pin  # its text never changes: any of its events will do
 
 
 def parse_line(line: bytes) -> Event | None:

@@ -6,7 +6,8 @@ returns, and `moot context` calls the same function on the stored record, so wha
 is shown is byte for byte what was sent.
 
 Messages, most stable first (`render_tiers`): system prompt and topic · summary of older
-history (if any) · recent items verbatim, oldest first (if any) · recalled items (if any) ·
+history (if any) · pinned items (if any: `pinned_message`) · recent items verbatim, oldest
+first (if any) · recalled items (if any) ·
 retrieved passages of the references (if any: `tool_messages`) · the phase's task, then the
 tool loop's steps. In the `rounds` protocol the history is the agent's perspective; in a
 `conversation` it is the shared transcript. The recall tier — old items the summary covers,
@@ -42,6 +43,11 @@ unchanged into every later summary (`Summary.blocks`); the summary message opens
 that never changes, and the oldest blocks are consolidated into one only when they outgrow
 the tier's cap. So a roll changes a speaker's request from its newest block on, not from the
 end of the system message (`moot.core.protocols.conversation`).
+
+Pins (`/pin`, `pinned = [...]`) are a tier of their own after the summary: what a person
+chose to keep verbatim changes only when they pin or unpin, so it sits with the stable prefix,
+in the order pinned. A pinned item is not repeated in the verbatim window, and never gives
+way: a pin that would not fit beside the rest of the smallest view is refused when asked for.
 
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
 full answer reserve, and a `stretch`: how many more tokens it may take from the answer
@@ -79,6 +85,7 @@ from ..models.state import Contribution, Summary, TierTokens, ViewRecord
 from ..prompts import COMPACT, placeholder, render
 from ..providers.base import Message
 from .index import DebateIndex
+from .pins import pinned_message, pins_for
 from .reads import reads_note
 from .recall_tier import block_message, give_way, recall_message
 from .tool_messages import references_message, tool_messages
@@ -284,7 +291,7 @@ def history_ids(record: ViewRecord, index: DebateIndex) -> list[str]:
     return record.contribution_ids
 
 
-Tier = Literal["system", "summary", "recall", "history", "references", "task"]
+Tier = Literal["system", "summary", "pinned", "recall", "history", "references", "task"]
 """Where a message of a view belongs, in the order views place them: the most stable first."""
 
 
@@ -306,6 +313,8 @@ def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Mes
         summary = index.summaries[record.summary_id]
         text = summary_message(summary, conversation if not summarize else summary.scope == "conversation")
         tiers.append(("summary", {"role": "user", "content": text}))
+    if record.pinned:
+        tiers.append(("pinned", {"role": "user", "content": pinned_message(record.pinned, index.pins)}))
     recalled = recall_message(record, index, lambda c: item_label(c, record.agent_id, index))
     if recalled is not None and index.layout < 2:
         tiers.append(("recall", recalled))
@@ -365,7 +374,7 @@ def tier_tokens(record: ViewRecord, tiers: list[tuple[Tier, Message]]) -> TierTo
     t = TierTokens()
     for tier, message in tiers:
         setattr(t, tier, getattr(t, tier) + tokens.count_message(message, m))
-    t.total = (t.system + t.summary + t.recall + t.history + t.references + t.task
+    t.total = (t.system + t.summary + t.pinned + t.recall + t.history + t.references + t.task
                + tokens.REPLY_PRIMING)
     return t
 
@@ -434,7 +443,9 @@ class ViewBuilder:
         record.task_params.pop("quote_limit", None)
         self.choose_prompts(record, budget)
         m = record.model
-        keep: list[Contribution] = list(history)
+        record.pinned = pins_for(record.agent_id, record.phase, self.index.pins)
+        pinned = set(record.pinned)  # kept in their own tier: not twice
+        keep: list[Contribution] = [c for c in history if c.id not in pinned]
         record.contribution_ids = [c.id for c in keep]
         messages, total = self._count(record)
         while total > budget and record.recall is not None and record.recall.items:  # tier 1: recalled items

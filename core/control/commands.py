@@ -44,7 +44,7 @@ from ..storage.folder import DebateFolder, writer_alive
 from ..storage.state_dir import default_state_dir
 
 CONTROL_DIR = "control"
-Action = Literal["pause", "resume", "stop", "summarize", "inject", "say"]
+Action = Literal["pause", "resume", "stop", "summarize", "inject", "say", "pin", "unpin"]
 MAX_TEXT = 4000
 """Characters of a note or a focus a command may carry."""
 MAX_SAY = 10_000
@@ -66,7 +66,9 @@ class ControlCommand(Model):
     agent: str | None = Field(None, max_length=200)
     """summarize: the agent (id, name or role; `all`); say: the person's seat (None: the only one)."""
     text: str | None = Field(None, max_length=MAX_SAY)
-    """summarize: the focus; inject: the note; say: the person's answer."""
+    """summarize: the focus; inject: the note; say: the person's answer; pin, unpin: the item."""
+    step: int | None = Field(None, ge=1, le=10**9)
+    """summarize: fold everything before this turn (or round), keep the rest verbatim (`--from`)."""
     ts: float = Field(default_factory=time.time, ge=0, allow_inf_nan=False)
     """When it was sent (set by `send`, after it saw a live writer)."""
 
@@ -369,7 +371,10 @@ class Inbox:
 def describe_command(command: ControlCommand) -> str:
     if command.action == "summarize":
         focus = f" ({one_line_safe(command.text, 80)})" if command.text else ""
-        return f"summarize {one_line_safe(command.agent or 'all', 40)}{focus}"
+        since = f" from {command.step}" if command.step else ""
+        return f"summarize {one_line_safe(command.agent or 'all', 40)}{since}{focus}"
+    if command.action in ("pin", "unpin"):
+        return f"{command.action} {one_line_safe(command.text or '', 80)}"
     if command.action == "say":
         return f"say as {one_line_safe(command.agent, 40)}" if command.agent else "say"
     return "inject a note" if command.action == "inject" else command.action

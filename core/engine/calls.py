@@ -410,7 +410,7 @@ class CallEngine:
             index = self.builder.index
             history = list(spec.history)
             texts = query_texts(history, record, render_task(record, index), index.prompts.get(record.task_key, ""))
-            in_view = [c.id for c in history] + list(record.task_contribution_ids)
+            in_view = [c.id for c in history] + list(record.task_contribution_ids) + list(record.pinned)
             known = history[:-QUERY_ITEMS] if spec.recall.new_words else []
             found = self.recaller.choose(record, spec.recall, texts, lambda c: item_label(c, record.agent_id, index),
                                          exclude=in_view, known=known)

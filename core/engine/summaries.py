@@ -20,6 +20,7 @@ from collections.abc import Callable
 from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
+from ..context.pins import pins_for
 from ..context.summarize import Summarizer, SummaryJob
 from ..context.view import ViewBuilder
 from ..events import Event, SummaryAdded, Warning_
@@ -47,9 +48,17 @@ class Summaries:
         self.summarizer = Summarizer(index, builder, self._call, new_id, clock)
         self.pending: dict[str, str | None] = {}
         """Agent id (or a conversation's summary owner) → the focus of a manual request not yet made."""
+        self.upto: dict[str, int] = {}
+        """Agent id → the turn (or round) a pending request folds everything before (`--from`)."""
 
-    def request(self, agent_id: str, focus: str | None = None) -> None:
+    def request(self, agent_id: str, focus: str | None = None, from_step: int | None = None) -> None:
         self.pending[agent_id] = focus or self.pending.get(agent_id)
+        if from_step is not None:
+            self.upto[agent_id] = from_step
+
+    def take_from(self, agent_id: str) -> int | None:
+        """The `--from` point of the request `take` just took for `agent_id` (None: the usual split)."""
+        return self.upto.pop(agent_id, None)
 
     def take(self, agent_id: str) -> tuple[bool, str | None]:
         """(requested, focus) for `agent_id`, forgetting the request."""
@@ -74,7 +83,8 @@ class Summaries:
         fit = self.engine.fit(reader, context_tokens, reply)
         probe = ViewRecord(call_id="probe", agent_id=reader.id, round=1, phase=phase, model=reader.model,
                            system_key=f"{reader.id}/system", task_key=f"{reader.id}/{kind}",
-                           task_params=dict(params or {}))
+                           task_params=dict(params or {}),
+                           pinned=pins_for(reader.id, phase, self.builder.index.pins))  # pins take room first
         return max(SUMMARY_FLOOR, int(self.builder.room(probe, fit.input_budget) * share))
 
     def job(self, agent: ResolvedAgent, *, step: int, trigger: SummaryTrigger, items: list[Contribution],

@@ -208,7 +208,7 @@ class ToolLoop:
         base = record.tokens
         loop = tool_messages(record)
         tools_tier = sum(tokens.count_message(m, record.model) for m in loop) + (self.schema_tokens if offering else 0)
-        fixed = (base.system + base.summary + base.recall + base.history + base.references + base.task
+        fixed = (base.system + base.summary + base.pinned + base.recall + base.history + base.references + base.task
                  + tokens.REPLY_PRIMING)
         record.tokens = base.model_copy(update={"tools": tools_tier, "total": fixed + tools_tier})
         return record.tokens.total

@@ -314,6 +314,10 @@ class DebateSettings(_Strict):
     """Files and folders the agents may read with tools (`--ref`); saved as absolute paths."""
     trace_content: bool = False
     """Put prompt and completion text (masked) in the trace; off: only names, models, tokens, cost, times."""
+    pinned: list[Annotated[str, Field(min_length=1, max_length=4000)]] = Field(default_factory=list, max_length=32)
+    """Constraints of the problem kept verbatim in every debater's view for the whole debate, never
+    summarized away (`pinned = ["p99 latency under 200 ms", "no new runtime dependencies"]`), counted
+    in the gauge as the pinned tier with the items pinned with `/pin`."""
 
 
 class EndpointConfig(_Strict):

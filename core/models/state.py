@@ -226,6 +226,8 @@ class TierTokens(Model):
     """Tool definitions and the tool loop's messages (calls and results)."""
     references: int = 0
     """The retrieval tier: reference passages, where tools cannot be called."""
+    pinned: int = 0
+    """Items a person pinned (and the configured constraints): kept verbatim, never summarized away."""
     total: int = 0
     """Whole request in chat format (tiers plus per-message overhead)."""
 
@@ -307,6 +309,8 @@ class ViewRecord(Model):
     """Contributions quoted inside the task (the critique's target, the critiques received)."""
     recall: RecallRecord | None = None
     """The recall tier: old items brought back verbatim (None: the tier was off or found nothing)."""
+    pinned: list[str] = Field(default_factory=list)
+    """The pins the view carried, by key into `DebateState.pins`, in the order they were pinned."""
     inline: dict[str, str] = Field(default_factory=dict)
     """Text used in the view that is not a stored contribution (e.g. summarization input)."""
     tokens: TierTokens = Field(default_factory=TierTokens)
@@ -395,6 +399,24 @@ class ForkOrigin(Model):
     debate: str
     at: str
     seq: int
+
+
+class Pin(Model):
+    """An item kept verbatim in every later view of the agents that saw it (`/pin`), or a
+    constraint of the problem pinned by the config (`pinned = [...]`). The text is held here,
+    so a pin outlives the step it came from (a long debate lets old steps go)."""
+
+    key: str
+    """The contribution's id, or `constraint-N` for the config's N-th constraint."""
+    label: str
+    """How people name it: `turn 12`, `round 2 proposal by architect`, `constraint 1`."""
+    heading: str
+    """Its heading in the pinned tier of a view."""
+    text: str
+    agents: list[str] = Field(default_factory=list)
+    """Whose views carry it (the agents that saw the item); empty: every debater's."""
+    active: bool = True
+    """False once unpinned: kept, so the views that carried it still rebuild byte for byte."""
 
 
 class ModeratorNote(Model):
@@ -497,6 +519,8 @@ class DebateState(Model):
     """Tokens and cost per agent id (the judge included), every kind of call counted."""
     clarifications: list[Clarification] = Field(default_factory=list)
     notes: list[ModeratorNote] = Field(default_factory=list)
+    pins: dict[str, Pin] = Field(default_factory=dict)
+    """Every pin of the debate by key, in the order first pinned (unpinned ones too: see `Pin.active`)."""
     convergence: list[ConvergenceScore] = Field(default_factory=list)
     adaptive: list[AdaptiveDecision] = Field(default_factory=list)
     """The `adaptive` protocol's decisions, one per step, in order."""

@@ -135,9 +135,10 @@ def _describe(event: ev.Event) -> Line | None:
             return Line("manual" if s.trigger == "manual" else "summary",
                         f"⇣ summary of {who}, {how}{why}: {k(md.before_tokens)} → {k(md.after_tokens)} tokens, "
                         f"{s.written_by}/{s.strategy}{focus}{fb}")
-        case ev.SummaryRequested(agent_id=agent_id, focus=focus):
+        case ev.SummaryRequested(agent_id=agent_id, focus=focus, from_step=since):
             about = f", focus: {_safe(focus, 80)}" if focus else ""
-            return Line("manual", f"⇣ summary requested for {agent_id} (at its next call{about})")
+            before = f" of everything before step {since}" if since else ""
+            return Line("manual", f"⇣ summary{before} requested for {agent_id} (at its next call{about})")
         case ev.SeatAnswered(agent_id=agent_id, via=via, chars=chars, phase=phase, round=r):
             where = {"editor": "in the editor", "stdin": "on stdin", "ctl": "with moot ctl say", "library": ""}[via]
             return Line("manual", f"✎ {agent_id} answered ({'message' if phase == 'turn' else phase}, "
@@ -168,6 +169,10 @@ def _describe(event: ev.Event) -> Line | None:
             if not n:
                 return Line("manual", f"{which}: no questions")
             return Line("manual", f"{which}: {n} question{_s(n)}, {answered} answered")
+        case ev.PinChanged(pin=pin):
+            if pin.active:
+                return Line("manual", f"▣ pinned {_safe(pin.label, 80)}: kept verbatim in every later view")
+            return Line("manual", f"▢ unpinned {_safe(pin.label, 80)}: later views may summarize it")
         case ev.NoteInjected(note=note):
             return Line("manual", f"✉ moderator note (agents see it from their next call): {_safe(note.text, 400)}")
         case ev.ConvergenceScored(score=score):

@@ -96,6 +96,10 @@ class PlainNarrator:
             case ev.ClarificationsAnswered(answers=answers):
                 n = sum(1 for a in answers if a.answer)
                 return f"Clarifications: {n} of {len(answers)} questions answered." if answers else None
+            case ev.PinChanged(pin=pin):
+                what = one_line_safe(pin.label, 80)
+                return (f"Pinned {what}: kept verbatim in every later view." if pin.active
+                        else f"Unpinned {what}: later views may summarize it.")
             case ev.NoteInjected(note=note):
                 return f"Moderator note, which every agent sees from its next call: {one_line_safe(note.text, 400)}"
             case ev.ControlChanged(action="pause", effective=True):

@@ -1,7 +1,7 @@
 """What the user types in plain mode: the TUI's slash commands, one per line on stdin.
 
-`/pause`, `/resume`, `/stop`, `/inject TEXT`, `/summarize [agent|all] [focus]`, `/help` and
-`/quit` go through the same door as the TUI's (`Orchestrator.pause`, …); each answers in one
+`/pause`, `/resume`, `/stop`, `/inject TEXT`, `/summarize [agent|all] [focus]`, `/pin ITEM`,
+`/unpin ITEM`, `/help` and `/quit` go through the same door as the TUI's (`Orchestrator.pause`, …); each answers in one
 sentence at once, and the event that records the effect is read out when it happens. Lines come
 from the process's one reader of stdin (`human.stdin_lines`), and while the agents'
 clarifying questions wait for answers, or a person (`--human`) has a seat, each line that is no
@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "inject": "/inject TEXT — a moderator note that every agent sees from its next call.",
     "summarize": "/summarize [agent|all] [focus] — summarize an agent's context at its next call, "
                  "keeping what the focus names.",
+    "pin": "/pin ITEM — keep an item (turn 12, round 2 architect) verbatim in every later view.",
+    "unpin": "/unpin ITEM — let a pinned item go: later views may summarize it.",
     "help": "/help — this list.",
     "quit": "/quit — stop now and exit; calls still running get 3 seconds, then the debate is saved, resumable.",
 }
@@ -163,6 +165,14 @@ class PlainInput:
             orch.stop()
             asyncio.get_running_loop().call_later(QUIT_GRACE_S, interrupt, "quit")
             return f"Quitting: calls still running get {QUIT_GRACE_S:g} seconds; the debate is saved."
+        if command in ("pin", "unpin"):
+            if not rest:
+                return f"Usage: /{command} ITEM, for example /{command} turn 12 or /{command} round 2 architect."
+            if command == "pin":
+                orch.pin(rest)
+            else:
+                orch.unpin(rest)
+            return ""
         if command == "inject":
             if not rest:
                 return "Usage: /inject TEXT, for example /inject Keep it simple."

@@ -196,6 +196,8 @@ class TraceBuilder(SpanOutlet):
                 self._note("window learned", t, {"gen_ai.request.model": model, "moot.window.source": source,
                                                  "moot.count_ratio": ratio,
                                                  **({"moot.window": window} if window is not None else {})})
+            case ev.PinChanged(pin=pin):
+                self._note("pinned" if pin.active else "unpinned", t, {"moot.pin": pin.label})
             case ev.NoteInjected(note=note):
                 self._note("note", t, {"moot.note": note.text} if self.content else {})
             case ev.Converged(confidence=confidence, threshold=threshold):

@@ -23,6 +23,7 @@ from typing import ClassVar, Literal, TypedDict
 
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
+from ..context.pins import pins_for
 from ..context.recall_tier import RecallRequest
 from ..engine.calls import CallEngine, CallResult, CallSpec
 from ..engine.gate import BudgetExhausted, Gate, StopRequested
@@ -126,6 +127,7 @@ class DebateContext:
             target_agent_id=target.id if target else None, model=agent.model,
             system_key=f"{agent.id}/system", task_key=f"{agent.id}/{TASK_KINDS[phase]}", task_params=p,
             task_contribution_ids=list(task_ids), inline={"notes": notes} if notes else {},
+            pinned=pins_for(agent.id, phase, self.index.pins),
         )
 
     def notes_text(self) -> str:

@@ -277,21 +277,47 @@ class ConversationProtocol(DebateProtocol):
         owners = [ctx.judge] if self.conv.summary_scope == "shared" else [*ctx.agents, ctx.judge]
         for owner in owners:
             requested, focus = ctx.summaries.take(owner.id)
+            upto = ctx.summaries.take_from(owner.id)
             if self.conv.summary_scope == "shared":  # any agent's request rolls the one shared summary
                 for a in ctx.agents:
                     more, f = ctx.summaries.take(a.id)
-                    requested, focus = requested or more, focus or f
+                    u = ctx.summaries.take_from(a.id)
+                    requested, focus, upto = requested or more, focus or f, upto if upto is not None else u
             if not requested:
                 continue
             summary = ctx.index.latest_summary.get(owner.id)
             window = ctx.index.messages_after(summary, t)
-            fold = window[: max(0, len(window) - self.conv.recent_messages)]
+            whose = "the shared summary" if self.conv.summary_scope == "shared" else owner.id
+            if upto is not None:  # `--from turn N`: everything before N, whatever the window's usual size
+                fold = [c for c in window if c.round < upto]
+                if not fold:
+                    covered = f" (it covers turns 1–{window[0].round - 1})" if summary and window else ""
+                    ctx.emit(Warning_(message=f"{NOTHING_TO_SUMMARIZE} before turn {upto} for {whose}: "
+                                              f"no message before it is left out of the summary{covered}",
+                                      agent_id=owner.id))
+                    continue
+            else:
+                fold = window[: max(0, len(window) - self.conv.recent_messages)]
             if not fold and summary is None:
-                whose = "the shared summary" if self.conv.summary_scope == "shared" else owner.id
                 ctx.emit(Warning_(message=f"{NOTHING_TO_SUMMARIZE} for {whose}: no message is older than "
                                           f"the last {self.conv.recent_messages}", agent_id=owner.id))
                 continue
             await self._roll(owner, step or t, fold, summary, "manual", focus)
+            if upto is not None:
+                self._say_if_too_long(owner, window[len(fold):], upto)
+
+    def _say_if_too_long(self, owner: ResolvedAgent, rest: list[Contribution], upto: int) -> None:
+        """After `--from turn N`: warn when the turns kept verbatim outgrow the window, so the next
+        roll will fold the oldest of them too (what the person asked for does not quite fit)."""
+        conv = self.conv
+        reader = self.ctx.agents[0] if owner.id == self.ctx.judge.id else owner
+        if len(rest) < conv.recent_messages + conv.summary_every and self._tokens(rest, reader) <= conv.window_cap:
+            return
+        kept = f"turn {upto} is" if rest[-1].round == upto else f"turns {upto}–{rest[-1].round} are"
+        self.ctx.emit(Warning_(message=f"{kept} more than the verbatim window holds "
+                                       f"({conv.recent_messages + conv.summary_every - 1} messages, "
+                                       f"{conv.window_cap:,} tokens): the next roll summarizes some of it too",
+                               agent_id=owner.id))
 
     async def _roll(self, owner: ResolvedAgent, t: int, fold: list[Contribution], previous: Summary | None,
                     trigger: SummaryTrigger, focus: str | None = None) -> Summary:

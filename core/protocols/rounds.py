@@ -229,16 +229,20 @@ class RoundsProtocol(DebateProtocol):
         return base + sum(builder.item_tokens(c, agent.id, agent.model) for c in items) + 30
 
     async def _summarize(self, agent: ResolvedAgent, r: int, trigger: SummaryTrigger, phase: Phase,
-                         focus: str | None = None) -> Summary | None:
+                         focus: str | None = None, upto: int | None = None) -> Summary | None:
         ctx = self.ctx
         before = barrier(r, phase)
         strategy = agent.summarization.strategy
         previous = ctx.index.summary_at(agent.id, before)
         items = ctx.index.uncovered_items(agent.id, previous, before) if strategy == "rolling" else []
-        if strategy == "fresh" or (not items and trigger == "manual"):
+        if upto is not None:  # `--from round N`: fold the rounds before N, keep N on verbatim
+            items = [c for c in items if c.round < upto]
+        if strategy == "fresh" or (not items and trigger == "manual" and upto is None):
             # a manual request always yields a summary: with nothing new to fold, redo it whole
             strategy, previous = "fresh", None
             items = ctx.index.perspective_items(agent.id, before)
+            if upto is not None:
+                items = [c for c in items if c.round < upto]
         if not items:
             return None
         # The summary shares its views' room with the history and the quotes that come after it.
@@ -251,11 +255,20 @@ class RoundsProtocol(DebateProtocol):
     async def _maybe_manual_summary(self, agent: ResolvedAgent, r: int, phase: Phase) -> None:
         ctx = self.ctx
         requested, focus = ctx.summaries.take(agent.id)
+        upto = ctx.summaries.take_from(agent.id)
         if not requested:
             return
         before = barrier(r, phase)
         if not ctx.index.perspective_items(agent.id, before):
             ctx.emit(Warning_(message=f"{agent.id} has no history to summarize yet", agent_id=agent.id))
+            return
+        if upto is not None:
+            latest = ctx.index.summary_at(agent.id, before)
+            if not [c for c in ctx.index.uncovered_items(agent.id, latest, before) if c.round < upto]:
+                ctx.emit(Warning_(message=f"nothing to summarize before round {upto} for {agent.id}: its summary "
+                                          "already covers it", agent_id=agent.id))
+                return
+            await self._summarize(agent, r, "manual", phase, focus, upto)
             return
         latest = ctx.index.summary_at(agent.id, before)
         if (focus is None and latest is not None and latest.round == r

@@ -120,6 +120,8 @@ def apply(state: DebateState, event: ev.Event, *, bounded: bool = True) -> Debat
                 _add_usage(state, meta, agent_id, totals=False)
         case ev.NoteInjected(note=note):
             state.notes.append(note)
+        case ev.PinChanged(pin=pin):
+            state.pins[pin.key] = pin  # an unpinned pin stays, inactive: the views that carried it rebuild
         case ev.ConvergenceScored(score=score, usage=usage):
             state.convergence = [c for c in state.convergence if c.round != score.round] + [score]
             _add_usage(state, usage, state.judge.id if state.judge else None)

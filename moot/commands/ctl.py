@@ -1,4 +1,5 @@
-"""`moot ctl`: steer a debate that another process runs (pause, resume, stop, summarize, inject), or
+"""`moot ctl`: steer a debate that another process runs (pause, resume, stop, summarize, inject, pin,
+unpin), or
 answer a person's turn in it (`say`), or fork it as `/fork` does (`fork`).
 
 The command is a file in the debate's `control/` folder; this process then follows the event
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     from .flags import Subcommands
 
-ACTIONS = ["pause", "resume", "stop", "summarize", "inject", "say", "fork"]
+ACTIONS = ["pause", "resume", "stop", "summarize", "inject", "say", "pin", "unpin", "fork"]
 
 
 def register(sub: Subcommands) -> None:
@@ -34,7 +35,10 @@ def register(sub: Subcommands) -> None:
     ctl.add_argument("action", choices=ACTIONS)
     ctl.add_argument("words", nargs="*", metavar="ARG",
                      help="summarize: AGENT|all [FOCUS…]; inject: the note's text; say: your answer ('-': read "
-                          "it from stdin); fork: [round N | turn N] [NOTE…]")
+                          "it from stdin); pin, unpin: turn N | round N AGENT [TYPE] | constraint N; "
+                          "fork: [round N | turn N] [NOTE…]")
+    ctl.add_argument("--from", dest="from_step", nargs=2, metavar=("turn|round", "N"),
+                     help="summarize: fold everything before that turn (or round) and keep the rest verbatim")
     ctl.add_argument("--as", dest="seat", metavar="NAME",
                      help="say: whose seat, when more than one person takes part (before the action: "
                           "moot ctl ID --as NAME say TEXT)")
@@ -53,11 +57,13 @@ def cmd_ctl(args: argparse.Namespace) -> int:
     if args.seat is not None and args.action != "say":
         raise InputError("--as goes with say")
     words = list(args.words)
+    from_step = _from_step(args.from_step, args.action)
     if args.action == "fork":
         return _fork(folder, words, args.state_dir)
     if args.action == "say" and words == ["-"]:
         words = [_read_answer()]
     command = _command(folder, args.action, words, args.seat)
+    command.step = from_step
     start = folder.events_path.stat().st_size if folder.events_path.exists() else 0
     send(folder, command)
     if args.wait <= 0:
@@ -78,6 +84,18 @@ def _fork(folder: DebateFolder, words: list[str], state_dir: str | None) -> int:
           + (" with the note" if note else "") + f"; `moot resume {forked.id}` runs it", file=sys.stderr)
     print(forked.id)
     return ExitCode.OK
+
+
+def _from_step(value: list[str] | None, action: str) -> int | None:
+    """`--from turn N` (or `round N`): the step a summary folds everything before."""
+    if value is None:
+        return None
+    if action != "summarize":
+        raise InputError("--from goes with summarize")
+    word, n = value
+    if word.lower() not in ("turn", "round") or not n.isdigit() or int(n) < 1:
+        raise InputError("usage: moot ctl ID summarize AGENT|all --from turn N [FOCUS…] (or --from round N)")
+    return int(n)
 
 
 def _read_answer() -> str:
@@ -115,6 +133,10 @@ def _command(folder: DebateFolder, action: str, words: list[str], seat: str | No
         text = " ".join(words).strip()
         if not text:
             raise InputError("usage: moot ctl ID inject TEXT…")
+    elif action in ("pin", "unpin"):
+        text = " ".join(words).strip()
+        if not text:
+            raise InputError(f"usage: moot ctl ID {action} turn N | round N AGENT [TYPE] | constraint N")
     elif action == "say":
         text = " ".join(words).strip()
         if not text:
@@ -123,7 +145,8 @@ def _command(folder: DebateFolder, action: str, words: list[str], seat: str | No
     elif words:
         raise InputError(f"{action} takes no arguments")
     if text is not None:
-        what = {"inject": "the note", "say": "the answer"}.get(action, "the focus")
+        what = {"inject": "the note", "say": "the answer", "pin": "the item", "unpin": "the item"}.get(action,
+                                                                                                  "the focus")
         limit = MAX_SAY if action == "say" else MAX_TEXT
         if len(text) > limit:
             raise InputError(f"{what} is {len(text)} characters; the limit is {limit}")

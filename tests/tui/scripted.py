@@ -75,8 +75,8 @@ class ScriptedRuntime(Runtime):
             raise ReadOnlyError(READ_ONLY)
         self.commands.append(command)
 
-    def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
-        self._record("summarize", agent_id, *([focus] if focus else []))
+    def request_summary(self, agent_id: str, focus: str | None = None, from_step: int | None = None) -> str | None:
+        self._record("summarize", agent_id, *([focus] if focus else []), *([f"from {from_step}"] if from_step else []))
         return None
 
     def pause(self) -> str | None:

@@ -57,9 +57,10 @@ class CommandSpec:
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec
     for spec in (
-        CommandSpec("summarize", "/summarize [agent|all] [focus]",
+        CommandSpec("summarize", "/summarize [agent|all] [--from turn N] [focus]",
                     "Summarize an agent's context at its next call boundary; the focus text tells the "
-                    "summarizer what to keep.", 2, ("agent+all",), "s", text=True, run=steering.summarize,
+                    "summarizer what to keep; `--from turn N` (or `round N`) folds everything before it "
+                    "and keeps the rest verbatim.", 2, ("agent+all",), "s", text=True, run=steering.summarize,
                     palette="Summarize all agents", palette_line="/summarize all"),
         CommandSpec("context", "/context [agent] [round]",
                     "Without arguments: every agent's context by tier and its next summary. With an "
@@ -85,6 +86,13 @@ COMMANDS: dict[str, CommandSpec] = {
                     "Add a moderator note: every agent sees it verbatim from its next call on.",
                     1, (), "", text=True, run=steering.inject,
                     palette="Inject a moderator note", palette_line="/inject "),
+        CommandSpec("pin", "/pin ITEM",
+                    "Keep an item verbatim in every later view of the agents that saw it, never summarized "
+                    "away: `turn 12`, `round 2 AGENT [proposal|critique|refinement|answer]`.",
+                    1, (), "", text=True, run=steering.pin, palette="Pin an item", palette_line="/pin "),
+        CommandSpec("unpin", "/unpin ITEM", "Let a pinned item (or a configured constraint) go: later views "
+                    "carry it no more.", 1, (), "", text=True, run=steering.unpin,
+                    palette="Unpin an item", palette_line="/unpin "),
         CommandSpec("fork", "/fork [round N | turn N] [note]",
                     "Fork the debate at the start of a round (default: the current one) or turn and run the "
                     "fork in its own screen, the note as a moderator note from there; this debate goes on.",

@@ -92,7 +92,15 @@ class Runtime:
         """The folder of the debate shown (None: a scripted one); its parent is the state dir."""
         return None
 
-    def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
+    def request_summary(self, agent_id: str, focus: str | None = None, from_step: int | None = None) -> str | None:
+        """`from_step`: fold everything before that turn (or round), keep the rest verbatim."""
+        raise ReadOnlyError(READ_ONLY)
+
+    def pin(self, item: str) -> str | None:
+        """Keep an item verbatim in every later view (ValueError: a line to show)."""
+        raise ReadOnlyError(READ_ONLY)
+
+    def unpin(self, item: str) -> str | None:
         raise ReadOnlyError(READ_ONLY)
 
     def pause(self) -> str | None:

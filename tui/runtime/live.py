@@ -222,8 +222,16 @@ class LiveRuntime(Runtime):
     def can_steer(self) -> bool:
         return True
 
-    def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
-        self.orchestrator.request_summary(agent_id, focus)
+    def request_summary(self, agent_id: str, focus: str | None = None, from_step: int | None = None) -> str | None:
+        self.orchestrator.request_summary(agent_id, focus, from_step=from_step)
+        return None
+
+    def pin(self, item: str) -> str | None:
+        self.orchestrator.pin(item)
+        return None
+
+    def unpin(self, item: str) -> str | None:
+        self.orchestrator.unpin(item)
         return None
 
     def pause(self) -> str | None:

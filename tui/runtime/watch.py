@@ -73,8 +73,14 @@ class WatchRuntime(Runtime):
             raise ReadOnlyError(str(exc)) from None
         return command.id
 
-    def request_summary(self, agent_id: str, focus: str | None = None) -> str | None:
-        return self._send(ControlCommand(action="summarize", agent=agent_id, text=focus))
+    def request_summary(self, agent_id: str, focus: str | None = None, from_step: int | None = None) -> str | None:
+        return self._send(ControlCommand(action="summarize", agent=agent_id, text=focus, step=from_step))
+
+    def pin(self, item: str) -> str | None:
+        return self._send(ControlCommand(action="pin", text=item))
+
+    def unpin(self, item: str) -> str | None:
+        return self._send(ControlCommand(action="unpin", text=item))
 
     def pause(self) -> str | None:
         return self._send(ControlCommand(action="pause"))

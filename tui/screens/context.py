@@ -85,6 +85,8 @@ def call_text(view: dict[str, Any]) -> str:
         parts.append(f"━━ [{message['role']}] {tier} · {n} tokens{about} ━━")
         if tier == "recall":  # why each item is there: the words searched, each item's score and words
             parts += [terminal_safe(line) for line in recall_lines(view.get("recall"))] + [""]
+        if tier == "pinned" and view.get("pinned"):  # what was pinned, by the names /pin and /unpin take
+            parts += [terminal_safe("pinned: " + ", ".join(p["label"] for p in view["pinned"])), ""]
         lost = summary_lines(view.get("summary")) if tier == "summary" else []
         if lost:  # what the summary lost when it was made: the facts its text no longer holds
             parts += [terminal_safe(line) for line in lost] + [""]
@@ -244,7 +246,7 @@ class ContextScreen(Screen[None]):
                   if record.window and record.window_source != "configured" else "")
         self.query_one("#ctx-tiers", Label).update(Text(one_line_safe(
             f"{record.model} · system {k(t.system)}{compact} · summary {k(t.summary)}{written} · "
-            + (f"recall {k(t.recall)} · " if t.recall else "") +
+            + (f"pinned {k(t.pinned)} · " if t.pinned else "") + (f"recall {k(t.recall)} · " if t.recall else "") +
             f"history {k(t.history)} · task {k(t.task)} = {k(t.total)} of {k(record.budget)} · "
             f"answer {k(record.max_tokens)}{window}{dropped}")))
         area.load_text(call_text(view))

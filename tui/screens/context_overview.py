@@ -25,7 +25,7 @@ from ..widgets.token_gauge import tier_bar
 
 TIERS = ("system", "summary", "history", "task")
 UNITS = {"characters": "chars", "messages": "msgs"}
-STYLE_CLASSES = ("system", "summary", "recall", "history", "task", "tools", "free", "output", "muted", "warn")
+STYLE_CLASSES = ("system", "summary", "pinned", "recall", "history", "task", "tools", "free", "output", "muted", "warn")
 
 
 class _Styled(Widget):
@@ -34,6 +34,7 @@ class _Styled(Widget):
     DEFAULT_CSS = """
     _Styled > .ctx-tier--system { color: $gauge-system; }
     _Styled > .ctx-tier--summary { color: $gauge-summary; }
+    _Styled > .ctx-tier--pinned { color: $gauge-history; }
     _Styled > .ctx-tier--recall { color: $gauge-summary; }
     _Styled > .ctx-tier--history { color: $gauge-history; }
     _Styled > .ctx-tier--task { color: $gauge-task; }
@@ -115,14 +116,16 @@ class AgentOutlook(_Styled):
         t = view.tokens
         read = t.tools + t.references  # what the call read (tool results, or reference passages)
         values = [t.system, t.summary, t.history,
-                  max(0, t.total - t.system - t.summary - t.recall - t.history - read)]
+                  max(0, t.total - t.system - t.summary - t.pinned - t.recall - t.history - read)]
         tiers: tuple[str, ...] = TIERS
         if t.recall:  # the recall tier, after the summary it stands beside
             tiers, values = TIERS[:2] + ("recall",) + TIERS[2:], values[:2] + [t.recall] + values[2:]
+        if t.pinned:  # the pinned tier, right after the summary (as views place it)
+            tiers, values = tiers[:2] + ("pinned",) + tiers[2:], values[:2] + [t.pinned] + values[2:]
         if read:
             tiers, values = tiers + ("tools",), values + [read]
         free = max(0, view.budget - used)
-        parts = [(v, self.tier_style(name), "▓" if name in ("recall", "tools") else "█")
+        parts = [(v, self.tier_style(name), "▒" if name == "pinned" else "▓" if name in ("recall", "tools") else "█")
                  for name, v in zip(tiers, values)]
         parts.append((free, self.tier_style("free"), "░"))
         bar = Text("▕")

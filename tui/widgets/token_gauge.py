@@ -15,8 +15,9 @@ from ...core.models.state import TierTokens
 from ..format import k
 from .kept_lines import KeptLines
 
-TIERS = ("system", "summary", "recall", "history", "task", "tools")
-"""`recall`: old items the summary covers, brought back verbatim (drawn ▓ in the summary's colour);
+TIERS = ("system", "summary", "pinned", "recall", "history", "task", "tools")
+"""`pinned`: items kept verbatim by `/pin` and the config's constraints (drawn ▒ in the history's
+colour); `recall`: old items the summary covers, brought back verbatim (drawn ▓ in the summary's colour);
 `tools`: what the call read (tool results and definitions, or the retrieval tier's passages)."""
 WARN_RATIO = 0.8
 """Matches the default summarization trigger ratio: past it a summary is due."""
@@ -33,6 +34,7 @@ class TokenGauge(KeptLines):
     TokenGauge { height: 1; width: 1fr; }
     TokenGauge > .token-gauge--system { color: $gauge-system; }
     TokenGauge > .token-gauge--summary { color: $gauge-summary; }
+    TokenGauge > .token-gauge--pinned { color: $gauge-history; }
     TokenGauge > .token-gauge--recall { color: $gauge-summary; }
     TokenGauge > .token-gauge--history { color: $gauge-history; }
     TokenGauge > .token-gauge--task { color: $gauge-task; }
@@ -43,7 +45,7 @@ class TokenGauge(KeptLines):
     TokenGauge.-critical > .token-gauge--label { color: $error; text-style: bold reverse; }
     """
     COMPONENT_CLASSES = {
-        "token-gauge--system", "token-gauge--summary", "token-gauge--recall", "token-gauge--history",
+        "token-gauge--system", "token-gauge--summary", "token-gauge--pinned", "token-gauge--recall", "token-gauge--history",
         "token-gauge--task", "token-gauge--tools", "token-gauge--free", "token-gauge--label",
     }
 
@@ -71,8 +73,9 @@ class TokenGauge(KeptLines):
         self.set_class(WARN_RATIO <= ratio < CRITICAL_RATIO, "-warn")
         self.set_class(ratio >= CRITICAL_RATIO, "-critical")
         recall = f"recall {tokens.recall} · " if tokens.recall else ""
+        pinned = f"pinned {tokens.pinned} · " if tokens.pinned else ""
         read = tokens.tools + tokens.references
-        self._tip = (f"system {tokens.system} · summary {tokens.summary} · {recall}history {tokens.history} · "
+        self._tip = (f"system {tokens.system} · summary {tokens.summary} · {pinned}{recall}history {tokens.history} · "
                      f"task {tokens.task} · " + (f"tools {read} · " if read else "")
                      + f"view {tokens.total} of its {budget} budget (the window less the tokens kept for the "
                      "answer)")
@@ -107,10 +110,10 @@ class TokenGauge(KeptLines):
         parts: list[tuple[int, Style, str]] = []
         if t is not None and self.budget:
             read = t.tools + t.references
-            values = [t.system, t.summary, t.recall, t.history,
-                      max(0, t.total - t.system - t.summary - t.recall - t.history - read), read]
+            values = [t.system, t.summary, t.pinned, t.recall, t.history,
+                      max(0, t.total - t.system - t.summary - t.pinned - t.recall - t.history - read), read]
             parts = [(v, self.get_component_rich_style(f"token-gauge--{tier}"),
-                      "▓" if tier in ("recall", "tools") else "█")
+                      "▒" if tier == "pinned" else "▓" if tier in ("recall", "tools") else "█")
                      for tier, v in zip(TIERS, values)]
         text = Text("▕", free, no_wrap=True, overflow="crop")
         text.append_text(tier_bar(parts, self.budget, width, free))
