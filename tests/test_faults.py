@@ -109,13 +109,14 @@ async def test_cut_stream_is_retried_and_restarts_the_text(loopback: Any) -> Non
 
 
 async def test_timeout_is_retried(loopback: Any) -> None:
-    srv = loopback(faults=Faults(hang_every=2, hang_s=5))
-    provider = OpenAIProvider("sk-test-1", srv.base_url, timeout_s=0.5, max_retries=1, backoff_base_s=0.01)
+    # A timeout a loaded machine's loopback answers well within (at 0.5 s it flaked at load 15).
+    srv = loopback(faults=Faults(hang_every=2, hang_s=10))
+    provider = OpenAIProvider("sk-test-1", srv.base_url, timeout_s=1.5, max_retries=1, backoff_base_s=0.01)
     await _complete(provider)  # call 1 answers; call 2 hangs past the timeout
     t = time.monotonic()
     result, retries, _ = await _complete(provider)
-    assert time.monotonic() - t >= 0.5
-    assert retries[0].startswith("no complete answer within 0.5s, retrying")
+    assert time.monotonic() - t >= 1.5
+    assert retries[0].startswith("no complete answer within 1.5s, retrying")
     assert result.attempts == 2
     await provider.aclose()
 

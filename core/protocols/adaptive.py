@@ -36,13 +36,12 @@ from functools import partial
 from typing import ClassVar, Literal
 
 from ..config import ResolvedAgent
-from ..errors import ProviderError
-from ..events import AdaptiveDecided, RoundStarted, Warning_
+from ..events import AdaptiveDecided, RoundStarted
 from ..models.config import AgentConfig, MootConfig
 from ..models.state import AdaptiveDecision, Contribution
 from ..models.terms import Phase, ProtocolName
 from ..storage.state import find_contribution
-from .base import DebateAborted, DebateProtocol, SynthesisInput
+from .base import DebateProtocol, SynthesisInput
 from .majority import conclude_by_vote, tally
 from .topology import most_read, reads
 from .vote import cycled_seats
@@ -152,15 +151,9 @@ class AdaptiveProtocol(DebateProtocol):
                                 params={"round": debate_round, "total_rounds": ctx.settings.adaptive.max_rounds + 1,
                                         "role": agent.role, "anonymous": True,
                                         **({"own_answer_id": own.id} if own else {})})
-        try:
-            result = await ctx.call(agent, record)
-        except ProviderError as exc:
-            if ctx.settings.on_error == "stop":
-                raise DebateAborted(f"{agent.id} answer in round {r} failed: {exc}") from None
-            ctx.emit(Warning_(message=f"{agent.id} answer in round {r} failed and was skipped: {exc}",
-                              agent_id=agent.id))
-            return
-        ctx.add_contribution(agent, r, "answer", result)
+        result = await ctx.unless_failed(agent, f"answer in round {r}", ctx.call(agent, record))
+        if result is not None:
+            ctx.add_contribution(agent, r, "answer", result)
 
     def positions(self) -> list[Contribution]:
         """Each agent's latest answer, in agent order."""

@@ -28,7 +28,8 @@ from ..context.recall_tier import RecallRequest
 from ..engine.calls import CallEngine, CallResult, CallSpec
 from ..engine.gate import BudgetExhausted, Gate, StopRequested
 from ..engine.summaries import Summaries
-from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted, RoundStarted
+from ..errors import ProviderError
+from ..events import ContributionAdded, Event, PhaseCompleted, PhaseStarted, RoundStarted, Warning_
 from ..models.config import AgentConfig, DebateSettings, MootConfig
 from ..models.state import Contribution, DebateState, Tally, ViewRecord
 from ..models.terms import ContributionType, Phase, ProtocolName
@@ -163,6 +164,19 @@ class DebateContext:
                                                budget=budget, context_tokens=context_tokens,
                                                max_tokens=max_tokens, json_answer=json_answer,
                                                context_setting=context_setting, recall=recall))
+
+    async def unless_failed(self, agent: ResolvedAgent, what: str, call: Awaitable[CallResult], *,
+                            required: bool = True) -> CallResult | None:
+        """`call`'s result, or None when the provider failed for good: then a required call ends the
+        debate when `on_error` is "stop", and any other is skipped with a warning naming `what`
+        ("answer in round 2")."""
+        try:
+            return await call
+        except ProviderError as exc:
+            if required and self.settings.on_error == "stop":
+                raise DebateAborted(f"{agent.id} {what} failed: {exc}") from None
+            self.emit(Warning_(message=f"{agent.id} {what} failed and was skipped: {exc}", agent_id=agent.id))
+            return None
 
     def perspective_recall(self, agent: ResolvedAgent, covered: Sequence[Contribution],
                            kinds: tuple[str, ...]) -> RecallRequest | None:

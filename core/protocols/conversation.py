@@ -33,16 +33,16 @@ from .. import tokens
 from ..config import ResolvedAgent
 from ..context.recall_tier import RecallRequest, block_message, held_blocks
 from ..context.view import ViewTooLarge, continued_heading, item_label, render_messages
+from ..engine.calls import CallResult
 from ..engine.summaries import SUMMARY_FLOOR
 from ..engine.windows import Fit, reply_floor
-from ..errors import ProviderError
 from ..events import Warning_
 from ..models.config import ConversationConfig
 from ..models.state import Contribution, HeldRecall, RecallRecord, Summary, ViewRecord
 from ..models.terms import SummaryTrigger
 from ..search.recall import RecallScope
 from ..storage.state import find_contribution
-from .base import CallWindow, DebateAborted, DebateContext, DebateProtocol, SynthesisInput
+from .base import CallWindow, DebateContext, DebateProtocol, SynthesisInput
 from .judging import converged
 
 ESTIMATE_MARGIN = 64
@@ -136,17 +136,16 @@ class ConversationProtocol(DebateProtocol):
             window = window[len(dropped):]
             held, going_on = self._held(speaker, window, summary)
             record = self._record(speaker, t, summary, held)
-        try:
-            fit = self._fit(speaker)
-            result = await ctx.call(speaker, record, history=window, budget=fit.input_budget,
-                                    context_tokens=conv.max_context_tokens, max_tokens=conv.reserve_output_tokens,
-                                    context_setting=self.SETTING, recall=self._recall(summary, held, going_on))
-        except ProviderError as exc:
-            if ctx.settings.on_error == "stop":
-                raise DebateAborted(f"{speaker.id} turn {t} failed: {exc}") from None
-            ctx.emit(Warning_(message=f"{speaker.id} turn {t} failed and was skipped: {exc}", agent_id=speaker.id))
-            return
-        ctx.add_contribution(speaker, t, "message", result)
+
+        async def speak() -> CallResult:
+            fit = self._fit(speaker)  # a window too small for a turn fails like the call
+            return await ctx.call(speaker, record, history=window, budget=fit.input_budget,
+                                  context_tokens=conv.max_context_tokens, max_tokens=conv.reserve_output_tokens,
+                                  context_setting=self.SETTING, recall=self._recall(summary, held, going_on))
+
+        result = await ctx.unless_failed(speaker, f"turn {t}", speak())
+        if result is not None:
+            ctx.add_contribution(speaker, t, "message", result)
 
     def _recall(self, summary: Summary | None, held: list[HeldRecall], going_on: bool) -> RecallRequest | None:
         """The recall tier of a turn: messages the summary covers (all of them, up to its last),

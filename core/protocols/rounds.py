@@ -24,12 +24,11 @@ from .. import tokens
 from ..config import ResolvedAgent
 from ..context.index import barrier
 from ..context.view import render_messages
-from ..errors import ProviderError
 from ..events import ContributionAdded, Warning_
 from ..models.state import CallMetadata, Contribution, Summary
 from ..models.terms import ContributionType, Phase, SummaryTrigger
 from ..storage.state import find_contribution
-from .base import DebateAborted, DebateProtocol, SynthesisInput
+from .base import DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from .schedule import CallGraph
 from .topology import reads
@@ -189,15 +188,11 @@ class RoundsProtocol(DebateProtocol):
             history = [c for c in ctx.index.uncovered_items(agent.id, summary, barrier(r, phase))
                        if c.id not in in_task]
         recall = ctx.perspective_recall(agent, ctx.index.covered_items(agent.id, summary), PERSPECTIVE_KINDS)
-        try:
-            result = await ctx.call(agent, record, history=history, target=target, recall=recall)
-        except ProviderError as exc:
-            if required and ctx.settings.on_error == "stop":
-                raise DebateAborted(f"{agent.id} {kind} in round {r} failed: {exc}") from None
-            ctx.emit(Warning_(message=f"{agent.id} {kind} in round {r} failed and was skipped: {exc}",
-                              agent_id=agent.id))
-            return
-        ctx.add_contribution(agent, r, kind, result, target)
+        result = await ctx.unless_failed(agent, f"{kind} in round {r}",
+                                         ctx.call(agent, record, history=history, target=target, recall=recall),
+                                         required=required)
+        if result is not None:
+            ctx.add_contribution(agent, r, kind, result, target)
 
     # ------------------------------------------------------------------ summaries
 

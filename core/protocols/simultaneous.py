@@ -20,12 +20,10 @@ from ..config import ResolvedAgent
 from ..context.rule_based import SourceItem, summarize_rule_based
 from ..context.view import ViewTooLarge
 from ..engine.windows import reply_floor
-from ..errors import ProviderError
-from ..events import Warning_
 from ..models.state import Contribution, ViewRecord
 from ..models.terms import Phase
 from ..storage.state import find_contribution
-from .base import DebateAborted, DebateProtocol, SynthesisInput
+from .base import DebateProtocol, SynthesisInput
 from .judging import converged_after_phase
 from .majority import conclude_by_vote
 from .topology import most_read, reads
@@ -72,15 +70,11 @@ class SimultaneousProtocol(DebateProtocol):
             self._fit(agent, record, previous)
             # Its answers from before the previous round are in no view: recall brings them back.
             older = ctx.index.perspective_items(agent.id, (r - 1, 0))
-            try:
-                result = await ctx.call(agent, record, recall=ctx.perspective_recall(agent, older, ("answer",)))
-            except ProviderError as exc:
-                if ctx.settings.on_error == "stop":
-                    raise DebateAborted(f"{agent.id} answer in round {r} failed: {exc}") from None
-                ctx.emit(Warning_(message=f"{agent.id} answer in round {r} failed and was skipped: {exc}",
-                                  agent_id=agent.id))
-                return
-            ctx.add_contribution(agent, r, "answer", result)
+            result = await ctx.unless_failed(
+                agent, f"answer in round {r}",
+                ctx.call(agent, record, recall=ctx.perspective_recall(agent, older, ("answer",))))
+            if result is not None:
+                ctx.add_contribution(agent, r, "answer", result)
 
         await ctx.gather([one(a) for a in ctx.agents])
 

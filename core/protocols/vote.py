@@ -12,14 +12,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..config import ResolvedAgent
-from ..errors import ProviderError
-from ..events import RoundStarted, Warning_
+from ..events import RoundStarted
 from ..models.config import AgentConfig, MootConfig
 from ..models.provider_kinds import is_person
 from ..models.state import Contribution
 from ..models.terms import Phase, ProtocolName
 from ..storage.state import find_contribution
-from .base import DebateAborted, DebateProtocol, SynthesisInput
+from .base import DebateProtocol, SynthesisInput
 from .majority import conclude_by_vote
 
 
@@ -81,14 +80,9 @@ class VoteProtocol(DebateProtocol):
         await ctx.gate.wait()
         record = ctx.record(agent, 1, "answer", params={"round": 1, "total_rounds": 1, "role": agent.role})
         record.task_key = f"{agent.id}/solo"
-        try:
-            result = await ctx.call(agent, record)
-        except ProviderError as exc:
-            if ctx.settings.on_error == "stop":
-                raise DebateAborted(f"{agent.id} answer failed: {exc}") from None
-            ctx.emit(Warning_(message=f"{agent.id} answer failed and was skipped: {exc}", agent_id=agent.id))
-            return
-        ctx.add_contribution(agent, 1, "answer", result)
+        result = await ctx.unless_failed(agent, "answer", ctx.call(agent, record))
+        if result is not None:
+            ctx.add_contribution(agent, 1, "answer", result)
 
     def answers(self) -> list[Contribution]:
         ctx = self.ctx
