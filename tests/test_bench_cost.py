@@ -9,6 +9,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from moot.core.models.config import AnswerFormat
 from moot.core.protocols.answers import extract, majority
 from moot.core.storage.state_dir import StateDir
@@ -50,10 +52,12 @@ def test_shares_of_questions_the_rounds_turned_right_or_wrong(tmp_path: Path) ->
     assert "| – |" in next(line for line in md.splitlines() if line.startswith("| single"))
 
 
-def test_tokens_per_correct_answer_and_the_pareto_front_beside_results_md(tmp_path: Path) -> None:
+def test_tokens_per_correct_answer_and_the_pareto_front_beside_results_md(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The plot beside `results.md` marks the protocols no other beats on accuracy and tokens per
     question; its labels are escaped (a data set's name is whatever the file is called)."""
-    data = tmp_path / "sums <&> \"quoted\".jsonl"
+    monkeypatch.chdir(tmp_path)  # the name as given, short: a long temporary path would be cut in the title
+    data = Path("sums <&> \"quoted\".jsonl")
     data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i}+{2 * i}*3?", "answer": 7 * i}) + "\n"
                             for i in range(1, 5)))
     args = ["bench", str(data), "--provider", "demo", "--headless", "--state-dir", str(tmp_path / "d")]
