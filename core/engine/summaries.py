@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import tokens
 from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
@@ -32,6 +33,18 @@ SUMMARY_FLOOR = 64
 """Tokens a summary keeps however small the window (below this it says nothing useful)."""
 CHARS_PER_TOKEN = 4
 """A summary's character cap follows its token cap at about this many characters a token."""
+BLOCKS_PER_TIER = 6
+"""An append-only summary's new block gets half of what the earlier blocks leave of the tier's
+cap, and at least this share of it, so that a few more append before the oldest are consolidated."""
+
+
+def block_caps(cap: int, chars: int, previous: Summary | None, model: str) -> tuple[int, int]:
+    """One new block's (tokens, characters) in an append-only tier of `cap` tokens and `chars`
+    characters whose blocks so far are `previous`'s: the first block has the room a summary
+    written whole would have had, later ones less."""
+    used = sum(tokens.count_text(b.text, model) for b in (previous.blocks or [])) if previous else 0
+    share = max(1 / BLOCKS_PER_TIER, (1 - used / cap) / 2) if cap else 1.0
+    return max(SUMMARY_FLOOR, int(cap * share)), max(100, int(chars * share))
 
 
 class Summaries:
