@@ -15,6 +15,16 @@ With `--base-url URL --model NAME` it runs the rounds debate against that server
 prints the share by the server's own count: the `cached_tokens` (or llama.cpp `timings.cache_n`)
 it reported, as moot recorded them, over the prompt tokens it reported.
 
+With `--explain` it also prints, for each request, where it first differs from the same
+speaker's previous one (the message, its first line, the character, the text on both sides),
+and a tally of those places: what breaks the prefix a provider could have served; and the
+ceiling: the share if every paragraph a request repeats from the same speaker's previous
+request were served from cache wherever it stands (what no layout can beat: each request
+still reads its new messages, the new summary block and its task for the first time).
+
+With `--layout N` new debates take view layout N instead of the newest (to measure a change
+of layout against the one before it in one sitting).
+
 For each it prints the share of the prompt tokens that repeat the start of the same
 speaker's previous request (`tests/prefix_cache.py`: a speaker is a llama.cpp slot when the
 request names one, else its system message; tokens as a chat template lays them out),
@@ -41,8 +51,9 @@ sys.path.insert(0, str(ROOT))
 
 from moot.core.config import Overrides, build_config  # noqa: E402
 from moot.core.session import SessionOptions, new_session  # noqa: E402
+from moot.core.tokens import encoding_for_model  # noqa: E402
 from tests.loopback import LoopbackServer  # noqa: E402
-from tests.prefix_cache import PrefixCache  # noqa: E402
+from tests.prefix_cache import PrefixCache, speaker_of  # noqa: E402
 from tests.prose import loopback_reply  # noqa: E402
 
 PROBLEM = "Design a rate limiter for a public HTTP API serving 50k requests per second"
@@ -55,7 +66,74 @@ def body_seed(body: dict[str, Any]) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-async def run_case(name: str, debate: dict[str, Any], rounds: int, chars: int, tmp: Path) -> str:
+def _head(message: dict[str, Any]) -> str:
+    """A message's first line, shortened: what part of the view it is."""
+    content = message.get("content")
+    first = (content if isinstance(content, str) else "").split("\n", 1)[0]
+    return f"{message.get('role')}: {first[:60]}"
+
+
+def _where(text: str) -> str:
+    """What a message's first line says it is, without its numbers (for the tally)."""
+    return "".join("#" if ch.isdigit() else ch for ch in text.split(":", 1)[-1].strip())[:50]
+
+
+def explain(bodies: list[dict[str, Any]], fresh: list[int]) -> list[str]:
+    """For each request, where it first differs from the same speaker's previous one; then a tally
+    of those places with the tokens computed afresh (`fresh`: per request, not from the cache)."""
+    last: dict[str, list[dict[str, Any]]] = {}
+    lines: list[str] = []
+    tally: dict[str, list[int]] = {}
+    for n, body in enumerate(bodies):
+        messages = list(body.get("messages") or [])
+        key = speaker_of(body)
+        previous = last.get(key)
+        last[key] = messages
+        task = _head(messages[-1]) if messages else ""
+        if previous is None:
+            continue
+        i = 0
+        while i < min(len(previous), len(messages)) and previous[i] == messages[i]:
+            i += 1
+        if i == len(messages):
+            lines.append(f"{n:4d} {task[:50]} · whole request repeated")
+            continue
+        old = str(previous[i].get("content") or "") if i < len(previous) else ""
+        new = str(messages[i].get("content") or "")
+        c = next((j for j, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+        head = _head(messages[i])
+        place = "system" if i == 0 else _where(head)
+        tally.setdefault(place, []).append(fresh[n])
+        lines.append(f"{n:4d} {task[:50]} · message {i} of {len(messages)} ({head}) differs at char {c} of "
+                     f"{len(new)}: {old[max(0, c - 30):c + 40]!r} → {new[max(0, c - 30):c + 40]!r}")
+    lines.append(ceiling(bodies))
+    lines.append("where a request first differs from its speaker's previous one · requests · tokens not cached")
+    for place, after in sorted(tally.items(), key=lambda kv: -sum(kv[1])):
+        lines.append(f"  {place:52s} {len(after):4d} {sum(after):9,}")
+    return lines
+
+
+def ceiling(bodies: list[dict[str, Any]]) -> str:
+    """The share a prefix cache could serve at best: every paragraph of a request that its
+    speaker's previous request held (anywhere) counts as cached, the rest as new."""
+    last: dict[str, set[str]] = {}
+    new = total = 0
+    for body in bodies:
+        messages = list(body.get("messages") or [])
+        encoding = encoding_for_model(str(body.get("model") or ""))
+        paragraphs = [p for m in messages for p in str(m.get("content") or "").split("\n\n")]
+        key = speaker_of(body)
+        seen = last.get(key, set())
+        last[key] = set(paragraphs)
+        counts = [(p in seen, len(encoding.encode(p, disallowed_special=()))) for p in paragraphs]
+        total += sum(n for _, n in counts)
+        new += sum(n for old, n in counts if not old)
+    return (f"ceiling: {1 - new / max(1, total):.1%} of the prompt tokens repeat, paragraph by paragraph, what the "
+            f"speaker's previous request held ({new:,} of {total:,} tokens are new to it)")
+
+
+async def run_case(name: str, debate: dict[str, Any], rounds: int, chars: int, tmp: Path,
+                   why: bool = False) -> str:
     def answer(body: dict[str, Any], n: int) -> str:
         return loopback_reply(body, body_seed(body), chars)
 
@@ -67,21 +145,24 @@ async def run_case(name: str, debate: dict[str, Any], rounds: int, chars: int, t
         bodies = srv.requests
     cache = PrefixCache()
     shares: list[float] = []
+    fresh: list[int] = []
     cached = total = 0
     for body in bodies:
         c, t = cache.lookup(body)
         cached, total = cached + c, total + t
         shares.append(c / t if t else 0.0)
+        fresh.append(t - c)
     recorded = getattr(state.totals, "cached_tokens", None)
     moot = f" · moot recorded {recorded / state.totals.prompt_tokens:.1%}" if recorded is not None else ""
     reported = getattr(srv, "cached_reported", None)
     server = f" · server reported {reported / total:.1%}" if reported is not None else ""
+    notes = "".join(f"\n    {line}" for line in explain(bodies, fresh)) if why else ""
     views = [v for r in state.rounds for v in r.calls]
     recalled = [v.tokens.recall for v in views if v.tokens.recall]
     recall = (f" · recall tier in {len(recalled)} of {len(views)} views, {sum(recalled):,} tokens (held blocks included)"
               if recalled else "")
     return (f"| {name} | {state.status} | {len(bodies)} | {total:,} | {total - cached:,} | {cached / total:.1%} | "
-            f"{statistics.mean(shares):.1%} |{server}{moot}{recall}")
+            f"{statistics.mean(shares):.1%} |{server}{moot}{recall}{notes}")
 
 
 async def real_server(args: argparse.Namespace) -> None:
@@ -101,6 +182,10 @@ async def real_server(args: argparse.Namespace) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> None:
+    if args.layout is not None:
+        from moot.core import orchestrator
+
+        orchestrator.LAYOUT = args.layout  # new debates begin in it, as they would have
     if args.base_url:
         await real_server(args)
         return
@@ -118,7 +203,8 @@ async def main_async(args: argparse.Namespace) -> None:
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, debate) in enumerate(cases):
-            print(await run_case(name, debate, args.rounds, args.chars, Path(tmp) / str(i)), flush=True)
+            print(await run_case(name, debate, args.rounds, args.chars, Path(tmp) / str(i), args.explain),
+                  flush=True)
 
 
 def main() -> None:
@@ -130,6 +216,9 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--no-recall", action="store_true", help="the conversations without their recall tier")
     ap.add_argument("--max-tokens", type=int, default=1000, help="each reply's limit against a real server")
+    ap.add_argument("--explain", action="store_true",
+                    help="print where each request first differs from its speaker's previous one, and a tally")
+    ap.add_argument("--layout", type=int, help="begin the debates in this view layout (default: the newest)")
     asyncio.run(main_async(ap.parse_args()))
 
 

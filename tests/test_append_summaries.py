@@ -63,7 +63,7 @@ def test_a_roll_appends_a_block_and_the_blocks_before_it_stay_byte_for_byte(
         state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, {"debate": SMALL}, rounds=None, provider="openai",
                                                base_url=srv.base_url, roles=ROLES))
         bodies = srv.requests
-    assert state.status == "completed" and state.view_layout == LAYOUT == 4
+    assert state.status == "completed" and state.view_layout >= 4 and LAYOUT >= 4
     for body in bodies:  # every view fits: its input and its reserved answer within the window
         assert tokens.count_messages(body["messages"], body["model"]) + body["max_tokens"] <= 8000
 

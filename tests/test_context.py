@@ -132,23 +132,33 @@ def test_judge_summary_reaches_synthesis_request(tmp_path: Path) -> None:
     assert state.judge_summary.summary in synthesis[0]["messages"][-1]["content"]
 
 
-def _summary_input_per_round(tmp_path: Path, strategy: str) -> list[int]:
+def _summary_input_per_round(tmp_path: Path, strategy: str) -> list[tuple[int, bool]]:
+    """The architect's summarization input tokens per round from round 2, and whether that round's
+    summary also consolidated its oldest blocks (one more request, for the blocks alone)."""
     config = {"debate": {"summarization": {"threshold": 500, "strategy": strategy, "method": "llm"}}}
     state, _ = asyncio.run(run_debate(tmp_path / strategy, config=config, rounds=8, roles=["architect", "kiss"]))
     out = []
     for rnd in state.rounds[1:]:
         s = rnd.summaries.get("architect")
-        out.append(s.metadata.input_tokens if s else 0)
+        merged = s is not None and any(b.consolidated and b.made_at == s.round for b in s.blocks or [])
+        out.append((s.metadata.input_tokens if s else 0, merged))
     return out
 
 
 def test_rolling_keeps_summarization_input_flat_fresh_grows(tmp_path: Path) -> None:
-    fresh = _summary_input_per_round(tmp_path, "fresh")
-    rolling = _summary_input_per_round(tmp_path, "rolling")
+    fresh = [n for n, _ in _summary_input_per_round(tmp_path, "fresh")]
+    rolls = _summary_input_per_round(tmp_path, "rolling")
+    rolling = [n for n, _ in rolls]
     assert all(fresh) and all(rolling)
     assert fresh[-1] > 2.5 * fresh[0]  # the whole perspective, again and again
-    assert max(rolling[2:]) < 1.6 * min(rolling[2:])  # bounded: only what aged out
-    assert sum(rolling) < sum(fresh)
+    # Bounded: only what aged out, beside the summary's blocks so far, which their tier bounds (twice
+    # a summary's cap, 1,000 tokens by default); a round that consolidates the oldest blocks makes
+    # one more request, of at most those blocks.
+    tier = 2 * 1000
+    plain = [n for n, merged in rolls if not merged]
+    assert plain and max(plain) <= min(plain) + tier
+    assert all(n <= 2 * (min(plain) + tier) for n, merged in rolls if merged)
+    assert sum(rolling) < sum(fresh) and max(rolling) < fresh[-1]
 
 
 def test_chunk_and_reduce_with_a_tiny_budget(tmp_path: Path) -> None:

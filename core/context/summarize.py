@@ -10,10 +10,11 @@
   (recursively);
 - a failed LLM summary (provider error, empty, longer than its input) falls back to
   rule-based with a warning; error text never reaches a summary;
-- append-only (a conversation's summary in view layout 4, `SummaryJob.tier_tokens`): the
-  request still reads the previous summary, but its answer summarizes only what aged out and
-  is appended as a new block (`blocks`); when the blocks outgrow the tier's cap, all but the
-  newest are consolidated into one (`consolidate`), by the same method and fallback.
+- append-only (a conversation's summary in view layout 4, a rounds agent's perspective in 5,
+  `SummaryJob.tier_tokens`): the request still reads the previous summary, but its answer
+  summarizes only what aged out and is appended as a new block (`blocks`); when the blocks
+  outgrow the tier's cap, all but the newest are consolidated into one (`consolidate`), by
+  the same method and fallback.
 
 Over 400 lines: a summary written whole and one written as blocks share their methods, caps,
 chunking and fallback, which are one decision kept in one place.
@@ -85,6 +86,11 @@ class SummaryJob:
     def append(self) -> bool:
         return self.tier_tokens > 0
 
+    @property
+    def unit(self) -> Literal["round"] | None:
+        """What its blocks count: a perspective's rounds (view layout 5), a conversation's turns."""
+        return "round" if self.scope == "perspective" else None
+
 
 COMPRESSION_LIMIT = 4.0
 """Ordinary prose (and a bulleted summary) compresses about 2–3:1 with zlib; a reply that
@@ -129,18 +135,30 @@ MAX_BLOCKS = 12
 APPEND_NOTE = ("Summarize only the messages after the summary so far: that summary stays as it is, and yours "
                "is added after it as its next part, so do not repeat what it already says.")
 """Appended to an append-only summary's task (as the record's notes)."""
+APPEND_NOTE_ROUNDS = ("Summarize only the items after the summary so far: that summary stays as it is, and yours "
+                      "is added after it as its next part, so do not repeat what it already says.")
+"""The same for a rounds agent's perspective (view layout 5)."""
 CONSOLIDATE_NOTE = ("(The oldest parts of the conversation's summary, oldest first, each under the turns it covers. "
                     "Merge them into one summary of those turns: keep the decisions, the numbers behind them and "
                     "the open questions, the latest positions over superseded ones, and drop only repetition.)")
+CONSOLIDATE_NOTE_ROUNDS = ("(The oldest parts of the summary of your earlier debate, oldest first, each under the "
+                           "rounds it covers. Merge them into one summary of those rounds: keep the decisions, the "
+                           "numbers behind them, the critiques and your answers to them and the open questions, the "
+                           "latest positions over superseded ones, and drop only repetition.)")
 
 
-def consolidate_parts(parts: list[str]) -> dict[str, str]:
+def consolidate_parts(parts: list[str], note: str = CONSOLIDATE_NOTE) -> dict[str, str]:
     """A consolidation's input as the record's inline blocks: the blocks (each under its own
     label) after a note saying what to do with them."""
     blocks = {f"part{i:04d}": p.strip() for i, p in enumerate(parts)}
     if blocks:
-        blocks["part0000"] = CONSOLIDATE_NOTE + "\n\n" + blocks["part0000"]
+        blocks["part0000"] = note + "\n\n" + blocks["part0000"]
     return blocks
+
+
+def consolidate_rounds(parts: list[str]) -> dict[str, str]:
+    """A rounds agent's consolidation (view layout 5): the same, with a note in its words."""
+    return consolidate_parts(parts, CONSOLIDATE_NOTE_ROUNDS)
 
 
 def reduce_parts(parts: list[str]) -> dict[str, str]:
@@ -268,14 +286,14 @@ class Summarizer:
         old = list(previous.blocks or []) if previous else []
         if previous is not None and not old and previous.summary.strip():  # written whole: one block
             old = [SummaryBlock(first=1, last=previous.round, count=previous.covered_count, made_at=previous.round,
-                                text=previous.summary)]
+                                text=previous.summary, unit=job.unit)]
         if not job.items:  # a manual roll with nothing new
             if job.focus and old:  # asked to focus: every block becomes one, written with that focus
                 merged, why = await self.consolidate(job, old, job.tier_tokens, job.tier_chars, meta)
                 return [merged], why, old
             return old, None, []  # the summary stands as it was
         new = SummaryBlock(first=job.items[0].round, last=job.items[-1].round, count=len(job.items),
-                           made_at=job.round, text=text)
+                           made_at=job.round, text=text, unit=job.unit)
         blocks = [*old, new]
         # The cap counts the blocks' texts, as a summary written whole counts its text alone; their
         # labels (a dozen tokens each) ride on top, and `MAX_BLOCKS` bounds them.
@@ -306,7 +324,8 @@ class Summarizer:
             reserve = min(max_tokens, room // 2)
             merge = replace(job, budget=room - reserve, reserve=reserve)
             try:
-                text = await self._reduce(merge, parts, max_chars, max_tokens, meta, depth=0, make=consolidate_parts)
+                make = consolidate_rounds if job.unit == "round" else consolidate_parts
+                text = await self._reduce(merge, parts, max_chars, max_tokens, meta, depth=0, make=make)
                 if len(text) > sum(len(p) for p in parts):
                     raise SummaryRejected("the consolidated summary was longer than its input")
                 loop = degenerate(text)
@@ -322,12 +341,13 @@ class Summarizer:
         text = with_reads(text, [], "\n\n".join(b.text for b in blocks), max_chars)
         text = cap_text(text, max_chars, max_tokens, job.model)
         return SummaryBlock(first=blocks[0].first, last=blocks[-1].last, count=sum(b.count for b in blocks),
-                            made_at=job.round, text=text, consolidated=True), why
+                            made_at=job.round, text=text, consolidated=True, unit=job.unit), why
 
     # ----------------------------------------------------------------- llm + chunking
 
     def _record(self, job: SummaryJob, ids: list[str], prev: str | None, parts: dict[str, str], max_chars: int) -> ViewRecord:
-        notes = {"notes": APPEND_NOTE} if job.append and ids else {}
+        note = APPEND_NOTE_ROUNDS if job.unit == "round" else APPEND_NOTE
+        notes = {"notes": note} if job.append and ids else {}
         record = ViewRecord(
             call_id=self.new_id("call"),
             agent_id=job.agent_id,

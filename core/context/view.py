@@ -49,6 +49,11 @@ chose to keep verbatim changes only when they pin or unpin, so it sits with the 
 in the order pinned. A pinned item is not repeated in the verbatim window, and never gives
 way: a pin that would not fit beside the rest of the smallest view is refused when asked for.
 
+Layout 5 (new debates) does the same for a rounds agent's perspective summary: each summary
+step appends a block for the items since the last one, labelled with the rounds it covers,
+under a first line that never changes (`PERSPECTIVE_HEADING`), and consolidates the oldest
+blocks only past the cap (`moot.core.protocols.rounds`).
+
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
 full answer reserve, and a `stretch`: how many more tokens it may take from the answer
 down to the answer's floor. What gives way, in order, each tier only once the ones
@@ -90,7 +95,7 @@ from .reads import reads_note
 from .recall_tier import block_message, give_way, recall_message
 from .tool_messages import references_message, tool_messages
 
-LAYOUT = 4
+LAYOUT = 5
 """The view layout of new debates (see the module doc); a debate keeps the one it began with."""
 HISTORY_PHASES = frozenset({"proposal", "critique", "refinement", "turn"})
 """Phases whose views carry a summary and verbatim history (the others carry material in the task)."""
@@ -128,9 +133,13 @@ def format_item(c: Contribution, owner: str, index: DebateIndex) -> str:
 
 
 SUMMARY_HEADING = "## Summary of the conversation so far"
+PERSPECTIVE_HEADING = "## Summary of your earlier debate"
 
 
 def summary_message(s: Summary, conversation: bool = False) -> str:
+    if s.blocks and s.scope == "perspective":  # layout 5: a rounds agent's, in the same shape
+        return (f"{PERSPECTIVE_HEADING}\n\n{s.summary.strip()}\n\n"
+                f"(rounds 1–{s.blocks[-1].last}; the later items follow)")
     if s.blocks:  # layout 4: a fixed first line, then the blocks, each under its own label
         return f"{SUMMARY_HEADING}\n\n{s.summary.strip()}\n\n(turns 1–{s.blocks[-1].last}; the latest messages follow)"
     if conversation:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import tokens
 from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
@@ -33,6 +34,22 @@ SUMMARY_FLOOR = 64
 """Tokens a summary keeps however small the window (below this it says nothing useful)."""
 CHARS_PER_TOKEN = 4
 """A summary's character cap follows its token cap at about this many characters a token."""
+BLOCKS_PER_TIER = 6
+"""An append-only summary's new block gets half of what the earlier blocks leave of the tier's
+cap, and at least this share of it, so that a few more append before the oldest are consolidated."""
+
+
+def block_caps(cap: int, chars: int, previous: Summary | None, model: str) -> tuple[int, int, int, int]:
+    """An append-only tier for a summary whose cap written whole would be `cap` tokens and
+    `chars` characters, and the new block's caps in it, as (tier tokens, tier characters, block
+    tokens, block characters). The tier has the whole summary's cap (views carry no more summary
+    than before); the first block has all of it, so it keeps every fact a summary written whole
+    would keep, and the blocks after a consolidation get half of what the earlier ones leave (at
+    least a `BLOCKS_PER_TIER`th of the tier) until the tier is full again."""
+    tier, tier_chars = cap, chars
+    used = sum(tokens.count_text(b.text, model) for b in (previous.blocks or [])) if previous else 0
+    share = max(1 / BLOCKS_PER_TIER, (1 - used / tier) / 2) if tier and used else 1.0
+    return tier, tier_chars, max(SUMMARY_FLOOR, int(tier * share)), max(100, int(tier_chars * share))
 
 
 class Summaries:

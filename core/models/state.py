@@ -132,12 +132,12 @@ class DroppedFact(Model):
 
 
 class SummaryBlock(Model):
-    """One part of an append-only summary (view layout 4): the summary of the messages of turns
-    `first`–`last`, written once and copied unchanged into every later summary, until the oldest
-    blocks are consolidated into one."""
+    """One part of an append-only summary (view layout 4: a conversation's; 5: a rounds agent's
+    perspective too): the summary of the items of turns (or rounds) `first`–`last`, written once
+    and copied unchanged into every later summary, until the oldest blocks are consolidated into one."""
 
     first: int
-    """The first turn it covers."""
+    """The first turn (or round) it covers."""
     last: int
     """The last turn it covers."""
     count: int
@@ -147,13 +147,16 @@ class SummaryBlock(Model):
     text: str
     consolidated: bool = False
     """A summary of older blocks (made when the blocks outgrew the tier's cap)."""
+    unit: Literal["round"] | None = None
+    """`round`: a rounds agent's perspective block, counted in rounds (None: a conversation's, in turns)."""
 
     @property
     def label(self) -> str:
         """Its heading in the summary: fixed when it is written, so it never changes a prefix."""
-        span = f"Turn {self.first}" if self.first == self.last else f"Turns {self.first}–{self.last}"
+        word = "Round" if self.unit == "round" else "Turn"
+        span = f"{word} {self.first}" if self.first == self.last else f"{word}s {self.first}–{self.last}"
         how = "consolidated" if self.consolidated else "summarized"
-        return f"### {span} ({how} at turn {self.made_at})"
+        return f"### {span} ({how} {'in' if self.unit == 'round' else 'at'} {word.lower()} {self.made_at})"
 
 
 def join_blocks(blocks: list[SummaryBlock]) -> str:

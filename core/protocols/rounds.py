@@ -24,6 +24,7 @@ from .. import tokens
 from ..config import ResolvedAgent
 from ..context.index import barrier
 from ..context.view import render_messages
+from ..engine.summaries import block_caps
 from ..events import ContributionAdded, Warning_
 from ..models.state import CallMetadata, Contribution, Summary
 from ..models.terms import ContributionType, Phase, SummaryTrigger
@@ -241,10 +242,22 @@ class RoundsProtocol(DebateProtocol):
         if not items:
             return None
         # The summary shares its views' room with the history and the quotes that come after it.
-        cap = ctx.summaries.reader_cap(agent, "proposal", "propose", share=0.5,
-                                       params={"round": r, "total_rounds": self.total_steps})
+        room = ctx.summaries.reader_cap(agent, "proposal", "propose", share=0.5,
+                                        params={"round": r, "total_rounds": self.total_steps})
+        cap = min(agent.summarization.max_summary_tokens, room)
+        chars: int | None = None
+        tier = (0, 0)
+        if ctx.index.layout >= 5 and strategy == "rolling":
+            # Append-only: the new items' summary is a block after the earlier ones, which the
+            # agent's next requests repeat byte for byte; the blocks together stay within the
+            # tier, and the tier within the views' share for the summary.
+            whole = (cap, agent.summarization.max_length)
+            t, t_chars, cap, chars = block_caps(*whole, previous, agent.summarization.model or agent.model)
+            tier = (min(t, room), t_chars)
+            cap = min(cap, tier[0])
         job = ctx.summaries.job(agent, step=r, trigger=trigger, items=items, previous=previous, strategy=strategy,
-                                focus=focus, max_tokens=min(agent.summarization.max_summary_tokens, cap))
+                                focus=focus, max_tokens=cap, max_chars=chars, tier_tokens=tier[0],
+                                tier_chars=tier[1])
         return await ctx.summaries.make(job)
 
     async def _maybe_manual_summary(self, agent: ResolvedAgent, r: int, phase: Phase) -> None:
