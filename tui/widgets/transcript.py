@@ -81,6 +81,7 @@ class Transcript(TranscriptLines, can_focus=False):
         self._synced: tuple[object, ...] | None = None
         self._base_style = Style()
         self._probes = {}
+        self._bullet_probes = {}
         self._blank: Strip | None = None
         self._repaint_asked = False
         """A repaint was asked for since this widget was last drawn (text that arrives again
@@ -238,6 +239,7 @@ class Transcript(TranscriptLines, can_focus=False):
             self._layout_key = key
             self._base_style = self.rich_style
             self._probes = {}
+            self._bullet_probes = {}
             self._blank = Strip.blank(width, self._base_style)
             for entry in self.entries:
                 entry.forget_rendering()
