@@ -11,6 +11,7 @@ must a pane's status line, which repaints only its row.
 from __future__ import annotations
 
 from rich.text import Text
+from textual import messages
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.scrollbar import ScrollBar
@@ -18,6 +19,7 @@ from textual.widgets import Static
 
 from moot.core.events import CallStarted, ContributionAdded, Token
 from moot.core.models.state import CallMetadata, Contribution, TierTokens
+from moot.tui import textual_compat as compat
 from moot.tui.app import create_app
 from moot.tui.format import dom_id
 from moot.tui.theming import VARIABLE_DEFAULTS
@@ -90,6 +92,32 @@ class LabelApp(App[None]):
 
 def text_of(strips: list) -> str:  # type: ignore[type-arg]
     return "".join(segment.text for strip in strips for segment in strip)
+
+
+async def test_streamed_text_reaches_the_next_frame_without_a_message_to_the_screen() -> None:
+    """Text that arrives in a transcript puts it in its screen's next frame directly: no
+    `Update` message goes to the screen for it (Textual's refresh sends one per widget and
+    chunk, after an idle turn of the widget's own queue), and that frame draws the new words."""
+    updates: list[messages.Update] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, messages.Update) and isinstance(message.widget, Transcript):
+            updates.append(message)
+
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20), message_hook=hook) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 4))
+        await pilot.pause()
+        assert transcript.show_vertical_scrollbar  # its scrollbar came with a layout, before
+        updates.clear()
+        pieces = PROSE.replace(", ", ",| ").replace(" and ", " and| ").split("|") * 3
+        for piece in pieces:
+            transcript.append_text("a", piece)
+            await pilot.pause()
+            drawn = " ".join(strip.text for strip in compat.cached_lines(transcript).values())
+            assert piece.split()[-1] in drawn, (piece, drawn)
+        assert updates == []
 
 
 async def test_kept_lines_show_every_change() -> None:

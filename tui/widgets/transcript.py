@@ -40,6 +40,7 @@ from ..textual_compat import (
     dirty_lines,
     follow_anchor_again,
     forget_scrollbar_changes,
+    repaint_in_next_frame,
     set_scroll_range,
 )
 from .markdown_blocks import has_references
@@ -174,7 +175,9 @@ class Transcript(TranscriptLines, can_focus=False):
         self._dirty = True
         if not self._repaint_asked:
             self._repaint_asked = True
-            self.refresh()
+            # Into the screen's next frame at once: no idle turn of this widget's queue and no
+            # Update message to the screen for every chunk of every pane (textual_compat).
+            repaint_in_next_frame(self)
 
     def _width(self) -> int:
         return max(1, self.scrollable_content_region.width)
