@@ -120,6 +120,27 @@ async def test_streamed_text_reaches_the_next_frame_without_a_message_to_the_scr
         assert updates == []
 
 
+async def test_an_unchanged_transcript_hands_back_its_lines_and_shows_every_change() -> None:
+    """A transcript whose text did not change since the last frame (another pane's text put it
+    in the frame) returns the lines it returned then; new text, and scrolling, draw anew."""
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 4))
+        await pilot.pause()
+        crop = Region(0, 0, *transcript.size)
+        first = transcript.render_lines(crop)
+        assert transcript.render_lines(crop) is first
+        transcript.append_text("a", "The replicas agree before the write returns.")
+        await pilot.pause()
+        grown = transcript.render_lines(crop)
+        assert grown is not first and "write returns." in " ".join(strip.text for strip in grown)
+        transcript.scroll_to(y=0, animate=False, immediate=True)
+        await pilot.pause()
+        top = transcript.render_lines(crop)
+        assert top is not grown and "The cache keeps hot keys" in top[1].text
+
+
 async def test_kept_lines_show_every_change() -> None:
     app = LabelApp()
     async with app.run_test(size=(60, 10)) as pilot:

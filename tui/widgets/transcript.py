@@ -43,6 +43,7 @@ from ..textual_compat import (
     repaint_in_next_frame,
     set_scroll_range,
 )
+from .kept_lines import Kept, frame_key, keep, still_kept
 from .markdown_blocks import has_references
 from .transcript_entry import HEAD, Entry
 from .transcript_lines import TranscriptLines
@@ -87,6 +88,7 @@ class Transcript(TranscriptLines, can_focus=False):
         self._repaint_asked = False
         """A repaint was asked for since this widget was last drawn (text that arrives again
         before the frame does not ask again)."""
+        self._kept: Kept | None = None
         self._styled: dict[int, tuple[Strip, Strip]] = {}
         """id of a line drawn in the last frame → that line and what the style cache made of
         it: a line that only moved up the view is not styled again."""
@@ -209,7 +211,12 @@ class Transcript(TranscriptLines, can_focus=False):
         self._sync(drawing=True)
         if self.styles.gutter or crop.x or crop.width != self.size.width:
             self._styled.clear()
+            self._kept = None
             return super().render_lines(crop)
+        # Unchanged since the last frame (another pane's text put it in the frame): its lines.
+        key = frame_key(self, crop)
+        if (kept := still_kept(self, self._kept, key)) is not None:
+            return kept
         # Rows whose line was drawn in the last frame (at another row, as the text scrolls)
         # take what the style cache made of it then; the others are styled now.
         styled, rows = self._styled, cached_lines(self)
@@ -222,6 +229,7 @@ class Transcript(TranscriptLines, can_focus=False):
                 rows.pop(y, None)
         strips = super().render_lines(crop)
         self._styled = {id(line): (line, rows[y]) for y, line in zip(crop.line_range, lines) if y in rows}
+        self._kept = keep(self, key, strips)
         return strips
 
     def _sync(self, drawing: bool = False) -> None:
