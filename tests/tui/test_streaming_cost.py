@@ -171,6 +171,7 @@ async def test_a_growing_bullet_renders_as_the_whole_text_without_parsing_it(mon
             for n in range(6):
                 intro = rng.choice(["The plan has three parts:", "Two things follow from the numbers above"])
                 text = f"{intro}\n{rng.choice('-*+')} " + " ".join(rng.choice(prose) for _ in range(rng.randint(1, 2)))
+                text += rng.choice(["", "\n", "\n\n"])
                 entry = transcript.add(Entry(f"w{width}-{n}", "proposal · …"))
                 streamed = ""
                 for piece in chunks(text, rng):

@@ -154,10 +154,10 @@ class TranscriptLines(ScrollView, can_focus=False):
             # again for every chunk of the list.
             below, gap = self._markdown_block(rest, width, kept)
             return self._plain_block(head, width)[0] + below, gap
-        if kept is not None and _ONE_ITEM.fullmatch(text) and is_plain_paragraph(text[2:]):
-            # A list that grows by one item, as the tail of a reply does: its lines are made
-            # here without parsing the text (the next chunk would parse it again).
-            bullet = self._bullet_strips(text[2:].strip(), width)
+        if kept is not None and _ONE_ITEM.fullmatch(text) and is_plain_paragraph(item := text[2:].rstrip("\n")):
+            # A list that grows by one item, as the tail of a reply does (or the one that ends a
+            # paragraph frozen with its list): its lines are made here without parsing the text.
+            bullet = self._bullet_strips(item.strip(), width)
             if bullet is not None:
                 return bullet, True
         dark = getattr(self.app.current_theme, "dark", True)
@@ -327,9 +327,9 @@ def one_item(block: list[Token]) -> str | None:
     return None
 
 
-_ONE_ITEM = re.compile(r"[-+*] [A-Za-z][^\n]*")
+_ONE_ITEM = re.compile(r"[-+*] [A-Za-z][^\n]*\n*")
 """A bullet item on one line whose text starts with a letter (the rest is checked as a plain
-paragraph): a list of that one item."""
+paragraph), maybe followed by line breaks: a list of that one item."""
 
 _LIST_AFTER = re.compile(r"[-+*][ ]+[A-Za-z0-9]")
 """A bullet list item with text, on the line after a paragraph: it ends the paragraph, and
