@@ -141,6 +141,31 @@ async def test_an_unchanged_transcript_hands_back_its_lines_and_shows_every_chan
         assert top is not grown and "The cache keeps hot keys" in top[1].text
 
 
+async def test_a_following_transcript_repaints_its_scrollbar_once_per_frame() -> None:
+    """Each line of new text grows the scroll range and moves the thumb to the end: the bar is
+    asked to repaint once for both, and its thumb is at the end after every chunk."""
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 4))
+        await pilot.pause()
+        bar = transcript.vertical_scrollbar
+        asked: list[int] = []
+        refresh = bar.refresh
+
+        def counted(*regions: Region, **kwargs: bool) -> PlainScrollBar:
+            asked.append(1)
+            return refresh(*regions, **kwargs)  # type: ignore[return-value]
+
+        bar.refresh = counted  # type: ignore[method-assign]
+        for sentence in PROSE.split(", ") * 3:
+            asked.clear()
+            transcript.append_text("a", sentence + " ")
+            await pilot.pause()
+            assert len(asked) <= 1, asked
+            assert bar.position == transcript.max_scroll_y == bar.window_virtual_size - bar.window_size
+
+
 async def test_kept_lines_show_every_change() -> None:
     app = LabelApp()
     async with app.run_test(size=(60, 10)) as pilot:

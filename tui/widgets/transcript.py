@@ -265,13 +265,15 @@ class Transcript(TranscriptLines, can_focus=False):
         self._render_view(width, view, anchored)
         total = self._starts[-1] + self._heights[-1] if self._pieces else 0
         size = Size(width, total)
+        grew = False
         if size != self.virtual_size:
             if self.container_size:
                 # Only this widget's scroll range changes, never its region: setting the
                 # `virtual_size` reactive would lay out the whole screen, for every chunk of
                 # every pane. A scrollbar that appears or goes still lays out (its reactive asks).
                 self.set_reactive(Widget.virtual_size, size)
-                if not self._grow_scrollbar(size):
+                grew = self._grow_scrollbar(size)
+                if not grew:
                     set_scroll_range(self, size)
             else:
                 self.virtual_size = size  # not laid out yet: the first layout sizes it
@@ -279,8 +281,13 @@ class Transcript(TranscriptLines, can_focus=False):
             end = self.max_scroll_y
             self.set_reactive(Widget.scroll_y, end)
             self.set_reactive(Widget.scroll_target_y, end)
-            if self.show_vertical_scrollbar:
-                self.vertical_scrollbar.position = end
+            if self.show_vertical_scrollbar:  # one repaint of the bar: `_grow_scrollbar` asked for it
+                bar = self.vertical_scrollbar
+                position = bar.validate_position(end)
+                if position != bar.position:
+                    bar.set_reactive(ScrollBar.position, position)
+                    if not grew:
+                        bar.refresh()
         # Textual keeps the drawn lines by row; what it kept was drawn from other lines (other
         # text, another width, another scroll position). `render_lines` puts back those that
         # only moved.
