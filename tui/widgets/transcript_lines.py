@@ -174,8 +174,8 @@ class TranscriptLines(ScrollView, can_focus=False):
             strips = kept.pop(key, None)
             if strips is None and (run := one_run(block)) is not None:
                 strips = self._paragraph_strips(run, width)
-            if strips is None and (item := one_item(block)) is not None:
-                strips = self._bullet_strips(item, width)
+            if strips is None and (listed := one_item(block)) is not None:
+                strips = self._bullet_strips(listed, width)
             if strips is None:
                 part = copy.copy(md)
                 part.parsed = block
