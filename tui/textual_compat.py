@@ -2,11 +2,12 @@
 
 The widgets reach under Textual's public surface in a few spots, each for a measured speed-up
 or a fix of a layout race (their modules say which): a pane that streams repaints one border
-row, a transcript that changes its scroll range without laying out the screen, a widget that
-hands back the lines it drew last frame. Those attributes and methods are not Textual's
-promise, so they are named only here, and `tests/tui/test_textual_compat.py` checks each one
-against the installed Textual: an upgrade that renames or reshapes one fails there, with the
-hook's name, instead of somewhere in a frame.
+row, a transcript that changes its scroll range without laying out the screen (and joins the
+next frame without a message to the screen), a widget that hands back the lines it drew last
+frame. Those attributes and methods are not Textual's promise, so they are named only here,
+and `tests/tui/test_textual_compat.py` checks each one against the installed Textual: an
+upgrade that renames or reshapes one fails there, with the hook's name, instead of somewhere
+in a frame.
 
 Checked against Textual `CHECKED_AGAINST`. Besides the functions below, two widgets override a
 private message handler of the class they extend, which Textual calls in place of its own:
@@ -45,6 +46,27 @@ def dirty_lines(widget: Widget) -> set[int]:
 def clear_style_cache(widget: Widget) -> None:
     """Forget every row the style cache drew (they were drawn from other text or another width)."""
     widget._styles_cache.clear()
+
+
+def repaint_in_next_frame(widget: Widget) -> None:
+    """What `widget.refresh()` does, the widget handed straight to its screen's next frame.
+
+    Textual's refresh marks the widget and asks its own message queue for an idle turn, whose
+    handler posts an `Update` message to the screen, whose handler adds the widget to the
+    screen's dirty widgets: two trips through the event loop and two messages dispatched, for
+    each pane that streams, in each batch of text. Here the widget joins the dirty widgets at
+    once and only the screen is prompted. A widget not shown on a screen that draws refreshes
+    as Textual does."""
+    screen = widget.screen if widget.is_mounted and widget.display and not widget._closing else None
+    if screen is None or screen not in screen._compositor:
+        widget.refresh()
+        return
+    widget._layout_cache.clear()
+    widget._set_dirty()
+    widget.clear_cached_dimensions()
+    widget._rich_style_cache.clear()
+    screen._dirty_widgets.add(widget)
+    screen.check_idle()
 
 
 # ------------------------------------------------------------------ scrolling

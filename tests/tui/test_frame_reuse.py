@@ -11,6 +11,7 @@ must a pane's status line, which repaints only its row.
 from __future__ import annotations
 
 from rich.text import Text
+from textual import messages
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.scrollbar import ScrollBar
@@ -18,6 +19,7 @@ from textual.widgets import Static
 
 from moot.core.events import CallStarted, ContributionAdded, Token
 from moot.core.models.state import CallMetadata, Contribution, TierTokens
+from moot.tui import textual_compat as compat
 from moot.tui.app import create_app
 from moot.tui.format import dom_id
 from moot.tui.theming import VARIABLE_DEFAULTS
@@ -90,6 +92,78 @@ class LabelApp(App[None]):
 
 def text_of(strips: list) -> str:  # type: ignore[type-arg]
     return "".join(segment.text for strip in strips for segment in strip)
+
+
+async def test_streamed_text_reaches_the_next_frame_without_a_message_to_the_screen() -> None:
+    """Text that arrives in a transcript puts it in its screen's next frame directly: no
+    `Update` message goes to the screen for it (Textual's refresh sends one per widget and
+    chunk, after an idle turn of the widget's own queue), and that frame draws the new words."""
+    updates: list[messages.Update] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, messages.Update) and isinstance(message.widget, Transcript):
+            updates.append(message)
+
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20), message_hook=hook) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 4))
+        await pilot.pause()
+        assert transcript.show_vertical_scrollbar  # its scrollbar came with a layout, before
+        updates.clear()
+        pieces = PROSE.replace(", ", ",| ").replace(" and ", " and| ").split("|") * 3
+        for piece in pieces:
+            transcript.append_text("a", piece)
+            await pilot.pause()
+            drawn = " ".join(strip.text for strip in compat.cached_lines(transcript).values())
+            assert piece.split()[-1] in drawn, (piece, drawn)
+        assert updates == []
+
+
+async def test_an_unchanged_transcript_hands_back_its_lines_and_shows_every_change() -> None:
+    """A transcript whose text did not change since the last frame (another pane's text put it
+    in the frame) returns the lines it returned then; new text, and scrolling, draw anew."""
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 4))
+        await pilot.pause()
+        crop = Region(0, 0, *transcript.size)
+        first = transcript.render_lines(crop)
+        assert transcript.render_lines(crop) is first
+        transcript.append_text("a", "The replicas agree before the write returns.")
+        await pilot.pause()
+        grown = transcript.render_lines(crop)
+        assert grown is not first and "write returns." in " ".join(strip.text for strip in grown)
+        transcript.scroll_to(y=0, animate=False, immediate=True)
+        await pilot.pause()
+        top = transcript.render_lines(crop)
+        assert top is not grown and "The cache keeps hot keys" in top[1].text
+
+
+async def test_a_following_transcript_repaints_its_scrollbar_once_per_frame() -> None:
+    """Each line of new text grows the scroll range and moves the thumb to the end: the bar is
+    asked to repaint once for both, and its thumb is at the end after every chunk."""
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 4))
+        await pilot.pause()
+        bar = transcript.vertical_scrollbar
+        asked: list[int] = []
+        refresh = bar.refresh
+
+        def counted(*regions: Region, **kwargs: bool) -> PlainScrollBar:
+            asked.append(1)
+            return refresh(*regions, **kwargs)  # type: ignore[return-value]
+
+        bar.refresh = counted  # type: ignore[method-assign]
+        for sentence in PROSE.split(", ") * 3:
+            asked.clear()
+            transcript.append_text("a", sentence + " ")
+            await pilot.pause()
+            assert len(asked) <= 1, asked
+            assert bar.position == transcript.max_scroll_y == bar.window_virtual_size - bar.window_size
 
 
 async def test_kept_lines_show_every_change() -> None:

@@ -16,6 +16,7 @@ from moot.core.models.state import CallMetadata, Contribution
 from moot.tui.app import create_app
 from moot.tui.collector import GEN0_THRESHOLD
 from moot.tui.screens.debate import DebateScreen
+from moot.tui.widgets import transcript_lines
 from moot.tui.widgets.agent_roster import AgentRoster
 from moot.tui.widgets.markdown_blocks import cuts, first_cut
 from moot.tui.widgets.transcript import Entry, Transcript
@@ -147,6 +148,41 @@ async def test_a_growing_paragraph_renders_as_the_whole_text_at_any_width() -> N
                     assert lines(body) == lines(transcript._markdown_strips(streamed, width)), (width, streamed)
                 transcript.remove_entry(entry.key)
         assert kept > 100  # the lines were kept, not only rendered again
+
+
+async def test_a_growing_bullet_renders_as_the_whole_text_without_parsing_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A bullet point that grows below a paragraph (a reply's list as it streams) is drawn
+    without parsing the text again for every chunk: after every piece, at widths where words
+    fold, its lines are those of the whole text rendered at once by Rich."""
+    parsed: list[str] = []
+    real = transcript_lines.markdown
+    monkeypatch.setattr(transcript_lines, "markdown", lambda text, theme: parsed.append(text) or real(text, theme))
+    runtime = ScriptedRuntime(clock=fixed_clock)
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        transcript = Transcript()
+        await app.screen.mount(transcript)
+        await pilot.pause()
+        rng = random.Random(11)
+        prose = [block for block in BLOCKS if block[0].isalpha() and "[" not in block and "*" not in block]
+        unparsed = 0
+        for width in (12, 23, 40, 97):
+            for n in range(6):
+                intro = rng.choice(["The plan has three parts:", "Two things follow from the numbers above"])
+                text = f"{intro}\n{rng.choice('-*+')} " + " ".join(rng.choice(prose) for _ in range(rng.randint(1, 2)))
+                text += rng.choice(["", "\n", "\n\n"])
+                entry = transcript.add(Entry(f"w{width}-{n}", "proposal · …"))
+                streamed = ""
+                for piece in chunks(text, rng):
+                    transcript.append_text(entry.key, piece)
+                    streamed += piece
+                    parsed.clear()
+                    body = transcript._entry_strips(entry, width)[1:]
+                    unparsed += not parsed and streamed.partition("\n")[2][2:3].isalpha()  # in the item
+                    assert lines(body) == lines(transcript._markdown_strips(streamed, width)), (width, streamed)
+                transcript.remove_entry(entry.key)
+        assert unparsed > 400  # the item's lines were made here, the text not parsed again
 
 
 EDGE_BLOCKS = [

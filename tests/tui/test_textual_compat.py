@@ -143,6 +143,20 @@ async def test_layout_pending_and_a_fresh_measure() -> None:
             assert second.width < first.width, "measured again, not the cached size of the longer text"
 
 
+async def test_a_repaint_handed_to_the_screen() -> None:
+    async with Lines().run_test(size=(80, 24)) as pilot:
+        label = pilot.app.query_one("#label", Label)
+        await pilot.pause()
+        with hook("repaint_in_next_frame"):
+            label.update("The second proposal waits for the committee.", layout=False)
+            await pilot.pause()
+            compat.repaint_in_next_frame(label)
+            assert label in pilot.app.screen._dirty_widgets and compat.dirty_lines(label)
+            await pilot.pause()
+            assert not compat.dirty_lines(label), "drawn in the next frame"
+            assert "The second proposal" in "".join(strip.text for strip in compat.cached_lines(label).values())
+
+
 async def test_the_border_subtitle_without_a_refresh() -> None:
     async with Lines().run_test(size=(80, 24)) as pilot:
         label = pilot.app.query_one("#label", Label)

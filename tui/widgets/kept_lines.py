@@ -28,24 +28,49 @@ class KeptLines(Widget):
     widgets that draw through Textual's style cache (none of their classes overrides
     `render_lines`)."""
 
-    _kept: tuple[tuple[object, ...], list[Strip | None], list[Strip]] | None = None
-    """What the last call was asked (crop, size, hover style, line filters), the style
-    cache's lines it was made of, and what it returned."""
+    _kept: Kept | None = None
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # The last lines are valid while the style cache holds the same lines: Textual marks
-        # them dirty (or clears them) on every refresh, style or size change. The line
-        # filters (the ANSI colour filter, on by default) are the same objects while the
-        # app's colour mode is, and a strip keeps what a filter made of it.
-        key = (crop, self.outer_size, self.hover_style, *map(id, self.app.get_line_filters()))
-        kept = self._kept
-        if kept is not None and kept[0] == key and not dirty_lines(self):
-            lines = cached_lines(self)
-            if all(lines.get(y) is strip for y, strip in zip(crop.line_range, kept[1])):
-                return kept[2]
-        strips = super().render_lines(crop)
-        self._kept = (key, [cached_lines(self).get(y) for y in crop.line_range], strips)
+        key = frame_key(self, crop)
+        strips = still_kept(self, self._kept, key)
+        if strips is None:
+            strips = super().render_lines(crop)
+            self._kept = keep(self, key, strips)
         return strips
+
+
+Kept = tuple[tuple[object, ...], list[Strip | None], list[Strip]]
+"""What a widget's last `render_lines` was asked (crop, size, hover style, line filters), the
+style cache's lines it was made of, and what it returned."""
+
+
+def frame_key(widget: Widget, crop: Region) -> tuple[object, ...]:
+    """What the lines a widget returns depend on besides its style cache."""
+    return (crop, widget.outer_size, widget.hover_style, *map(id, widget.app.get_line_filters()))
+
+
+def still_kept(widget: Widget, kept: Kept | None, key: tuple[object, ...]) -> list[Strip] | None:
+    """The lines the widget returned last time, if they still hold (else None).
+
+    They hold while the style cache holds the same lines: Textual marks them dirty (or clears
+    them) on every refresh, style or size change. The line filters (the ANSI colour filter,
+    on by default) are the same objects while the app's colour mode is, and a strip keeps
+    what a filter made of it."""
+    if kept is not None and kept[0] == key and not dirty_lines(widget):
+        lines = cached_lines(widget)
+        crop = key[0]
+        assert isinstance(crop, Region)
+        if all(lines.get(y) is strip for y, strip in zip(crop.line_range, kept[1])):
+            return kept[2]
+    return None
+
+
+def keep(widget: Widget, key: tuple[object, ...], strips: list[Strip]) -> Kept:
+    """What `still_kept` compares the next call with."""
+    crop = key[0]
+    assert isinstance(crop, Region)
+    lines = cached_lines(widget)
+    return (key, [lines.get(y) for y in crop.line_range], strips)
 
 class KeptLabel(Label, KeptLines):
     """A `Label` (CSS that names Label still applies) that keeps its lines."""

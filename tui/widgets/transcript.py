@@ -40,8 +40,10 @@ from ..textual_compat import (
     dirty_lines,
     follow_anchor_again,
     forget_scrollbar_changes,
+    repaint_in_next_frame,
     set_scroll_range,
 )
+from .kept_lines import Kept, frame_key, keep, still_kept
 from .markdown_blocks import has_references
 from .transcript_entry import HEAD, Entry
 from .transcript_lines import TranscriptLines
@@ -81,10 +83,12 @@ class Transcript(TranscriptLines, can_focus=False):
         self._synced: tuple[object, ...] | None = None
         self._base_style = Style()
         self._probes = {}
+        self._bullet_probes = {}
         self._blank: Strip | None = None
         self._repaint_asked = False
         """A repaint was asked for since this widget was last drawn (text that arrives again
         before the frame does not ask again)."""
+        self._kept: Kept | None = None
         self._styled: dict[int, tuple[Strip, Strip]] = {}
         """id of a line drawn in the last frame → that line and what the style cache made of
         it: a line that only moved up the view is not styled again."""
@@ -173,7 +177,9 @@ class Transcript(TranscriptLines, can_focus=False):
         self._dirty = True
         if not self._repaint_asked:
             self._repaint_asked = True
-            self.refresh()
+            # Into the screen's next frame at once: no idle turn of this widget's queue and no
+            # Update message to the screen for every chunk of every pane (textual_compat).
+            repaint_in_next_frame(self)
 
     def _width(self) -> int:
         return max(1, self.scrollable_content_region.width)
@@ -205,7 +211,12 @@ class Transcript(TranscriptLines, can_focus=False):
         self._sync(drawing=True)
         if self.styles.gutter or crop.x or crop.width != self.size.width:
             self._styled.clear()
+            self._kept = None
             return super().render_lines(crop)
+        # Unchanged since the last frame (another pane's text put it in the frame): its lines.
+        key = frame_key(self, crop)
+        if (kept := still_kept(self, self._kept, key)) is not None:
+            return kept
         # Rows whose line was drawn in the last frame (at another row, as the text scrolls)
         # take what the style cache made of it then; the others are styled now.
         styled, rows = self._styled, cached_lines(self)
@@ -218,6 +229,7 @@ class Transcript(TranscriptLines, can_focus=False):
                 rows.pop(y, None)
         strips = super().render_lines(crop)
         self._styled = {id(line): (line, rows[y]) for y, line in zip(crop.line_range, lines) if y in rows}
+        self._kept = keep(self, key, strips)
         return strips
 
     def _sync(self, drawing: bool = False) -> None:
@@ -238,6 +250,7 @@ class Transcript(TranscriptLines, can_focus=False):
             self._layout_key = key
             self._base_style = self.rich_style
             self._probes = {}
+            self._bullet_probes = {}
             self._blank = Strip.blank(width, self._base_style)
             for entry in self.entries:
                 entry.forget_rendering()
@@ -252,13 +265,15 @@ class Transcript(TranscriptLines, can_focus=False):
         self._render_view(width, view, anchored)
         total = self._starts[-1] + self._heights[-1] if self._pieces else 0
         size = Size(width, total)
+        grew = False
         if size != self.virtual_size:
             if self.container_size:
                 # Only this widget's scroll range changes, never its region: setting the
                 # `virtual_size` reactive would lay out the whole screen, for every chunk of
                 # every pane. A scrollbar that appears or goes still lays out (its reactive asks).
                 self.set_reactive(Widget.virtual_size, size)
-                if not self._grow_scrollbar(size):
+                grew = self._grow_scrollbar(size)
+                if not grew:
                     set_scroll_range(self, size)
             else:
                 self.virtual_size = size  # not laid out yet: the first layout sizes it
@@ -266,8 +281,13 @@ class Transcript(TranscriptLines, can_focus=False):
             end = self.max_scroll_y
             self.set_reactive(Widget.scroll_y, end)
             self.set_reactive(Widget.scroll_target_y, end)
-            if self.show_vertical_scrollbar:
-                self.vertical_scrollbar.position = end
+            if self.show_vertical_scrollbar:  # one repaint of the bar: `_grow_scrollbar` asked for it
+                bar = self.vertical_scrollbar
+                position = bar.validate_position(end)
+                if position != bar.position:
+                    bar.set_reactive(ScrollBar.position, position)
+                    if not grew:
+                        bar.refresh()
         # Textual keeps the drawn lines by row; what it kept was drawn from other lines (other
         # text, another width, another scroll position). `render_lines` puts back those that
         # only moved.

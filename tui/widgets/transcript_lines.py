@@ -37,6 +37,11 @@ class TranscriptLines(ScrollView, can_focus=False):
     """Per width and style: the segments of a one-word paragraph's line as Rich renders it
     (`Transcript` gives each widget its own dict and empties it when the width or theme changes)."""
 
+    _bullet_probes: dict[tuple[int, Style], BulletProbe | None] = {}
+    """Per width and style: a one-word bullet item as Rich renders it, cut into the pieces its
+    lines are made of (None: Rich draws it some other way and renders every item itself);
+    kept and emptied as `_probes` is."""
+
     _base_style = Style()
     """The widget's style, kept by `Transcript` while its width and theme hold (DOMNode.rich_style
     walks every ancestor's styles each time it is asked)."""
@@ -149,6 +154,12 @@ class TranscriptLines(ScrollView, can_focus=False):
             # again for every chunk of the list.
             below, gap = self._markdown_block(rest, width, kept)
             return self._plain_block(head, width)[0] + below, gap
+        if kept is not None and _ONE_ITEM.fullmatch(text) and is_plain_paragraph(item := text[2:].rstrip("\n")):
+            # A list that grows by one item, as the tail of a reply does (or the one that ends a
+            # paragraph frozen with its list): its lines are made here without parsing the text.
+            bullet = self._bullet_strips(item.strip(), width)
+            if bullet is not None:
+                return bullet, True
         dark = getattr(self.app.current_theme, "dark", True)
         console = self.app.console
         options = console.options.update(width=width, height=None, highlight=False)
@@ -163,6 +174,8 @@ class TranscriptLines(ScrollView, can_focus=False):
             strips = kept.pop(key, None)
             if strips is None and (run := one_run(block)) is not None:
                 strips = self._paragraph_strips(run, width)
+            if strips is None and (listed := one_item(block)) is not None:
+                strips = self._bullet_strips(listed, width)
             if strips is None:
                 part = copy.copy(md)
                 part.parsed = block
@@ -203,6 +216,35 @@ class TranscriptLines(ScrollView, can_focus=False):
         return [Strip([Segment(line, word_style), Segment(" " * (width - len(line)), pad_style)]
                       if len(line) < width else [Segment(line, word_style)], width)
                 for line in wrap_words(words, width)]
+
+    def _bullet_strips(self, text: str, width: int) -> list[Strip] | None:
+        """The lines of a bullet list of one item whose text is one run of plain words, as
+        Rich's Markdown renders it (its own blank line, then ` • ` before the first line and
+        three spaces before the others, the words wrapped as in a paragraph three cells
+        narrower); None where they are not made here (Rich renders them)."""
+        inner = width - 3
+        words = text.split(" ")
+        if not (inner > 1 and text.isascii() and text.isprintable() and all(0 < len(w) <= inner for w in words)):
+            return None
+        style = self._base_style or self.rich_style
+        key = (width, style)
+        if key not in self._bullet_probes:
+            self._bullet_probes[key] = bullet_probe(self._markdown_block("- a", width)[0], inner)
+        probe = self._bullet_probes[key]
+        if probe is None:
+            return None
+        blank, bullet, indent, tail = probe
+        out = [blank]
+        for n, line in enumerate(wrap_words(words, inner)):
+            lead = indent if n else bullet
+            if len(tail) == 1:
+                segments = [lead, Segment(line.ljust(inner), tail[0].style)]
+            elif len(line) < inner:
+                segments = [lead, Segment(line, tail[0].style), Segment(" " * (inner - len(line)), tail[1].style)]
+            else:
+                segments = [lead, Segment(line, tail[0].style)]
+            out.append(Strip(segments, width))
+        return out
 
     def _rich_paragraph(self, text: str, width: int, style: Style) -> list[Strip]:
         """A one-run paragraph rendered by Rich as its Markdown does: a `Text` in the paragraph's style."""
@@ -250,6 +292,44 @@ def one_run(block: list[Token]) -> str | None:
             return children[0].content
     return None
 
+
+BulletProbe = tuple[Strip, Segment, Segment, list[Segment]]
+"""A one-word bullet item's lines cut into pieces: the blank line before the list, the
+bullet (` • `) and the indent of the lines after the first (three spaces in the bullet's
+style, as Rich draws them), and the word's segments (the word and its padding in one
+style, or the word then the padding)."""
+
+
+def bullet_probe(strips: list[Strip], inner: int) -> BulletProbe | None:
+    """`- a` rendered by Rich, cut into the pieces of a `BulletProbe` (None when its lines are
+    not the blank line, then the bullet, `a` and its padding to `inner` cells)."""
+    if len(strips) != 2 or strips[0].text.strip():
+        return None
+    segments = list(strips[1])
+    if len(segments) not in (2, 3) or segments[0].text != " • " or segments[0].control:
+        return None
+    bullet, tail = segments[0], segments[1:]
+    if len(tail) == 1 and tail[0].text != "a".ljust(inner):
+        return None
+    if len(tail) == 2 and (tail[0].text != "a" or tail[1].text != " " * (inner - 1)):
+        return None
+    return strips[0], bullet, Segment("   ", bullet.style), tail
+
+
+def one_item(block: list[Token]) -> str | None:
+    """The text of a top-level bullet list of one item that is one paragraph of one run of
+    plain words (the list that a reply's bullet point streams into)."""
+    if (len(block) == 7 and block[0].type == "bullet_list_open" and block[1].type == "list_item_open"
+            and block[2].type == "paragraph_open" and block[5].type == "list_item_close"):
+        run = one_run(block[2:5])
+        if run is not None and is_plain_paragraph(run):
+            return run
+    return None
+
+
+_ONE_ITEM = re.compile(r"[-+*] [A-Za-z][^\n]*\n*")
+"""A bullet item on one line whose text starts with a letter (the rest is checked as a plain
+paragraph), maybe followed by line breaks: a list of that one item."""
 
 _LIST_AFTER = re.compile(r"[-+*][ ]+[A-Za-z0-9]")
 """A bullet list item with text, on the line after a paragraph: it ends the paragraph, and
