@@ -57,10 +57,12 @@ class CommandSpec:
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec
     for spec in (
-        CommandSpec("summarize", "/summarize [agent|all] [--from turn N] [focus]",
+        # The usage stays short (the help table's first column is as wide as its longest usage);
+        # the description names the option.
+        CommandSpec("summarize", "/summarize [agent|all] [focus]",
                     "Summarize an agent's context at its next call boundary; the focus text tells the "
-                    "summarizer what to keep; `--from turn N` (or `round N`) folds everything before it "
-                    "and keeps the rest verbatim.", 2, ("agent+all",), "s", text=True, run=steering.summarize,
+                    "summarizer what to keep. `--from turn N` (or `round N`) before the focus folds "
+                    "everything before that point and keeps the rest verbatim.", 2, ("agent+all",), "s", text=True, run=steering.summarize,
                     palette="Summarize all agents", palette_line="/summarize all"),
         CommandSpec("context", "/context [agent] [round]",
                     "Without arguments: every agent's context by tier and its next summary. With an "
