@@ -160,7 +160,8 @@ class DebateIndex:
                   | ev.Warning_() | ev.ControlChanged() | ev.ClarificationsAsked() | ev.ClarificationsAnswered()
                   | ev.NoteInjected() | ev.ConvergenceScored() | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached()
                   | ev.DebateCompleted() | ev.DebateInterrupted() | ev.DebateFailed() | ev.WindowLearned()
-                  | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady()):
+                  | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady()
+                  | ev.IndexRebuilding()):
                 pass  # nothing to index
             case _:
                 assert_never(event)

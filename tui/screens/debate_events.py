@@ -213,7 +213,8 @@ class DebateEvents(DebateLayout):
                     pane.call_later(pane.gauge.update_view, tokens, budget)
             case (ev.DebateResumed() | ev.RoundStarted() | ev.PhaseCompleted() | ev.Token() | ev.Warning_()
                   | ev.NoteInjected() | ev.SeatAnswered()
-                  | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached() | ev.WindowLearned() | ev.ToolsReady()):
+                  | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached() | ev.WindowLearned() | ev.ToolsReady()
+                  | ev.IndexRebuilding()):
                 pass  # the header and the event log show these
             case _:
                 assert_never(event)
