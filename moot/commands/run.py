@@ -215,12 +215,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from moot.core.observe.otel import traced, wants_tracing
     from moot.core.session import SessionOptions, resume_session
 
-    clarifier = None if tui else plain.ask if plain is not None else ask_on_stdin
-    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
+    clarifier = plain.ask if plain is not None else ask_on_stdin
+    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, False),
                                                      clarifier=clarifier),
                              overrides(args, with_rounds=False))
     with traced(session, args.trace or wants_tracing(False, saved=session.orchestrator.config.debate.trace)):
-        return start(session, tui=tui, theme=args.theme, plain=plain)
+        return start(session, tui=False, theme=args.theme, plain=plain)
 
 
 def resume_in_tui(args: argparse.Namespace) -> int:
