@@ -182,7 +182,7 @@ class DebateSession:
                 drafts.prune(self.state.all_contributions(), set(self.people))  # the log holds them all
         await self.providers.aclose()
         if self.search is not None:
-            await self.search.settle()  # the index is left whole, unless this close is cancelled
+            await self.search.settle()  # a rebuild still running stops (a batch at most later)
             self.search.close()
         if self.orchestrator.grounding is not None:
             await self.orchestrator.grounding.aclose()

@@ -63,16 +63,18 @@ def test_a_lost_index_is_rebuilt_after_the_first_request_and_is_whole_at_the_end
                                                                                   tmp_path: Path) -> None:
     folder = _without_index(crashed, tmp_path)
     logged = len(read_jsonl(folder / "events.jsonl"))
-    r = cli("resume", folder.name, "--headless", "--demo-delay", "0", "--state-dir", str(folder.parent))
+    # Paced a little, so the debate outlasts the rebuild (one that ends first stops it: see below).
+    r = cli("resume", folder.name, "--headless", "--demo-delay", "0.005", "--state-dir", str(folder.parent))
     assert r.returncode == 0, r.stderr
     events = read_jsonl(folder / "events.jsonl")[logged:]
     types = [e["type"] for e in events]
     # Rebuilding starts once the first request is on its way, and says so (on the log and on stderr).
     assert "index_rebuilding" in types
     assert types.index("call_started") < types.index("index_rebuilding")
-    first = next(e for e in events if e["type"] == "index_rebuilding")
-    assert first["done"] == 0 and first["total"] > 300  # the events of the turns before the cut
-    assert "⌕ search index: rebuilding 0 % …" in r.stderr
+    said = [e for e in events if e["type"] == "index_rebuilding"]
+    assert said[0]["done"] == 0 and said[0]["total"] > 300  # the events of the turns before the cut
+    assert said[-1]["done"] == said[-1]["total"] == said[0]["total"] and said[-1]["texts"] > 100
+    assert "⌕ search index: rebuilding 0 % …" in r.stderr and "⌕ search index: rebuilt (" in r.stderr
     # Whole once the run is over: every text of the debate once, the resumed turns' among them.
     assert _index_ids(folder) == _texts(DebateFolder(folder))
     doc_id, text = _early_message(folder)
@@ -99,4 +101,9 @@ def test_a_kill_while_the_index_is_rebuilt_leaves_the_next_resume_to_finish_it(c
     r = cli("resume", folder.name, "--headless", "--demo-delay", "0", "--state-dir", str(folder.parent))
     assert r.returncode == 0, r.stderr
     assert DebateFolder(folder).load().status == "completed"
+    # Whatever that run left undone (it may end before its rebuild), `moot search` catches up.
+    doc_id, text = _early_message(folder)
+    hits = cli("search", text, "--debate", folder.name, "--json", "--limit", "5", "--state-dir", str(folder.parent))
+    assert hits.returncode == 0, hits.stderr
+    assert doc_id in [row["id"] for row in json.loads(hits.stdout)]
     assert _index_ids(folder) == _texts(DebateFolder(folder))

@@ -102,13 +102,14 @@ class LiveIndex:
             self._rebuilding(rebuild.total, rebuild.total, texts)
 
     async def settle(self) -> None:
-        """Let a rebuild finish, quietly (the debate has ended); a cancel stops it where it is,
-        and the next resume goes on from there."""
+        """The debate has ended: a rebuild still running stops after the batch it writes (the
+        index keeps every batch written, and whoever opens it next catches up the rest)."""
         if self._start_timer is not None:
             self._start_timer.cancel()
             self._start_timer = None
         self.progress = None
         if self.rebuild is not None:
+            self.rebuild.stop()
             await self.rebuild.wait()
 
     def on_event(self, event: Event) -> None:

@@ -8,7 +8,8 @@ another shell and the reference passages get their turn), while the debate goes 
 once the debate's first request is on its way (or `START_AFTER_S` after the debate started,
 whichever is first), so that request never waits for it, and says how far it is every
 `100 // STEPS` percent. A kill at any moment leaves whole batches and the index's `last_seq`
-says where the next resume goes on.
+says where the next resume goes on. A debate that ends first stops it the same way (a batch at
+most later): whoever opens the index next (`moot resume`, `moot search`) catches up the rest.
 
 While it runs, recall finds only what is indexed so far (the oldest texts first); the texts the
 debate adds meanwhile are held by the live index and added once it is done.
@@ -79,14 +80,9 @@ class Rebuild:
         self._stop.set()
 
     async def wait(self) -> None:
-        """Until it has ended (started now if it had not started); a cancel stops it."""
-        self.begin()
-        assert self._finished is not None
-        try:
+        """Until its thread has ended (at once when it never started)."""
+        if self._finished is not None:
             await asyncio.shield(self._finished)
-        except asyncio.CancelledError:
-            self.stop()
-            raise
 
     def _run(self, loop: asyncio.AbstractEventLoop) -> None:
         texts, error = 0, None
