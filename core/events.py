@@ -205,6 +205,20 @@ class SynthesisCompleted(_Event):
     solution: Solution
 
 
+class IndexRebuilding(_Event):
+    """The debate's search index being caught up with its log off the calls' path (it was lost, or
+    far behind, when the debate resumed): said as it goes, and once more when it is whole
+    (`done == total`). Until then recall finds only what is indexed so far."""
+
+    type: Literal["index_rebuilding"] = "index_rebuilding"
+    done: int
+    """Events of the log indexed so far (of those it lacked at the start)."""
+    total: int
+    """Events of the log it lacked at the start."""
+    texts: int = 0
+    """Texts added so far."""
+
+
 class Warning_(_Event):
     type: Literal["warning"] = "warning"
     message: str
@@ -337,6 +351,7 @@ Event = Annotated[
         ToolReturned,
         CallContinued,
         ToolsReady,
+        IndexRebuilding,
         ContributionAdded,
         SummaryAdded,
         SummaryRequested,

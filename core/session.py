@@ -20,7 +20,7 @@ from .engine.grounding import Grounding
 from .engine.limits import EndpointLimits
 from .errors import ConfigError, StoreError
 from .event_bus import EventBus, Subscription
-from .events import Warning_
+from .events import IndexRebuilding, Warning_
 from .human.drafts import Drafts
 from .models.config import MootConfig
 from .models.state import DebateState
@@ -98,6 +98,8 @@ class DebateSession:
         inbox = Inbox(self.folder, orch.apply_command, self._warn, since=self.lock.acquired_at or time.time(),
                       ready=lambda: orch.accepting)
         self._inbox_task = asyncio.create_task(inbox.run())
+        if self.search is not None:
+            self.search.begin()  # a lost index is rebuilt beside the debate, from its first request
 
     def _warn(self, message: str, command_id: str | None) -> None:
         self.orchestrator.emit(Warning_(message=message, command_id=command_id))
@@ -180,6 +182,7 @@ class DebateSession:
                 drafts.prune(self.state.all_contributions(), set(self.people))  # the log holds them all
         await self.providers.aclose()
         if self.search is not None:
+            await self.search.settle()  # a rebuild still running stops (a batch at most later)
             self.search.close()
         if self.orchestrator.grounding is not None:
             await self.orchestrator.grounding.aclose()
@@ -280,7 +283,10 @@ def _search(orch: Orchestrator, folder: DebateFolder, writer: EventLogWriter, lo
     def warn(message: str) -> None:
         orch.emit(Warning_(message=message))
 
-    live = LiveIndex(folder, warn)
+    def progress(done: int, total: int, texts: int) -> None:
+        orch.emit(IndexRebuilding(done=done, total=total, texts=texts))
+
+    live = LiveIndex(folder, warn, progress)
     if log_seq is not None:
         live.open(log_seq)
     orch.attach_search(live, lambda: writer.written_seq)

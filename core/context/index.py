@@ -163,7 +163,8 @@ class DebateIndex:
                   | ev.Warning_() | ev.ControlChanged() | ev.ClarificationsAsked() | ev.ClarificationsAnswered()
                   | ev.NoteInjected() | ev.ConvergenceScored() | ev.Converged() | ev.AdaptiveDecided() | ev.BudgetReached()
                   | ev.DebateCompleted() | ev.DebateInterrupted() | ev.DebateFailed() | ev.WindowLearned()
-                  | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady() | ev.PinChanged()):
+                  | ev.ToolCalled() | ev.ToolReturned() | ev.CallContinued() | ev.ToolsReady() | ev.PinChanged()
+                  | ev.IndexRebuilding()):
                 pass  # nothing to index (pins live in the state, which the index shares)
             case _:
                 assert_never(event)

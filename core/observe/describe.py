@@ -224,6 +224,10 @@ def _describe(event: ev.Event) -> Line | None:
             refs = f"{files} reference file{'s' if files != 1 else ''} from {where}" if setup.roots else "no references"
             skipped = f" ({len(setup.skipped)} skipped)" if setup.skipped else ""
             return Line("control", f"⚒ {refs}{skipped}{servers}")
+        case ev.IndexRebuilding(done=done, total=total, texts=texts):
+            if done >= total:
+                return Line("control", f"⌕ search index: rebuilt ({texts:,} texts)")
+            return Line("control", f"⌕ search index: rebuilding {done * 100 // max(1, total)} % …")
         case ev.Token() | ev.CallStarted() | ev.PhaseCompleted() | ev.CallContinued():
             return None
         case _:

@@ -129,6 +129,11 @@ class PlainNarrator:
             case ev.ToolReturned(name=name, ok=ok, summary=summary):
                 how = "answered" if ok else "failed"
                 return f"The tool {one_line_safe(name, 64)} {how}: {one_line_safe(summary, 200)}"
+            case ev.IndexRebuilding(done=done, total=total, texts=texts):
+                if done >= total:
+                    return f"The search index is rebuilt: {texts:,} texts."
+                return (f"The search index is being rebuilt from the log: {done * 100 // max(1, total)} percent; "
+                        "until it is whole, recall finds only what it holds so far.")
             case ev.ToolsReady():
                 line = describe(event)
                 said = line.text.lstrip("⚒ ") if line is not None else ""

@@ -182,6 +182,9 @@ class TraceBuilder(SpanOutlet):
             case ev.ToolsReady(setup=setup):
                 self._note("tools ready", t, {"moot.references": len(setup.references),
                                               "moot.mcp_servers": [x.name for x in setup.servers]})
+            case ev.IndexRebuilding(done=done, total=total, texts=texts):
+                if done >= total:
+                    self._note("search index rebuilt", t, {"moot.index.events": total, "moot.index.texts": texts})
             case ev.Warning_(message=message, agent_id=agent_id):
                 self._note("warning", t, {"moot.message": message, **({"moot.agent.id": agent_id} if agent_id else {})})
             case ev.SummaryRequested(agent_id=agent_id, focus=focus):

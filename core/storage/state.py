@@ -139,7 +139,7 @@ def apply(state: DebateState, event: ev.Event, *, bounded: bool = True) -> Debat
             state.error = error
             state.exit_code = code
         case (ev.PhaseStarted() | ev.PhaseCompleted() | ev.CallFailed() | ev.SummaryRequested() | ev.SeatAnswered()
-              | ev.Warning_() | ev.ControlChanged()
+              | ev.Warning_() | ev.ControlChanged() | ev.IndexRebuilding()
               | ev.Converged() | ev.BudgetReached() | ev.WindowLearned() | ev.ToolCalled() | ev.ToolReturned()):
             pass  # shown as they happen; nothing in the state changes
         case _:

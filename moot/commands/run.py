@@ -201,21 +201,54 @@ def finish_run(args: argparse.Namespace, session: DebateSession | None, code: in
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from moot.core.ask import ask_on_stdin
-    from moot.core.observe.headless import wants_tui
-    from moot.core.observe.otel import traced, wants_tracing
-    from moot.core.session import SessionOptions, resume_session
+    from moot.core.observe.terminal import wants_tui
 
     plain = plain_input(args)
     tui = plain is None and wants_tui(args.headless)
     if args.trace:
+        from moot.core.observe.otel import wants_tracing
+
         wants_tracing(True)  # before anything is locked
-    clarifier = None if tui else plain.ask if plain is not None else ask_on_stdin
-    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, tui),
+    if tui:
+        return resume_in_tui(args)
+    from moot.core.ask import ask_on_stdin
+    from moot.core.observe.otel import traced, wants_tracing
+    from moot.core.session import SessionOptions, resume_session
+
+    clarifier = plain.ask if plain is not None else ask_on_stdin
+    session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, False),
                                                      clarifier=clarifier),
                              overrides(args, with_rounds=False))
     with traced(session, args.trace or wants_tracing(False, saved=session.orchestrator.config.debate.trace)):
-        return start(session, tui=tui, theme=args.theme, plain=plain)
+        return start(session, tui=False, theme=args.theme, plain=plain)
+
+
+def resume_in_tui(args: argparse.Namespace) -> int:
+    """The app first, as for `moot run`: the saved debate is read and its engine built behind the
+    first screen, whose header says what is still loading; an error in building (no such debate, one
+    already completed or locked by another process) ends the app and is said as it is headless."""
+    from contextlib import ExitStack
+
+    from moot.core.safety.secrets import one_line
+    from moot.tui.app import run_app_building
+
+    stack = ExitStack()
+
+    def build(step: Callable[[str], None]) -> DebateSession:
+        step("loading the engine")
+        from moot.core.observe.otel import traced, wants_tracing
+        from moot.core.session import SessionOptions, resume_session
+
+        step("reading the debate")
+        session = resume_session(args.id, SessionOptions(state_dir=args.state_dir, demo_delay=demo_delay(args, True)),
+                                 overrides(args, with_rounds=False))
+        saved = session.orchestrator.config.debate.trace
+        stack.enter_context(traced(session, args.trace or wants_tracing(False, saved=saved)))
+        return session
+
+    with stack:  # the title until the debate is read, which then names its problem
+        code, _ = run_app_building(build, title=one_line(f"resuming debate {args.id}", 200), theme=args.theme)
+    return code
 
 
 def plain_input(args: argparse.Namespace) -> PlainInput | None:

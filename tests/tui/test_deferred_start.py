@@ -1,9 +1,10 @@
 """`moot run` in a terminal shows its first screen before the debate is built: the header names
 the problem and says what is still loading; the session is built behind it, and a build that
-fails (a bad config) closes the app and is said in one line with its exit code."""
+fails (a bad config) closes the app and is said in one line with its exit code. `moot resume` too."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import threading
@@ -107,3 +108,61 @@ def test_a_config_error_found_behind_the_first_screen_is_one_line_and_its_code(t
     assert len(errors) == 1 and errors[0].startswith("moot: ") and "debate.rounds" in errors[0], after
     assert "Traceback" not in out
     assert not list((tmp_path / "s").glob("*/events.jsonl"))  # nothing half-made
+
+
+def _screen_text(raw: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?<>$]*[a-zA-Z]", "", raw)
+
+
+@pytest.mark.slow
+def test_moot_resume_paints_first_then_reads_the_debate_and_says_a_refusal_after_its_screen(tmp_path: Path) -> None:
+    """`moot resume` in a terminal, as `moot run`: the first screen says which debate it resumes
+    before the debate is read; the resumed debate then runs to its end. Resumed again, the refusal
+    (it is completed) comes after the app's screen, in one line with its code."""
+    from tests.conftest import cli
+
+    sd = tmp_path / "s"
+    problem = "Choose between a queue and a shared table for handing orders to the warehouse"
+    made = cli("run", problem, "--headless", "--protocol", "conversation", "--turns", "3", "--provider", "demo",
+               "--demo-delay", "0", "--state-dir", str(sd))
+    assert made.returncode == 0, made.stderr
+    (folder,) = [p for p in sd.iterdir() if not p.name.startswith(".")]
+    # Cut as a crash at the start of its last turn leaves it (the snapshot is derived: gone too).
+    lines = (folder / "events.jsonl").read_bytes().splitlines(keepends=True)
+    cut = max(i for i, line in enumerate(lines) if b'"type":"round_started"' in line)
+    (folder / "events.jsonl").write_bytes(b"".join(lines[:cut]))
+    (folder / "state.json").unlink()
+
+    run = _PtyRun(["resume", folder.name, "--demo-delay", "0", "--state-dir", str(sd)], tmp_path)
+    try:
+        end = time.monotonic() + 90
+        while b'"type":"debate_completed"' not in (folder / "events.jsonl").read_bytes():
+            assert run.proc.poll() is None, run.output[-3000:]
+            assert time.monotonic() < end, run.output[-3000:]
+            time.sleep(0.05)
+        time.sleep(0.3)
+        os.write(run.master, b"\x03")
+        code = run.proc.wait(timeout=60)
+        run._reader.join(5)
+        out = _screen_text(run.output)
+    finally:
+        run.close()
+    assert code == 0, out[-3000:]
+    assert "Traceback" not in out
+    shown = out.index(f"resuming debate {folder.name}")
+    assert shown < out.index("queue and a shared table")  # the problem is known once the debate is read
+
+    again = _PtyRun(["resume", folder.name, "--state-dir", str(sd)], tmp_path)
+    try:
+        code = again.proc.wait(timeout=60)
+        time.sleep(0.2)
+        again._reader.join(5)
+        raw = again.output
+    finally:
+        again.close()
+    assert code == 2, raw[-3000:]
+    assert "\x1b[?1049l" in raw, f"the app's screen never came:\n{raw[-3000:]}"
+    screen, after = raw.split("\x1b[?1049l", 1)
+    assert f"resuming debate {folder.name}" in _screen_text(screen)
+    said = [line for line in _screen_text(after).splitlines() if line.strip()]
+    assert said == [f"moot: debate {folder.name} is already completed"], after

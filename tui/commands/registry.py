@@ -62,7 +62,8 @@ COMMANDS: dict[str, CommandSpec] = {
         CommandSpec("summarize", "/summarize [agent|all] [focus]",
                     "Summarize an agent's context at its next call boundary; the focus text tells the "
                     "summarizer what to keep. `--from turn N` (or `round N`) before the focus folds "
-                    "everything before that point and keeps the rest verbatim.", 2, ("agent+all",), "s", text=True, run=steering.summarize,
+                    "everything before that point and keeps the rest verbatim.", 2, ("agent+all",), "s", text=True,
+                    run=steering.summarize,
                     palette="Summarize all agents", palette_line="/summarize all"),
         CommandSpec("context", "/context [agent] [round]",
                     "Without arguments: every agent's context by tier and its next summary. With an "

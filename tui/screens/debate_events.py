@@ -42,7 +42,7 @@ Handler = Callable[[Any], Awaitable[None] | None]
 LOG_ONLY: tuple[type[Any], ...] = (
     ev.DebateResumed, ev.RoundStarted, ev.PhaseCompleted, ev.Token, ev.Warning_, ev.NoteInjected,
     ev.PinChanged, ev.SeatAnswered, ev.Converged, ev.AdaptiveDecided, ev.BudgetReached, ev.WindowLearned,
-    ev.ToolsReady)
+    ev.ToolsReady, ev.IndexRebuilding)
 """Events no part needs to see in general (the header and the event log show them). A part may
 still take one for its own reasons: a person's seat reads the `Warning_` and `SeatAnswered` that
 answer what it sent."""
