@@ -78,7 +78,7 @@ def test_bash_completes_commands_flags_choices_files_and_debate_ids(tmp_path: Pa
     ids = ["20260101-090000-a1b2", "20260102-090000-c3d4"]
     assert _bash_complete(script, ["moot", "show", "--state-dir", "D", ""], tmp_path) == ids
     assert _bash_complete(script, ["moot", "report", "2026010"], tmp_path, {"MOOT_STATE_DIR": "D"}) == ids
-    assert _bash_complete(script, ["moot", "ctl", "--state-dir", "D", ids[0], "p"], tmp_path) == ["pause"]
+    assert _bash_complete(script, ["moot", "ctl", "--state-dir", "D", ids[0], "p"], tmp_path) == ["pause", "pin"]
     assert _bash_complete(script, ["moot", "show", ""], tmp_path) == []  # no ./debates here
 
 
