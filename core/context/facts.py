@@ -45,6 +45,11 @@ class Covered:
     content: str
 
 
+def plain(text: str) -> str:
+    """`text` as `holds` and `returns_to` read it: lower case, without markdown's marks."""
+    return _plain(text)
+
+
 def _plain(text: str) -> str:
     return " ".join(text.lower().replace("**", "").replace("`", "").replace("…", " ").split())
 
@@ -66,6 +71,28 @@ def holds(summary: str, fact: str) -> bool:
         return bool(wanted)
     have = set(_WORD.findall(summary))
     return len(words & have) >= WORDS_HELD * len(words)
+
+
+RETURN_WORDS = 3
+"""Content words a later text must share with a dropped fact to return to it (with its quantities)."""
+RETURN_SHARE = 0.6
+"""...or this share of them, for a fact with no quantity (no number to tell it apart)."""
+
+
+def returns_to(text: str, fact: str) -> bool:
+    """Whether `text` (lowercased, plain: `_plain`) comes back to `fact` without saying it again:
+    it holds every quantity of the fact ("200 ms" again, not another number) and at least
+    `RETURN_WORDS` of its content words (and, for a fact with no quantity, at least `RETURN_SHARE`
+    of them), yet does not hold the fact (`holds`: a text that restates it has it in view already)."""
+    plain = _plain(fact)
+    wanted = _quantities(plain)
+    if wanted and not wanted <= _quantities(text):
+        return False
+    words = {w for w in _WORD.findall(plain) if w not in _COMMON}
+    shared = len(words & set(_WORD.findall(text)))
+    if not words or shared < min(RETURN_WORDS, len(words)):
+        return False
+    return (bool(wanted) or shared >= RETURN_SHARE * len(words)) and not holds(text, fact)
 
 
 def facts_of(content: str) -> list[tuple[FactKind, str]]:

@@ -128,6 +128,15 @@ class LiveIndex:
             self._fail(exc)
             return []
 
+    def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]:
+        if self.index is None:
+            return []
+        try:
+            return self.index.dropped_postings(term, max_step=max_step, limit=limit)
+        except sqlite3.Error as exc:
+            self._fail(exc)
+            return []
+
     def seq_of(self, doc_id: str) -> int | None:
         if self.index is None:
             return None

@@ -15,7 +15,9 @@ view is built:
   carries); its weight is BM25's
   inverse document frequency over that part; a text's score is the sum of the weights
   of the rare words it holds (BM25 with k1 = 0: presence, not repetition);
-- ties go to the older step, then the id.
+- ties go to the older step, then the id;
+- an item holding a fact a summary dropped comes first when the query returns to that fact
+  (`rank_dropped`, `prefer_dropped`): the summary no longer says it, so only recall can.
 
 Each word's postings are read with a limit (`SearchIndex.postings`), so the cost of a
 query is bounded by the number of words and `RARE`, not by the debate's length.
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -48,6 +50,8 @@ class Postings(Protocol):
 
     def postings(self, term: str, *, kinds: Sequence[str], max_step: int,
                  limit: int) -> list[tuple[str, int]]: ...
+
+    def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]: ...
 
 
 class CachedPostings:
@@ -81,6 +85,11 @@ class CachedPostings:
                 return [("", 0)] * limit
             self._cache[key] = rows
         return rows
+
+    def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]:
+        """A word's dropped facts, read each time: a later summary may drop a fact of an item at
+        a step already read (a cache would make a view depend on which calls came before it)."""
+        return self.source.dropped_postings(term, max_step=max_step, limit=limit)
 
 
 @dataclass(frozen=True)
@@ -185,3 +194,64 @@ def rank(index: Postings, words: Sequence[str], scope: RecallScope, *, exclude: 
     order = sorted(scores, key=lambda d: (-round(scores[d], 9), steps[d], d))
     return Ranking([w for w, _ in per_word],
                    [Found(d, steps[d], round(scores[d], 4), tuple(matched[d])) for d in order])
+
+
+
+
+def rank_dropped(index: Postings, words: Sequence[str], scope: RecallScope, returns_to: Callable[[str], bool], *,
+                 exclude: Iterable[str] = ()) -> Ranking:
+    """The eligible items holding a fact a summary dropped that the query returns to (`returns_to`
+    says, for a fact's text), best first: a fact scores the weights of the query words it holds
+    (each weighted by how rare it is among the dropped facts), an item its best fact's. A fact a
+    consolidation dropped has no item of its own (it came from an older block): its item is the
+    best text for the fact's own words (`rank`). Like `rank`, it reads only a closed part of the
+    debate (facts of items at or before `scope.max_step`)."""
+    skip = set(exclude)
+    scan = SCAN + 1
+    df: dict[str, int] = {}
+    holding: dict[tuple[str, str], list[str]] = {}
+    """(item id, fact) → the query words it holds."""
+    steps: dict[tuple[str, str], int] = {}
+    for word in words:
+        rows = index.dropped_postings(word, max_step=scope.max_step, limit=scan)
+        if len(rows) >= scan:
+            continue  # in most dropped facts: says nothing about which one
+        df[word] = len(rows)
+        for doc_id, step, fact in rows:
+            holding.setdefault((doc_id, fact), []).append(word)
+            steps[(doc_id, fact)] = step
+    population = max(scope.population, max(df.values(), default=0))
+    best: dict[str, Found] = {}
+    verdicts: dict[str, bool] = {}
+    for (doc_id, fact), held in holding.items():
+        if len(held) < 2:
+            continue  # one shared word is a coincidence of vocabulary
+        if fact not in verdicts:
+            verdicts[fact] = returns_to(fact)
+        if not verdicts[fact]:
+            continue
+        if not doc_id:  # dropped by a consolidation: found again by its own words
+            found = rank(index, query_words([fact]), scope, exclude=skip).found
+            if not found:
+                continue
+            doc_id, step = found[0].doc_id, found[0].step
+        else:
+            step = steps[(doc_id, fact)]
+        if doc_id in skip or (scope.only is not None and doc_id not in scope.only):
+            continue
+        terms = tuple(sorted(held, key=lambda w: df[w]))  # rarest first
+        score = round(sum(idf(population, df[w]) for w in held), 4)
+        if doc_id not in best or score > best[doc_id].score:
+            best[doc_id] = Found(doc_id, step, score, terms)
+    order = sorted(best.values(), key=lambda f: (-f.score, f.step, f.doc_id))
+    return Ranking(sorted(df, key=lambda w: df[w]), order)
+
+
+def prefer_dropped(ranking: Ranking, dropped: Ranking) -> Ranking:
+    """`ranking` with the items of `dropped` first (best first), each once; the words searched are
+    both rankings' (those of `ranking` first)."""
+    if not dropped.found:
+        return ranking
+    first = {f.doc_id for f in dropped.found}
+    terms = list(dict.fromkeys([*ranking.terms, *dropped.terms]))
+    return Ranking(terms, [*dropped.found, *(f for f in ranking.found if f.doc_id not in first)])
