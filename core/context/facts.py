@@ -75,24 +75,23 @@ def holds(summary: str, fact: str) -> bool:
 
 RETURN_WORDS = 3
 """Content words a later text must share with a dropped fact to return to it (with its quantities)."""
-RETURN_SHARE = 0.6
-"""...or this share of them, for a fact with no quantity (no number to tell it apart)."""
+_MEASURE = re.compile(r"(?<![\w.])[$€£]?\d[\d,]*(?:\.\d+)?\s?(?:%|[a-zµ/]+)?")
+"""A quantity standing on its own ("200 ms", "85%"; not the "3" of "s3")."""
 
 
 def returns_to(text: str, fact: str) -> bool:
-    """Whether `text` (lowercased, plain: `_plain`) comes back to `fact` without saying it again:
-    it holds every quantity of the fact ("200 ms" again, not another number) and at least
-    `RETURN_WORDS` of its content words (and, for a fact with no quantity, at least `RETURN_SHARE`
-    of them), yet does not hold the fact (`holds`: a text that restates it has it in view already)."""
+    """Whether `text` (lowercased, plain: `_plain`) comes back to `fact` without saying it again: the
+    fact has a quantity and `text` holds every one ("200 ms" again, not another number) and at least
+    `RETURN_WORDS` of its content words, yet does not hold the fact (`holds`: a text that restates it
+    has it in view already). A fact with no quantity is never returned to: word overlap alone
+    cannot tell a debate coming back to a decision from one that uses the same words again."""
     plain = _plain(fact)
-    wanted = _quantities(plain)
-    if wanted and not wanted <= _quantities(text):
+    wanted = {q.replace(" ", "").replace(",", "") for q in _MEASURE.findall(plain)}
+    if not wanted or not wanted <= _quantities(text):
         return False
     words = {w for w in _WORD.findall(plain) if w not in _COMMON}
     shared = len(words & set(_WORD.findall(text)))
-    if not words or shared < min(RETURN_WORDS, len(words)):
-        return False
-    return (bool(wanted) or shared >= RETURN_SHARE * len(words)) and not holds(text, fact)
+    return shared >= min(RETURN_WORDS, len(words)) and not holds(text, fact)
 
 
 def facts_of(content: str) -> list[tuple[FactKind, str]]:
