@@ -48,8 +48,7 @@ from dataclasses import dataclass
 from .. import tokens
 from ..models.state import Contribution, HeldItem, HeldRecall, RecalledItem, RecallRecord, ViewRecord
 from ..providers.base import Message
-from ..search.recall import (CachedPostings, Postings, RecallScope, prefer_dropped, query_words, rank, rank_dropped,
-                             text_words)
+from ..search.recall import CachedPostings, Postings, RecallScope, prefer_dropped, query_words, rank, rank_dropped, text_words
 from . import facts
 from .index import DebateIndex
 
