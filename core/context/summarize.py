@@ -317,8 +317,12 @@ class Summarizer:
                 why = f"LLM consolidation of the summary {failed}: {exc}"
                 text = ""
         if not text:
-            text = summarize_rule_based([SourceItem(b.label.removeprefix("### "), b.text) for b in blocks],
-                                        max_chars=max_chars, max_tokens=max_tokens, model=job.model)
+            # The oldest block is carried as a rolling summary carries what it held (`previous`, the
+            # last to give way): weighed as one more item, it gave way first, and each consolidation
+            # dropped the oldest facts again (`bench/facts.py --conversation`).
+            first, rest = (blocks[0].text, blocks[1:]) if len(blocks) > 1 else (None, blocks)
+            text = summarize_rule_based([SourceItem(b.label.removeprefix("### "), b.text) for b in rest],
+                                        max_chars=max_chars, max_tokens=max_tokens, model=job.model, previous=first)
         text = with_reads(text, [], "\n\n".join(b.text for b in blocks), max_chars)
         text = cap_text(text, max_chars, max_tokens, job.model)
         return SummaryBlock(first=blocks[0].first, last=blocks[-1].last, count=sum(b.count for b in blocks),
