@@ -143,8 +143,13 @@ class ScriptedProvider:
         return None
 
 
-async def conversation(turns: int, layout: int, tmp: Path, chars: int = 2500) -> tuple[Counter[str], Counter[str]]:
-    """(kept, planted) per kind: the facts of turns 1–40 the last summary of a `turns`-turn conversation holds."""
+CHECKPOINTS = (100, 300, 600, 1000, 2000, 5000)
+
+
+async def conversation(turns: int, layout: int, tmp: Path, chars: int = 2500) -> dict[int, tuple[Counter[str], Counter[str]]]:
+    """At each checkpoint up to `turns` (and at `turns`): (kept, planted) per kind, the facts of
+    turns 1–40 that the last rolling summary made by then holds (not the judge's, made for the synthesis) (one run; a consolidation's timing moves
+    the share from one checkpoint to the next, so several are read)."""
     from moot.core import orchestrator
 
     cfg = build_config({"debate": {"protocol": "conversation", "turns": turns,
@@ -160,25 +165,28 @@ async def conversation(turns: int, layout: int, tmp: Path, chars: int = 2500) ->
     state = session.folder.load(bounded=False)
     assert state.view_layout == layout, state.view_layout
     messages = {c.round: c.content for c in state.all_contributions() if c.type == "message"}
-    last = max((s for r in state.rounds for s in [*r.replaced_summaries, *r.summaries.values()]
-                if s.scope == "conversation"), key=lambda s: (s.round, s.ts))
-    hit: Counter[str] = Counter()
-    total: Counter[str] = Counter()
-    for t in range(1, 41):
-        for f in reply(t * 31 + 7, chars).facts:
-            if f.sentence in messages.get(t, ""):
-                total[f.kind] += 1
-                hit[f.kind] += kept(last.summary, f)
-    return hit, total
+    made = sorted((s for r in state.rounds for s in [*r.replaced_summaries, *r.summaries.values()]
+                   if s.scope == "conversation" and s.trigger != "judge"), key=lambda s: (s.round, s.ts))
+    planted = [f for t in range(1, 41) for f in reply(t * 31 + 7, chars).facts if f.sentence in messages.get(t, "")]
+    out: dict[int, tuple[Counter[str], Counter[str]]] = {}
+    for at in sorted({c for c in CHECKPOINTS if c < turns} | {turns}):
+        last = [s for s in made if s.round <= at][-1]
+        hit: Counter[str] = Counter()
+        total: Counter[str] = Counter()
+        for f in planted:
+            total[f.kind] += 1
+            hit[f.kind] += kept(last.summary, f)
+        out[at] = (hit, total)
+    return out
 
 
 def conversation_main(turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for layout in (3, 4):
-            hit, total = asyncio.run(conversation(turns, layout, Path(tmp)))
-            parts = "  ".join(f"{kind} {hit[kind]}/{total[kind]}" for kind in ("decision", "number", "question"))
-            print(f"layout {layout}: after {turns} turns the summary tier holds {sum(hit.values())}/"
-                  f"{sum(total.values())} of the facts of turns 1-40 ({parts})")
+            for at, (hit, total) in asyncio.run(conversation(turns, layout, Path(tmp))).items():
+                parts = "  ".join(f"{kind} {hit[kind]}/{total[kind]}" for kind in ("decision", "number", "question"))
+                print(f"layout {layout}: after {at} turns the summary tier holds {sum(hit.values())}/"
+                      f"{sum(total.values())} of the facts of turns 1-40 ({parts})")
 
 
 def main() -> None:
