@@ -146,10 +146,12 @@ class ScriptedProvider:
 CHECKPOINTS = (100, 300, 600, 1000, 2000, 5000)
 
 
-async def conversation(turns: int, layout: int, tmp: Path, chars: int = 2500) -> dict[int, tuple[Counter[str], Counter[str]]]:
+async def conversation(turns: int, layout: int, tmp: Path,
+                       chars: int = 2500) -> dict[int, tuple[Counter[str], Counter[str]]]:
     """At each checkpoint up to `turns` (and at `turns`): (kept, planted) per kind, the facts of
-    turns 1–40 that the last rolling summary made by then holds (not the judge's, made for the synthesis) (one run; a consolidation's timing moves
-    the share from one checkpoint to the next, so several are read)."""
+    turns 1–40 that the last rolling summary made by then holds (not the judge's, made for the
+    synthesis). One run; a consolidation's timing moves the share from one checkpoint to the
+    next, so several are read."""
     from moot.core import orchestrator
 
     cfg = build_config({"debate": {"protocol": "conversation", "turns": turns,
