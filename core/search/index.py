@@ -302,7 +302,9 @@ class SearchIndex:
             # A document's first row is the one kept (as `LIMIT 1` over the table in rowid order did).
             db.executemany("INSERT OR IGNORE INTO doc_rows VALUES (?, ?)",
                            [(row[1], first + i) for i, row in enumerate(rows)])
-            db.executemany("INSERT INTO dropped(body, doc_id, step, seq) VALUES (?,?,?,?)", lost)
+            if lost:
+                db.executemany("INSERT INTO dropped(body, doc_id, step, seq) VALUES (?,?,?,?)", lost)
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('dropped_seq', ?)", (str(max(r[3] for r in lost)),))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(newest),))
             if not hold:
                 db.execute("COMMIT")
@@ -341,6 +343,8 @@ class SearchIndex:
                 removed = db.execute("DELETE FROM docs WHERE rowid >= ?", (first,)).rowcount
                 db.execute("DELETE FROM doc_rows WHERE row >= ?", (first,))
             db.execute("DELETE FROM dropped WHERE CAST(seq AS INTEGER) > ?", (seq,))  # a few rows a summary
+            top = db.execute("SELECT max(CAST(seq AS INTEGER)) FROM dropped").fetchone()
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('dropped_seq', ?)", (str(top[0] or 0),))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(seq),))
             db.execute("COMMIT")
         except BaseException:
@@ -454,6 +458,12 @@ class SearchIndex:
         except sqlite3.OperationalError:
             return []  # a word FTS5 cannot take as a phrase (nothing left after its tokenizer)
         return [(str(d), int(st)) for d, st in rows]
+
+    def dropped_version(self) -> int:
+        """The sequence number of the newest event whose dropped facts the index holds: the
+        `dropped` table is the same whenever this is (rows are only added in order, or trimmed)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='dropped_seq'").fetchone()
+        return int(row[0]) if row else 0
 
     def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]:
         """(item id, step, fact) of the first `limit` facts summaries dropped, of items at step

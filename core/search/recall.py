@@ -53,6 +53,8 @@ class Postings(Protocol):
 
     def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]: ...
 
+    def dropped_version(self) -> int: ...
+
 
 class CachedPostings:
     """Postings of a closed part of the debate never change (texts at or before a covered step are
@@ -67,6 +69,8 @@ class CachedPostings:
         self._cache: dict[tuple[str, tuple[str, ...], int, int], list[tuple[str, int]]] = {}
         self._common: dict[tuple[str, tuple[str, ...], int], int] = {}
         """(word, kinds, limit) → the first last step at which it filled `limit` postings."""
+        self._dropped: dict[tuple[str, int, int], list[tuple[str, int, str]]] = {}
+        self._version = -1
 
     def postings(self, term: str, *, kinds: Sequence[str], max_step: int, limit: int) -> list[tuple[str, int]]:
         common = (term, tuple(kinds), limit)
@@ -86,10 +90,25 @@ class CachedPostings:
             self._cache[key] = rows
         return rows
 
+    def dropped_version(self) -> int:
+        """The dropped facts' version (`SearchIndex.dropped_version`), read once a query: a later
+        summary may drop a fact of an item at a step already read, so what was cached for another
+        version is let go (else a view would depend on which calls came before it)."""
+        version = self.source.dropped_version()
+        if version != self._version:
+            self._version = version
+            self._dropped.clear()
+        return version
+
     def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]:
-        """A word's dropped facts, read each time: a later summary may drop a fact of an item at
-        a step already read (a cache would make a view depend on which calls came before it)."""
-        return self.source.dropped_postings(term, max_step=max_step, limit=limit)
+        """A word's dropped facts up to a step, as of the version last read (`dropped_version`)."""
+        key = (term, max_step, limit)
+        rows = self._dropped.get(key)
+        if rows is None:
+            if len(self._dropped) >= self.size:
+                self._dropped.clear()
+            rows = self._dropped[key] = self.source.dropped_postings(term, max_step=max_step, limit=limit)
+        return rows
 
 
 @dataclass(frozen=True)
@@ -208,6 +227,7 @@ def rank_dropped(index: Postings, words: Sequence[str], scope: RecallScope, retu
     debate (facts of items at or before `scope.max_step`)."""
     skip = set(exclude)
     scan = SCAN + 1
+    index.dropped_version()  # what is read below is as of now (a cache lets go of an older version)
     df: dict[str, int] = {}
     holding: dict[tuple[str, str], list[str]] = {}
     """(item id, fact) → the query words it holds."""
