@@ -217,55 +217,48 @@ def rank(index: Postings, words: Sequence[str], scope: RecallScope, *, exclude: 
 
 
 
+
 def rank_dropped(index: Postings, words: Sequence[str], scope: RecallScope, returns_to: Callable[[str], bool], *,
                  exclude: Iterable[str] = ()) -> Ranking:
     """The eligible items holding a fact a summary dropped that the query returns to (`returns_to`
-    says, for a fact's text), best first: a fact scores the weights of the query words it holds
-    (each weighted by how rare it is among the dropped facts), an item its best fact's. A fact a
+    says, for a fact's text), best first. A fact is returned to by its figures ("250 ms" again),
+    so only the query's words with a digit are looked up (a few, where every word would cost a
+    lookup each); a fact found scores the query words it holds, an item its best fact's. A fact a
     consolidation dropped has no item of its own (it came from an older block): its item is the
     best text for the fact's own words (`rank`). Like `rank`, it reads only a closed part of the
     debate (facts of items at or before `scope.max_step`)."""
     skip = set(exclude)
     scan = SCAN + 1
     index.dropped_version()  # what is read below is as of now (a cache lets go of an older version)
-    df: dict[str, int] = {}
-    holding: dict[tuple[str, str], list[str]] = {}
-    """(item id, fact) → the query words it holds."""
-    steps: dict[tuple[str, str], int] = {}
+    asked = set(words)
+    found: dict[tuple[str, str], int] = {}
+    looked: list[str] = []
     for word in words:
+        if not any(ch.isdigit() for ch in word):
+            continue
         rows = index.dropped_postings(word, max_step=scope.max_step, limit=scan)
         if len(rows) >= scan:
-            continue  # in most dropped facts: says nothing about which one
-        df[word] = len(rows)
+            continue  # a figure in most dropped facts says nothing about which one
+        looked.append(word)
         for doc_id, step, fact in rows:
-            holding.setdefault((doc_id, fact), []).append(word)
-            steps[(doc_id, fact)] = step
-    population = max(scope.population, max(df.values(), default=0))
+            found[(doc_id, fact)] = step
     best: dict[str, Found] = {}
-    verdicts: dict[str, bool] = {}
-    for (doc_id, fact), held in holding.items():
-        if len(held) < 2:
-            continue  # one shared word is a coincidence of vocabulary
-        if fact not in verdicts:
-            verdicts[fact] = returns_to(fact)
-        if not verdicts[fact]:
+    for (doc_id, fact), step in found.items():
+        held = asked & text_words(fact)
+        if len(held) < 2 or not returns_to(fact):
             continue
         if not doc_id:  # dropped by a consolidation: found again by its own words
-            found = rank(index, query_words([fact]), scope, exclude=skip).found
-            if not found:
+            again = rank(index, query_words([fact]), scope, exclude=skip).found
+            if not again:
                 continue
-            doc_id, step = found[0].doc_id, found[0].step
-        else:
-            step = steps[(doc_id, fact)]
+            doc_id, step = again[0].doc_id, again[0].step
         if doc_id in skip or (scope.only is not None and doc_id not in scope.only):
             continue
-        terms = tuple(sorted(held, key=lambda w: df[w]))  # rarest first
-        score = round(sum(idf(population, df[w]) for w in held), 4)
-        if doc_id not in best or score > best[doc_id].score:
-            best[doc_id] = Found(doc_id, step, score, terms)
+        terms = tuple(sorted(held, key=lambda w: (not any(ch.isdigit() for ch in w), w)))  # its figures first
+        if doc_id not in best or len(terms) > len(best[doc_id].terms):
+            best[doc_id] = Found(doc_id, step, float(len(terms)), terms)
     order = sorted(best.values(), key=lambda f: (-f.score, f.step, f.doc_id))
-    return Ranking(sorted(df, key=lambda w: df[w]), order)
-
+    return Ranking(looked, order)
 
 def prefer_dropped(ranking: Ranking, dropped: Ranking) -> Ranking:
     """`ranking` with the items of `dropped` first (best first), each once; the words searched are
