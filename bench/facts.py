@@ -1,6 +1,7 @@
 """How many of the facts a later round needs survive an agent's first rule-based summary.
 
 Run: .venv/bin/python bench/facts.py [--debates 10] [--rounds 2] [--window 8000] [--method rule-based]
+     .venv/bin/python bench/facts.py --conversation [--turns 1000]
 
 Debates of 3 agents (`rounds` protocol) against the loopback OpenAI-compatible server, whose
 replies are 2,500 characters of technical prose (`tests/prose.py`): each carries a decision,
@@ -9,6 +10,13 @@ also hold numbers. For each agent's first summary, every fact of every item it c
 far as that item's text still holds it: a reply cut at its token limit loses its tail) is
 looked for in the summary text: a fact is kept when all its keys are there (for a number:
 the value with its unit, and its subject). Prints the share kept per kind and overall.
+
+`--conversation`: the summary tier of a long conversation instead (4 agents, `moot run`'s
+conversation defaults, rule-based summaries, in this process with scripted prose replies of
+2,500 characters): of the decisions, numbers and open questions the replies of turns 1–40 hold,
+the share the last summary's text still holds after `--turns` turns (recall not counted), for
+view layout 3 (a rolling summary rewritten at each roll) and layout 4 (append-only blocks, the
+oldest consolidated when they outgrow the tier).
 """
 
 from __future__ import annotations
@@ -102,6 +110,87 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"  {'all':<9} {all_hit:>4} / {all_total:<4} kept  {100 * all_hit / max(1, all_total):5.1f} %")
 
 
+class ScriptedProvider:
+    """An in-process provider answering each turn with the prose reply of its turn (no HTTP)."""
+
+    name = "demo"
+    label = "DEMO (scripted bench replies)"
+    slots: int | None = None
+    llama_cpp = False
+
+    def __init__(self, chars: int) -> None:
+        self.chars = chars
+
+    async def stream(self, request: Any) -> Any:
+        from moot.core.providers.base import Completion, Finished, TextDelta
+        from moot.core.tokens import count_messages, count_text
+        from tests.prose import turn_of
+
+        turn = turn_of({"messages": request.messages})
+        text = reply((turn or 0) * 31 + 7, self.chars).text
+        yield TextDelta(text)
+        yield Finished(Completion(content=text, prompt_tokens=count_messages(request.messages, request.model),
+                                  completion_tokens=count_text(text, request.model), model=request.model,
+                                  finish_reason="stop"))
+
+    async def discover_window(self, model: str) -> int | None:
+        return None
+
+    def keep_slots(self, speakers: Any) -> dict[str, int]:
+        return {}
+
+    async def aclose(self) -> None:
+        return None
+
+
+CHECKPOINTS = (100, 300, 600, 1000, 2000, 5000)
+
+
+async def conversation(turns: int, layout: int, tmp: Path,
+                       chars: int = 2500) -> dict[int, tuple[Counter[str], Counter[str]]]:
+    """At each checkpoint up to `turns` (and at `turns`): (kept, planted) per kind, the facts of
+    turns 1–40 that the last rolling summary made by then holds (not the judge's, made for the
+    synthesis). One run; a consolidation's timing moves the share from one checkpoint to the
+    next, so several are read."""
+    from moot.core import orchestrator
+
+    cfg = build_config({"debate": {"protocol": "conversation", "turns": turns,
+                                   "summarization": {"method": "rule-based"}}},
+                       Overrides(provider="demo", roles=["architect", "performance", "security", "kiss"]))
+    session = new_session(PROBLEM, cfg, SessionOptions(state_dir=tmp / f"layout{layout}", demo_delay=0))
+    session.providers._providers[("demo", None)] = ScriptedProvider(chars)  # type: ignore[assignment]
+    was, orchestrator.LAYOUT = orchestrator.LAYOUT, layout
+    try:
+        await session.run()
+    finally:
+        orchestrator.LAYOUT = was
+    state = session.folder.load(bounded=False)
+    assert state.view_layout == layout, state.view_layout
+    messages = {c.round: c.content for c in state.all_contributions() if c.type == "message"}
+    made = sorted((s for r in state.rounds for s in [*r.replaced_summaries, *r.summaries.values()]
+                   if s.scope == "conversation" and s.trigger != "judge"), key=lambda s: (s.round, s.ts))
+    planted = [f for t in range(1, 41) for f in reply(t * 31 + 7, chars).facts if f.sentence in messages.get(t, "")]
+    out: dict[int, tuple[Counter[str], Counter[str]]] = {}
+    for at in sorted({c for c in CHECKPOINTS if c < turns} | {turns}):
+        last = [s for s in made if s.round <= at][-1]
+        hit: Counter[str] = Counter()
+        total: Counter[str] = Counter()
+        for f in planted:
+            total[f.kind] += 1
+            hit[f.kind] += kept(last.summary, f)
+        out[at] = (hit, total)
+    return out
+
+
+def conversation_main(turns: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for layout in (3, 4):
+            for at, (hit, total) in asyncio.run(conversation(turns, layout, Path(tmp))).items():
+                parts = "  ".join(f"{kind} {hit[kind]}/{total[kind]}" for kind in ("decision", "number", "question"))
+                print(f"layout {layout}: after {at} turns the summary tier holds {sum(hit.values())}/"
+                      f"{sum(total.values())} of the facts of turns 1-40 ({parts})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--debates", type=int, default=10)
@@ -109,7 +198,12 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=8000, help="the server's window (tokens)")
     ap.add_argument("--method", default="rule-based")
     ap.add_argument("--show-missing", action="store_true", help="print each fact a summary lost")
+    ap.add_argument("--conversation", action="store_true", help="the summary tier of a long conversation")
+    ap.add_argument("--turns", type=int, default=1000, help="--conversation: its length")
     args = ap.parse_args()
+    if args.conversation:
+        conversation_main(args.turns)
+        return
     global MISSING
     MISSING = [] if args.show_missing else None
     asyncio.run(main_async(args))

@@ -1,6 +1,7 @@
 """Recall benchmark: does a long conversation get back what its rolling summary dropped?
 
 Run: .venv/bin/python bench/recall.py [--full] [--turns N]
+     .venv/bin/python bench/recall.py --engineer [--turns 300]
 
 A 2,000-turn conversation (10,000 with --full) of 4 agents at the seed's defaults (8,000-token
 views, the last 50 messages verbatim, a summary every 50), in this process, with a scripted
@@ -19,6 +20,12 @@ planted). Summaries are rule-based (offline). It reports, each figure measured w
   5; goal < 0.3 s), and the search alone in this process;
 - the requests of the recall-on run that differ from those of the same conversation held whole in
   memory (nothing let go of; goal: none, whatever the log's writer's pace).
+
+`--engineer`: the planted-fact check of a 300-turn conversation instead (`tests.engineer_facts`):
+a fact as an engineer writes it (a decision, a number with its unit, a constraint; no made-up
+name) in each of the first 40 turns, each brought up again in other words after turn 200; a case
+counts when the fact's sentence and the 150 characters after it in its message are verbatim in
+the next request (goal ≥ 90 %), with the recall tier on and off.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from moot.core.search.index import INDEX_FILE, SearchIndex  # noqa: E402
 from moot.core.session import SessionOptions, new_session  # noqa: E402
 from moot.core.storage import archive  # noqa: E402
 from moot.core.tokens import count_messages, count_text  # noqa: E402
+from tests.engineer_facts import EngineerScript, engineer_fact  # noqa: E402
 from tests.prose import FactScript, planted, turn_of  # noqa: E402
 
 PROBLEM = "Design a rate limiter for a public API"
@@ -64,7 +72,7 @@ class ScriptedProvider:
     llama_cpp = False
     """Not a llama.cpp server: no slots to keep (see `moot.core.engine.calls`)."""
 
-    def __init__(self, script: FactScript, watch: set[int]) -> None:
+    def __init__(self, script: FactScript | EngineerScript, watch: set[int]) -> None:
         self.script = script
         self.watch = watch
         self.sent: dict[int, str] = {}
@@ -87,6 +95,9 @@ class ScriptedProvider:
     async def discover_window(self, model: str) -> int | None:
         return None
 
+    def keep_slots(self, speakers: Any) -> dict[str, int]:
+        return {}  # no server slots to keep
+
     async def aclose(self) -> None:
         return None
 
@@ -106,14 +117,29 @@ def schedule(turns: int) -> tuple[dict[int, int], dict[int, int]]:
     return plants, mentions
 
 
-async def run(turns: int, state_dir: Path, recall: bool) -> dict[str, Any]:
-    plants, mentions = schedule(turns)
+def engineer_schedule(turns: int) -> tuple[dict[int, int], dict[int, int]]:
+    """A fact in each of turns 1–40; each named again once, every other turn from turn 201 on."""
+    plants = {t: t - 1 for t in range(1, 41)}
+    mentions = {201 + 2 * k: k for k in range(40) if 201 + 2 * k < turns}
+    return plants, mentions
+
+
+def verbatim(fact: int, plant: str, sent: str) -> bool:
+    """Whether `sent` holds the engineer fact's sentence and the 150 characters after it in `plant`."""
+    sentence = engineer_fact(fact).sentence
+    at = plant.find(sentence)
+    return at >= 0 and plant[at:at + len(sentence) + 150] in sent
+
+
+async def run(turns: int, state_dir: Path, recall: bool, engineer: bool = False) -> dict[str, Any]:
+    plants, mentions = (engineer_schedule if engineer else schedule)(turns)
     cfg = build_config({"debate": {"protocol": "conversation", "turns": turns,
                                    "summarization": {"method": "rule-based"},
                                    "conversation": {"recall": recall}}},
                        Overrides(provider="demo", roles=AGENTS))
     session = new_session(PROBLEM, cfg, SessionOptions(state_dir=state_dir, demo_delay=0))
-    provider = ScriptedProvider(FactScript(plants, mentions), {t + 1 for t in mentions})
+    script = EngineerScript(plants, mentions) if engineer else FactScript(plants, mentions)
+    provider = ScriptedProvider(script, {t + 1 for t in mentions})
     session.providers._providers[("demo", None)] = provider  # the bench's replies, in place of the demo's
     per_turn: dict[int, float] = {}
     depth = [0]
@@ -154,6 +180,10 @@ async def run(turns: int, state_dir: Path, recall: bool) -> dict[str, Any]:
     for t, fact in mentions.items():
         plant = next(pt for pt, f in plants.items() if f == fact)
         sent = provider.sent.get(t + 1, "")
+        if engineer:
+            whole += verbatim(fact, messages[plant], sent)
+            sentence += engineer_fact(fact).sentence in sent
+            continue
         whole += messages[plant] in sent
         sentence += planted(fact).sentence in sent
     folder = session.folder.path
@@ -232,7 +262,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="10,000 turns")
     ap.add_argument("--turns", type=int, default=None)
+    ap.add_argument("--engineer", action="store_true", help="the planted-fact check of a 300-turn conversation")
     args = ap.parse_args()
+    if args.engineer:
+        engineer_main(args.turns or 300)
+        return
     turns = args.turns or (10_000 if args.full else 2_000)
     with tempfile.TemporaryDirectory() as tmp:
         on = asyncio.run(run(turns, Path(tmp) / "on", recall=True))
@@ -256,6 +290,17 @@ def main() -> None:
         wall, bare, inner, hits = search_latency(on["folder"], word)
         print(f"moot search {word} on the {turns}-turn debate: {wall:.3f} s from process start (median of 5; "
               f"`moot search --help` {bare:.3f} s), {inner * 1e3:.2f} ms the search itself, {hits} hits")
+
+
+def engineer_main(turns: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, on in (("on", True), ("off", False)):
+            r = asyncio.run(run(turns, Path(tmp) / name, recall=on, engineer=True))
+            n = r["mentions"]
+            print(f"recall {name:3}: {turns} turns, {len(r['plants'])} facts planted in turns 1-40, {n} brought up "
+                  f"after turn 200: the next request holds the fact's sentence and the 150 characters after it "
+                  f"{r['whole']}/{n} = {100 * r['whole'] / n:.1f} %, the sentence {r['sentence']}/{n} "
+                  f"(wall {r['wall']:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,11 @@ class Covered:
     content: str
 
 
+def plain(text: str) -> str:
+    """`text` as `holds` and `returns_to` read it: lower case, without markdown's marks."""
+    return _plain(text)
+
+
 def _plain(text: str) -> str:
     return " ".join(text.lower().replace("**", "").replace("`", "").replace("…", " ").split())
 
@@ -66,6 +71,27 @@ def holds(summary: str, fact: str) -> bool:
         return bool(wanted)
     have = set(_WORD.findall(summary))
     return len(words & have) >= WORDS_HELD * len(words)
+
+
+RETURN_WORDS = 3
+"""Content words a later text must share with a dropped fact to return to it (with its quantities)."""
+_MEASURE = re.compile(r"(?<![\w.])[$€£]?\d[\d,]*(?:\.\d+)?\s?(?:%|[a-zµ/]+)?")
+"""A quantity standing on its own ("200 ms", "85%"; not the "3" of "s3")."""
+
+
+def returns_to(text: str, fact: str) -> bool:
+    """Whether `text` (lowercased, plain: `_plain`) comes back to `fact` without saying it again: the
+    fact has a quantity and `text` holds every one ("200 ms" again, not another number) and at least
+    `RETURN_WORDS` of its content words, yet does not hold the fact (`holds`: a text that restates it
+    has it in view already). A fact with no quantity is never returned to: word overlap alone
+    cannot tell a debate coming back to a decision from one that uses the same words again."""
+    plain = _plain(fact)
+    wanted = {q.replace(" ", "").replace(",", "") for q in _MEASURE.findall(plain)}
+    if not wanted or not wanted <= _quantities(text):
+        return False
+    words = {w for w in _WORD.findall(plain) if w not in _COMMON}
+    shared = len(words & set(_WORD.findall(text)))
+    return shared >= min(RETURN_WORDS, len(words)) and not holds(text, fact)
 
 
 def facts_of(content: str) -> list[tuple[FactKind, str]]:

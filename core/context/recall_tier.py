@@ -26,7 +26,9 @@ sooner, and a roll costs every speaker a request with only its system message ca
 Its size is capped (`RecallRequest.tokens`: about a tenth of the window, which a
 conversation takes from its verbatim window's share), whole items first and, for an item
 too long for what is left, the passage around its match (at least `MIN_PASSAGE_CHARS`
-characters). It never holds an item already in the view, and it is the first tier to give
+characters). An item holding a fact a summary dropped (`Summary.dropped_facts`) comes first when the
+query returns to that fact (`moot.core.search.recall.rank_dropped`). It never holds an item
+already in the view, and it is the first tier to give
 way when the view does not fit (see `moot.core.context.view`).
 
 What was recalled is recorded (`ViewRecord.recall`: ids, passages, scores, the words
@@ -46,7 +48,8 @@ from dataclasses import dataclass
 from .. import tokens
 from ..models.state import Contribution, HeldItem, HeldRecall, RecalledItem, RecallRecord, ViewRecord
 from ..providers.base import Message
-from ..search.recall import CachedPostings, Postings, RecallScope, query_words, rank, text_words
+from ..search.recall import CachedPostings, Postings, RecallScope, prefer_dropped, query_words, rank, rank_dropped, text_words
+from . import facts
 from .index import DebateIndex
 
 QUERY_ITEMS = 2
@@ -200,11 +203,16 @@ class Recaller:
         again, so a query that still points where the last one did adds nothing new."""
         if request.tokens <= 0 or request.scope.population <= 0:
             return None
-        words = query_words(texts)
+        words = every = query_words(texts)
         if known:  # `request.new_words`: the words the rest of the window holds were searched when they came
             said = frozenset().union(*(self.words(c) for c in known))
             words = [w for w in words if w not in said]
-        ranking = rank(self.search, words, request.scope, exclude=exclude)
+        # What a summary dropped and the latest messages return to comes first (the summary cannot
+        # say it again), found by all their words: a fact is returned to by words said before too.
+        latest = facts.plain(" ".join(texts))
+        ranking = prefer_dropped(rank(self.search, words, request.scope, exclude=exclude),
+                                 rank_dropped(self.search, every, request.scope,
+                                              lambda fact: facts.returns_to(latest, fact), exclude=exclude))
         if not ranking.terms:
             return None
         model = record.model

@@ -38,7 +38,7 @@ from ..providers.base import Completion, Message
 from .facts import Covered, dropped_facts
 from .index import DebateIndex
 from .reads import with_reads
-from .rule_based import SourceItem, summarize_rule_based
+from .rule_based import EARLIER, SourceItem, summarize_rule_based
 from .view import ViewBuilder, format_item, item_label, render_messages
 
 CallFn = Callable[[ViewRecord, int, int], Awaitable[Completion]]
@@ -336,8 +336,12 @@ class Summarizer:
                 why = f"LLM consolidation of the summary {failed}: {exc}"
                 text = ""
         if not text:
-            text = summarize_rule_based([SourceItem(b.label.removeprefix("### "), b.text) for b in blocks],
-                                        max_chars=max_chars, max_tokens=max_tokens, model=job.model)
+            # The oldest block is carried as a rolling summary carries what it held (`previous`, the
+            # last to give way): weighed as one more item, it gave way first, and each consolidation
+            # dropped the oldest facts again (`bench/facts.py --conversation`).
+            first, rest = (_carried(blocks[0].text), blocks[1:]) if len(blocks) > 1 else (None, blocks)
+            text = summarize_rule_based([SourceItem(b.label.removeprefix("### "), b.text) for b in rest],
+                                        max_chars=max_chars, max_tokens=max_tokens, model=job.model, previous=first)
         text = with_reads(text, [], "\n\n".join(b.text for b in blocks), max_chars)
         text = cap_text(text, max_chars, max_tokens, job.model)
         return SummaryBlock(first=blocks[0].first, last=blocks[-1].last, count=sum(b.count for b in blocks),
@@ -451,3 +455,12 @@ class Summarizer:
         """The fewest tokens a partial summary gets: a fifth of a request's room (five reduce
         in one request), and never under 64."""
         return max(64, self._room(job, None) // 5)
+
+
+def _carried(text: str) -> str:
+    """What an oldest block carries into a consolidation: its text without the heading an earlier
+    consolidation put over what it carried (each merge would nest one more)."""
+    text = text.strip()
+    while text.startswith(EARLIER + "\n"):
+        text = text.removeprefix(EARLIER + "\n").lstrip()
+    return text

@@ -191,6 +191,14 @@ class Summary(Model):
     ts: float = Field(default_factory=time.time)
 
     @property
+    def facts_kept_label(self) -> str | None:
+        """"7/9 facts kept": how many of the facts of what it covered its text holds (None: not counted)."""
+        total, kept = self.metadata.facts, self.metadata.facts_kept
+        if total is None or kept is None:
+            return None
+        return f"{kept}/{total} facts kept"
+
+    @property
     def facts_line(self) -> str | None:
         """"kept 9 of 12 facts; lost: p99 ≤ 200 ms (Turn 3 · Ana (architect)) …", or None when not counted."""
         total, kept = self.metadata.facts, self.metadata.facts_kept

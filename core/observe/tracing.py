@@ -461,6 +461,9 @@ class TraceBuilder(SpanOutlet):
             "moot.summary.covered_count": s.covered_count, "moot.summary.before_tokens": md.before_tokens,
             "moot.summary.after_tokens": md.after_tokens, "moot.summary.chunks": md.chunks,
         })
+        if md.facts is not None and md.facts_kept is not None:  # what it lost (a summary made before: not counted)
+            span.attributes.update({"moot.summary.facts_found": md.facts, "moot.summary.facts_kept": md.facts_kept,
+                                    "moot.summary.facts_dropped": md.facts - md.facts_kept})
         if md.fallback_reason:
             span.attributes["moot.summary.fallback"] = md.fallback_reason
         if md.requested_method:

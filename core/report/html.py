@@ -25,6 +25,7 @@ from ..context.log_index import bare_index
 from ..models.provider_kinds import kind_of
 from ..models.state import Contribution, DebateState, Round, Summary, Usage, ViewRecord
 from .covered import Covered
+from .dropped import facts_html
 from .experiments import by_call
 from .html_parts import STYLE, Html, anchor_id, collapsible, count, table, usd
 from .html_views import Calls, agent_anchor, agent_views, people
@@ -282,7 +283,7 @@ def _summary_text(h: Html, covered: Covered, s: Summary) -> str:
     head = (f"Summary for {h.text(s.agent_id)} <span class=\"muted\">· {h.text(s.trigger)} · "
             f"{count(m.before_tokens)} → {count(m.after_tokens)} tokens</span>")
     what = f'<p class="muted">Covers {h.text(covered.text(s))}.</p>'
-    return collapsible(head, what + h.markdown(s.summary, 5))
+    return collapsible(head, what + h.markdown(s.summary, 5)) + facts_html(h, s)
 
 
 def _after(h: Html, state: DebateState, number: int) -> str:

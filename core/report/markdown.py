@@ -32,6 +32,7 @@ from ..models.state import (
     Usage,
 )
 from ..safety.sanitize import one_line_safe, terminal_safe
+from .dropped import facts_markdown
 from .experiments import by_call, leftover_markdown, markdown_lines
 from .grounding import report_section
 
@@ -217,7 +218,7 @@ def _summary_texts(summaries: Iterable[Summary], verbose: bool) -> list[str]:
     for s in summaries:
         meta = f" {_meta_line_summary(s)}" if verbose else ""
         out += ["<details>", f"<summary>Summary for {s.agent_id}{meta}</summary>", "",
-                demote_headings(s.summary, 5) or "_(empty)_", "", "</details>", ""]
+                demote_headings(s.summary, 5) or "_(empty)_", "", "</details>", "", *facts_markdown(s)]
     return out
 
 

@@ -1,8 +1,10 @@
 """One full-text index per debate: SQLite FTS5 with BM25 ranking, derived from the event log.
 
-Two tables: `docs`, the debate's own texts (below), and `passages`, the reference files the
+Three tables: `docs`, the debate's own texts (below); `passages`, the reference files the
 user gave it (`--ref`) cut into numbered line ranges, for the retrieval tier of views on
-servers without function calling (`index_references`, `passages`).
+servers without function calling (`index_references`, `passages`); and `dropped`, each fact a
+summary dropped under the id of the item it came from, which the recall tier prefers when the
+debate returns to it (`dropped_postings`).
 
 The log (`events.jsonl`) is the truth; the index (`search.sqlite` beside it) is a cache of
 the texts worth finding again — contributions and messages, summaries, moderator notes —
@@ -45,12 +47,12 @@ if TYPE_CHECKING:
     from ..events import Event
 
 INDEX_FILE = "search.sqlite"
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 """2: each text keeps its event's sequence number, so an index ahead of a cut log is trimmed. The
 `passages` table (reference files) is created when missing. 3: `doc_rows` finds a document's row
 by its id (an FTS5 column marked UNINDEXED is searched by reading the whole table: 170 ms a lookup
-at 100,000 texts, and recall looks up every archived item it brings back). An older index is
-started again from the log."""
+at 100,000 texts, and recall looks up every archived item it brings back). 4: the `dropped` table
+(what each summary lost). An older index is started again from the log."""
 PAGE_SIZE = 1024
 """SQLite's page size for a new index (its default is 4,096)."""
 WAL_PAGES = 4096
@@ -157,6 +159,17 @@ def _texts_of(event: Event) -> Iterator[tuple[str, str, str, int, str]]:
             return
 
 
+def _dropped_of(event: Event) -> Iterator[tuple[str, str, int]]:
+    """(item id, fact, step) for every fact a summary dropped (the item id is "" for a fact an older
+    block held, lost at a consolidation: its step is the block's first)."""
+    from ..events import SummaryAdded
+
+    if isinstance(event, SummaryAdded):
+        for fact in event.summary.dropped_facts or []:
+            if fact.text.strip():
+                yield fact.item_id or "", fact.text, fact.turn
+
+
 def open_index(folder: Path) -> SearchIndex:
     """A debate folder's index (created when missing). Like every file of a debate it is opened
     only as a regular file: a link or anything else there is a StoreError, and nothing is changed."""
@@ -216,6 +229,8 @@ class SearchIndex:
                     "CREATE VIRTUAL TABLE IF NOT EXISTS passages USING fts5("
                     " body, path UNINDEXED, first_line UNINDEXED, last_line UNINDEXED,"
                     " tokenize='porter unicode61');"
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS dropped USING fts5("
+                    " body, doc_id UNINDEXED, step UNINDEXED, seq UNINDEXED, tokenize='porter unicode61');"
                 )
                 version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
                 if version is None:
@@ -266,6 +281,7 @@ class SearchIndex:
         try:
             last = newest = self.last_seq
             rows: list[tuple[str, str, str, str, int, int]] = []
+            lost: list[tuple[str, str, int, int]] = []
             for event in batch:
                 seq = event if isinstance(event, int) else event.seq
                 if seq and seq <= last:
@@ -273,8 +289,9 @@ class SearchIndex:
                 if not isinstance(event, int):
                     rows += [(text, doc_id, kind, agent, step, seq)
                              for doc_id, kind, agent, step, text in _texts_of(event)]
+                    lost += [(text, doc_id, step, seq) for doc_id, text, step in _dropped_of(event)]
                 newest = max(newest, seq)
-            if newest == last and not rows:
+            if newest == last and not rows and not lost:
                 if not held and not hold:
                     db.execute("ROLLBACK")
                 return 0
@@ -285,6 +302,9 @@ class SearchIndex:
             # A document's first row is the one kept (as `LIMIT 1` over the table in rowid order did).
             db.executemany("INSERT OR IGNORE INTO doc_rows VALUES (?, ?)",
                            [(row[1], first + i) for i, row in enumerate(rows)])
+            if lost:
+                db.executemany("INSERT INTO dropped(body, doc_id, step, seq) VALUES (?,?,?,?)", lost)
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('dropped_seq', ?)", (str(max(r[3] for r in lost)),))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(newest),))
             if not hold:
                 db.execute("COMMIT")
@@ -322,6 +342,9 @@ class SearchIndex:
             if first is not None:
                 removed = db.execute("DELETE FROM docs WHERE rowid >= ?", (first,)).rowcount
                 db.execute("DELETE FROM doc_rows WHERE row >= ?", (first,))
+            db.execute("DELETE FROM dropped WHERE CAST(seq AS INTEGER) > ?", (seq,))  # a few rows a summary
+            top = db.execute("SELECT max(CAST(seq AS INTEGER)) FROM dropped").fetchone()
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('dropped_seq', ?)", (str(top[0] or 0),))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(seq),))
             db.execute("COMMIT")
         except BaseException:
@@ -435,6 +458,26 @@ class SearchIndex:
         except sqlite3.OperationalError:
             return []  # a word FTS5 cannot take as a phrase (nothing left after its tokenizer)
         return [(str(d), int(st)) for d, st in rows]
+
+    def dropped_version(self) -> int:
+        """The sequence number of the newest event whose dropped facts the index holds: the
+        `dropped` table is the same whenever this is (rows are only added in order, or trimmed)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='dropped_seq'").fetchone()
+        return int(row[0]) if row else 0
+
+    def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]:
+        """(item id, step, fact) of the first `limit` facts summaries dropped, of items at step
+        `max_step` or before, that hold one word (as FTS5 stems it). The item id is "" for a fact a
+        consolidation dropped (it came from an older block)."""
+        word = term.replace('"', "")[:MAX_TERM_CHARS]
+        if not word.strip() or limit <= 0:
+            return []
+        sql = "SELECT doc_id, step, body FROM dropped WHERE dropped MATCH ? AND CAST(step AS INTEGER) <= ? LIMIT ?"
+        try:
+            rows = self._db.execute(sql, (f'"{word}"', max_step, limit)).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        return [(str(d), int(st), str(body)) for d, st, body in rows]
 
     def seq_of(self, doc_id: str) -> int | None:
         """The sequence number of the event that holds one document (where it is in the log)."""

@@ -193,6 +193,24 @@ class LiveIndex:
             self._fail(exc)
             return []
 
+    def dropped_version(self) -> int:
+        if self.index is None:
+            return 0
+        try:
+            return self.index.dropped_version()
+        except sqlite3.Error as exc:
+            self._fail(exc)
+            return 0
+
+    def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]:
+        if self.index is None:
+            return []
+        try:
+            return self.index.dropped_postings(term, max_step=max_step, limit=limit)
+        except sqlite3.Error as exc:
+            self._fail(exc)
+            return []
+
     def seq_of(self, doc_id: str) -> int | None:
         if self.index is None:
             return None

@@ -15,7 +15,9 @@ view is built:
   carries); its weight is BM25's
   inverse document frequency over that part; a text's score is the sum of the weights
   of the rare words it holds (BM25 with k1 = 0: presence, not repetition);
-- ties go to the older step, then the id.
+- ties go to the older step, then the id;
+- an item holding a fact a summary dropped comes first when the query returns to that fact
+  (`rank_dropped`, `prefer_dropped`): the summary no longer says it, so only recall can.
 
 Each word's postings are read with a limit (`SearchIndex.postings`), so the cost of a
 query is bounded by the number of words and `RARE`, not by the debate's length.
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -49,6 +51,10 @@ class Postings(Protocol):
     def postings(self, term: str, *, kinds: Sequence[str], max_step: int,
                  limit: int) -> list[tuple[str, int]]: ...
 
+    def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]: ...
+
+    def dropped_version(self) -> int: ...
+
 
 class CachedPostings:
     """Postings of a closed part of the debate never change (texts at or before a covered step are
@@ -63,6 +69,8 @@ class CachedPostings:
         self._cache: dict[tuple[str, tuple[str, ...], int, int], list[tuple[str, int]]] = {}
         self._common: dict[tuple[str, tuple[str, ...], int], int] = {}
         """(word, kinds, limit) → the first last step at which it filled `limit` postings."""
+        self._dropped: dict[tuple[str, int, int], list[tuple[str, int, str]]] = {}
+        self._version = -1
 
     def postings(self, term: str, *, kinds: Sequence[str], max_step: int, limit: int) -> list[tuple[str, int]]:
         common = (term, tuple(kinds), limit)
@@ -80,6 +88,26 @@ class CachedPostings:
                 self._common[common] = min(max_step, since if since is not None else max_step)
                 return [("", 0)] * limit
             self._cache[key] = rows
+        return rows
+
+    def dropped_version(self) -> int:
+        """The dropped facts' version (`SearchIndex.dropped_version`), read once a query: a later
+        summary may drop a fact of an item at a step already read, so what was cached for another
+        version is let go (else a view would depend on which calls came before it)."""
+        version = self.source.dropped_version()
+        if version != self._version:
+            self._version = version
+            self._dropped.clear()
+        return version
+
+    def dropped_postings(self, term: str, *, max_step: int, limit: int) -> list[tuple[str, int, str]]:
+        """A word's dropped facts up to a step, as of the version last read (`dropped_version`)."""
+        key = (term, max_step, limit)
+        rows = self._dropped.get(key)
+        if rows is None:
+            if len(self._dropped) >= self.size:
+                self._dropped.clear()
+            rows = self._dropped[key] = self.source.dropped_postings(term, max_step=max_step, limit=limit)
         return rows
 
 
@@ -185,3 +213,58 @@ def rank(index: Postings, words: Sequence[str], scope: RecallScope, *, exclude: 
     order = sorted(scores, key=lambda d: (-round(scores[d], 9), steps[d], d))
     return Ranking([w for w, _ in per_word],
                    [Found(d, steps[d], round(scores[d], 4), tuple(matched[d])) for d in order])
+
+
+
+
+
+def rank_dropped(index: Postings, words: Sequence[str], scope: RecallScope, returns_to: Callable[[str], bool], *,
+                 exclude: Iterable[str] = ()) -> Ranking:
+    """The eligible items holding a fact a summary dropped that the query returns to (`returns_to`
+    says, for a fact's text), best first. A fact is returned to by its figures ("250 ms" again),
+    so only the query's words with a digit are looked up (a few, where every word would cost a
+    lookup each); a fact found scores the query words it holds, an item its best fact's. A fact a
+    consolidation dropped has no item of its own (it came from an older block): its item is the
+    best text for the fact's own words (`rank`). Like `rank`, it reads only a closed part of the
+    debate (facts of items at or before `scope.max_step`)."""
+    skip = set(exclude)
+    scan = SCAN + 1
+    index.dropped_version()  # what is read below is as of now (a cache lets go of an older version)
+    asked = set(words)
+    found: dict[tuple[str, str], int] = {}
+    looked: list[str] = []
+    for word in words:
+        if not any(ch.isdigit() for ch in word):
+            continue
+        rows = index.dropped_postings(word, max_step=scope.max_step, limit=scan)
+        if len(rows) >= scan:
+            continue  # a figure in most dropped facts says nothing about which one
+        looked.append(word)
+        for doc_id, step, fact in rows:
+            found[(doc_id, fact)] = step
+    best: dict[str, Found] = {}
+    for (doc_id, fact), step in found.items():
+        held = asked & text_words(fact)
+        if len(held) < 2 or not returns_to(fact):
+            continue
+        if not doc_id:  # dropped by a consolidation: found again by its own words
+            again = rank(index, query_words([fact]), scope, exclude=skip).found
+            if not again:
+                continue
+            doc_id, step = again[0].doc_id, again[0].step
+        if doc_id in skip or (scope.only is not None and doc_id not in scope.only):
+            continue
+        terms = tuple(sorted(held, key=lambda w: (not any(ch.isdigit() for ch in w), w)))  # its figures first
+        if doc_id not in best or len(terms) > len(best[doc_id].terms):
+            best[doc_id] = Found(doc_id, step, float(len(terms)), terms)
+    order = sorted(best.values(), key=lambda f: (-f.score, f.step, f.doc_id))
+    return Ranking(looked, order)
+
+def prefer_dropped(ranking: Ranking, dropped: Ranking) -> Ranking:
+    """`ranking` with the items of `dropped` first (best first), each once; the words searched are
+    both rankings' (those of `ranking` first)."""
+    if not dropped.found:
+        return ranking
+    first = {f.doc_id for f in dropped.found}
+    terms = list(dict.fromkeys([*ranking.terms, *dropped.terms]))
+    return Ranking(terms, [*dropped.found, *(f for f in ranking.found if f.doc_id not in first)])

@@ -345,6 +345,7 @@ class AgentPane(Vertical, KeptLines, can_focus=True):
         badge.tooltip = Text(one_line_safe(  # Text: the fallback reason quotes a server, never markup
             f"summary {s.id}: {md.before_tokens} → {md.after_tokens} tokens, "
             f"{md.before_chars} → {md.after_chars} chars, {s.written_by}/{s.strategy}, trigger {s.trigger}"
+            + (f"; {s.facts_kept_label}" if s.facts_kept_label else "")
             + (f"; focus: {s.focus}" if s.focus else "")
             + (f"; fallback: {md.fallback_reason}" if md.fallback_reason else "")))
         if show_block:
@@ -358,7 +359,9 @@ class AgentPane(Vertical, KeptLines, can_focus=True):
         md = s.metadata
         key = f"summary:{s.id}"
         focus = f" · focus: {one_line_safe(s.focus, 60)}" if s.focus else ""
-        title = f"summary R{s.round} · {k(md.before_tokens)} → {k(md.after_tokens)} tok · {s.written_by} ({how}){focus}"
+        facts = f" · {s.facts_kept_label}" if s.facts_kept_label else ""
+        title = (f"summary R{s.round} · {k(md.before_tokens)} → {k(md.after_tokens)} tok{facts} · {s.written_by} "
+                 f"({how}){focus}")
         manual = s.trigger == "manual"
         self._add_block(Entry(key, title, text=s.summary, kind="history", expanded=manual))
         self._summary_key = key

@@ -120,7 +120,8 @@ class ConversationView(Vertical):
         md = s.metadata
         # The turns it covers first: at 80 columns the title is cut after ~35 characters.
         box.title = (f"Summary of turns 1–{s.covered_count} · made at turn {s.round} "
-                     f"({s.trigger}, {k(md.before_tokens)}→{k(md.after_tokens)} tok)")
+                     f"({s.trigger}, {k(md.before_tokens)}→{k(md.after_tokens)} tok"
+                     + (f", {s.facts_kept_label})" if s.facts_kept_label else ")"))
         self.query_one("#summary-text", Static).update(Text(terminal_safe(s.summary)))
 
     def show_solution(self, solution: Solution) -> None:
