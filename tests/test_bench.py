@@ -48,6 +48,10 @@ def test_answers_are_extracted_in_their_form_and_unparsable_is_wrong() -> None:
     assert extract("2 × 21 = 42, then 17 + 42 = 59.\n\nAnswer: 1,234", NUMBER) == "1234"
     assert extract("so the total is **-7.0**", NUMBER) == "-7"
     assert extract("I would need a calculator for that.", NUMBER) is None
+    # A `*` between digits is a product, not emphasis: a reply restating "13+14*11" gave 1411 when
+    # the star was taken off as markup, and two such replies looked like agreement.
+    assert extract("Let me restate it: what is 0+21*13.", NUMBER) == "13"
+    assert extract("Answer: **154**", NUMBER) == "154"  # emphasis is still markup
     assert not is_correct(None, "0", NUMBER)
     assert is_correct(extract("It is \\boxed{12}.", NUMBER), "12", NUMBER)
     choice = AnswerFormat(kind="choice", choices=["Paris", "London", "Rome"])

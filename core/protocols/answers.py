@@ -29,6 +29,15 @@ _ANSWER_LINE = re.compile(
     r"(?:final\s+answer|answer)\s*(?:is|=|:)?\s*[:=]?\s*(?P<rest>[^\n]*)", re.IGNORECASE)
 _THE_ANSWER_IS = re.compile(r"answer\s+(?:is|would be|:)\s*:?\s*\(?\**([A-Z])\b", re.IGNORECASE)
 _MARKUP = re.compile(r"[*_`$]")
+_PRODUCT = re.compile(r"(?<=\d)[*_](?=\d)")
+"""A star (or underscore) between two digits: an operator, not emphasis; taking it off as
+markup would join `21*13` into a number the reply never gave."""
+
+
+def _unmarked(text: str) -> str:
+    """`text` without markdown's emphasis, code and math marks; an operator between digits
+    becomes a space."""
+    return _MARKUP.sub("", _PRODUCT.sub(" ", text))
 
 
 def _boxed(text: str) -> str | None:
@@ -53,7 +62,7 @@ def _boxed(text: str) -> str | None:
 
 def _answer_lines(text: str) -> list[str]:
     """What follows each `Answer:` / `Final answer:` marker, in order (markup removed)."""
-    clean = _MARKUP.sub("", text)
+    clean = _unmarked(text)
     return [m.group("rest").strip() for m in _ANSWER_LINE.finditer(clean) if m.group("rest").strip()]
 
 
@@ -87,7 +96,7 @@ def _number(text: str) -> str | None:
     boxed = _boxed(text)
     if boxed is not None and normalize_number(boxed) is not None:
         return normalize_number(boxed)
-    found = _NUMBER_RE.findall(_MARKUP.sub("", text))
+    found = _NUMBER_RE.findall(_unmarked(text))
     return normalize_number(found[-1]) if found else None
 
 
@@ -167,7 +176,7 @@ _CONFIDENCE = re.compile(r"confidence\s*(?:level)?\s*[:=]\s*(\d{1,3}(?:\.\d+)?)\
 def extract_confidence(text: str) -> int | None:
     """The confidence (0–100) the last `Confidence: N` line states (`85`, `85%`, `85/100`); None when
     there is none or it is out of range."""
-    found = _CONFIDENCE.findall(_MARKUP.sub("", text))
+    found = _CONFIDENCE.findall(_unmarked(text))
     if not found:
         return None
     value = float(found[-1][0])
