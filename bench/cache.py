@@ -166,16 +166,22 @@ async def run_case(name: str, debate: dict[str, Any], rounds: int, chars: int, t
 
 
 async def real_server(args: argparse.Namespace) -> None:
-    """The rounds debate against a real server; the share by its own count."""
+    """The rounds debate (or, with `--conversation N`, a conversation of N turns) against a real
+    server; the share by its own count."""
     with tempfile.TemporaryDirectory() as tmp:
         config: dict[str, Any] = {"debate": {"context": {"reserve_output_tokens": args.max_tokens}}}
+        what = f"rounds, {args.rounds} rounds"
+        if args.conversation:
+            config["debate"].update(protocol="conversation", turns=args.conversation,
+                                    conversation={"reserve_output_tokens": args.max_tokens})
+            what = f"conversation, {args.conversation} turns"
         cfg = build_config(config, Overrides(rounds=args.rounds, provider="openai", base_url=args.base_url,
                                              model=args.model, roles=ROLES))
         session = new_session(PROBLEM, cfg, SessionOptions(state_dir=Path(tmp), backoff_base_s=0.5))
         state = await session.run()
     t = state.totals
     calls = [c.metadata for r in state.rounds for c in r.contributions if not c.carried_from]
-    print(f"{args.base_url} · {args.model} · rounds, {args.rounds} rounds × 3 agents: {state.status}, "
+    print(f"{args.base_url} · {args.model} · layout {state.view_layout} · {what} × 3 agents: {state.status}, "
           f"{t.calls} calls; the server counted {t.prompt_tokens:,} prompt tokens, {t.cached_tokens:,} of them "
           f"from its cache: {t.cached_tokens / max(1, t.prompt_tokens):.1%} "
           f"(contributions: {sum(m.cached_tokens for m in calls):,} of {sum(m.prompt_tokens for m in calls):,})")
@@ -216,6 +222,8 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--no-recall", action="store_true", help="the conversations without their recall tier")
     ap.add_argument("--max-tokens", type=int, default=1000, help="each reply's limit against a real server")
+    ap.add_argument("--conversation", type=int, metavar="TURNS",
+                    help="against a real server: a conversation of this many turns instead of the rounds debate")
     ap.add_argument("--explain", action="store_true",
                     help="print where each request first differs from its speaker's previous one, and a tally")
     ap.add_argument("--layout", type=int, help="begin the debates in this view layout (default: the newest)")
