@@ -77,6 +77,11 @@ forward instead of dropping anything (see `moot.core.protocols.conversation`).
 
 Over 400 lines: the order in which tiers are laid out and give way is one decision, kept in
 one place; what goes into each tier (summaries, recall, passages, tool messages) lives beside it.
+
+Over 400 lines: what a view holds (the renderers, one per tier) and how it is fitted to its budget
+(`ViewBuilder`) must agree to the byte, since `moot context` rebuilds every request with the
+renderers alone; the tiers that grew their own rules live beside it (`pins.py`,
+`recall_tier.py`, `tool_messages.py`). Summary blocks would be the next to move out.
 """
 
 from __future__ import annotations

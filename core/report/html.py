@@ -12,6 +12,10 @@ Like the markdown report, a long debate's page is written a step at a time as it
 read back from the log (`html_chunks`): what a summary covers is worked out from the
 perspectives seen so far (`covered.py`), each agent's latest calls are kept as they go by, and
 the index that rebuilds their messages holds only what those calls saw.
+
+Just over 400 lines: the page's sections follow the markdown report's outline one to one, and
+splitting them would put one document's order in two places; the per-agent calls already live
+in `html_views.py` and the dropped facts in `dropped.py`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gc
 import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from moot.core.events import CallStarted, ContributionAdded, Event, PhaseStarted, Token
 from moot.core.models.state import CallMetadata, Contribution
@@ -70,6 +72,18 @@ def lines(strips: list) -> list[list[tuple[str, object]]]:  # type: ignore[type-
     return [[(seg.text, seg.style) for seg in strip] for strip in strips]
 
 
+@asynccontextmanager
+async def mounted_transcript() -> AsyncIterator[Transcript]:
+    """A transcript mounted in a running app of 100×30, for the rendering tests below."""
+    app = create_app(ScriptedRuntime(clock=fixed_clock), cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        transcript = Transcript()
+        await app.screen.mount(transcript)
+        await pilot.pause()
+        yield transcript
+
+
 def test_cuts_wait_for_the_line_after_a_break_and_never_split_a_list_or_fence() -> None:
     assert first_cut("One paragraph.\n\n") == 0  # what comes next may continue a list
     assert first_cut("One paragraph.\n\nTwo") == len("One paragraph.\n\n")
@@ -98,13 +112,7 @@ async def test_streamed_edge_blocks_render_as_the_whole_text() -> None:
 
 
 async def stream_and_compare(texts: list[str], rng: random.Random) -> None:
-    runtime = ScriptedRuntime(clock=fixed_clock)
-    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        transcript = Transcript()
-        await app.screen.mount(transcript)
-        await pilot.pause()
+    async with mounted_transcript() as transcript:
         width = transcript._width()
         for n, text in enumerate(texts):
             entry = transcript.add(Entry(f"call-{n}", "proposal · …"))
@@ -125,13 +133,7 @@ async def stream_and_compare(texts: list[str], rng: random.Random) -> None:
 async def test_a_growing_paragraph_renders_as_the_whole_text_at_any_width() -> None:
     """A plain paragraph keeps the lines it had and renders only from its last line on: after
     every piece, at widths where words fold, the lines of the whole text rendered at once."""
-    runtime = ScriptedRuntime(clock=fixed_clock)
-    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        transcript = Transcript()
-        await app.screen.mount(transcript)
-        await pilot.pause()
+    async with mounted_transcript() as transcript:
         rng = random.Random(7)
         prose = [block for block in BLOCKS if block[0].isalpha() and "[" not in block and "*" not in block]
         kept = 0
@@ -157,13 +159,7 @@ async def test_a_growing_bullet_renders_as_the_whole_text_without_parsing_it(mon
     parsed: list[str] = []
     real = transcript_lines.markdown
     monkeypatch.setattr(transcript_lines, "markdown", lambda text, theme: parsed.append(text) or real(text, theme))
-    runtime = ScriptedRuntime(clock=fixed_clock)
-    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        transcript = Transcript()
-        await app.screen.mount(transcript)
-        await pilot.pause()
+    async with mounted_transcript() as transcript:
         rng = random.Random(11)
         prose = [block for block in BLOCKS if block[0].isalpha() and "[" not in block and "*" not in block]
         unparsed = 0
@@ -203,13 +199,7 @@ EDGE_BLOCKS = [
 async def test_blocks_rendered_apart_join_to_the_whole_text_at_any_width() -> None:
     """A text's top-level blocks rendered one by one (those rendered before taken from the
     entry's kept blocks) and joined give the lines of the whole text rendered at once."""
-    runtime = ScriptedRuntime(clock=fixed_clock)
-    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        transcript = Transcript()
-        await app.screen.mount(transcript)
-        await pilot.pause()
+    async with mounted_transcript() as transcript:
         rng = random.Random(41)
         kept: dict = {}  # type: ignore[type-arg]
         reused = 0

@@ -5,6 +5,9 @@ used to send them (`core.context.inspect.call_view` → `render_messages`). One 
 time, in a read-only TextArea (scrolls at once, selects, finds); the agent's calls are
 stepped through with keys, never picked from lists, so a 10,000-turn debate opens as fast
 as a short one.
+
+Over 400 lines: stepping through calls, find, and the re-run panel share the one TextArea and
+its position; the overview, the editor and the re-run's request are their own modules.
 """
 
 from __future__ import annotations

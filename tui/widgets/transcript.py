@@ -16,6 +16,10 @@ render to the lines of the whole text) and the finished reply keeps them.
 
 Growing text sets the scroll range without a layout of the whole screen: the widget's
 region never depends on its text (CSS sets its height).
+
+Just over 400 lines: the scroll state, the estimates and what each frame renders depend on one
+another on the streaming path, measured frame by frame; the line rendering itself is in
+`transcript_lines.py` and `markdown_blocks.py`.
 """
 
 from __future__ import annotations
