@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from moot.core.context.pins import PINNED_HEADING
 from moot.core.context.view import SUMMARY_HEADING
 from moot.core.events import ContributionAdded, Event
@@ -128,6 +130,20 @@ def test_the_configs_constraints_ride_in_every_debaters_request(tmp_path: Path) 
     assert all(_pinned(b) is None for b in bodies if _turn(b) is None)  # summaries and the judge: not pinned
     out = cli("context", state.id, "--turn", "4", "--state-dir", str(folder.path.parent))
     assert out.returncode == 0 and "pinned: constraint 1" in out.stdout and "] pinned · " in out.stdout
+
+
+def test_a_key_pasted_into_a_pinned_constraint_is_never_saved(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-pinned-8f3a1c9e27b4d6f0a5e8c1b3"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    (tmp_path / "moot.toml").write_text('[debate]\nprotocol = "conversation"\nturns = 2\n'
+                                        f'pinned = ["Deploy with the token {key} on the staging cluster."]\n')
+    r = cli("run", PROBLEM, "--provider", "demo", "--headless", "-c", str(tmp_path / "moot.toml"),
+            "--state-dir", str(tmp_path / "d"))
+    assert r.returncode == 0, r.stderr
+    saved = [p for p in (tmp_path / "d").rglob("*") if p.is_file()]
+    assert saved and not any(key.encode() in p.read_bytes() for p in saved)
+    assert key not in r.stdout + r.stderr
 
 
 def _pinned_run(tmp_path: Path, srv: LoopbackServer, turns: int, *, stop_after: int | None = None) -> tuple[str, Path]:

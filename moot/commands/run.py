@@ -141,7 +141,10 @@ def build_run(args: argparse.Namespace, problem: str, *, tui: bool, plain: Plain
     from moot.core.safety.secrets import known_secrets, redact
     from moot.core.session import SessionOptions, new_session
 
-    problem = redact(problem, known_secrets())  # a pasted key is never saved
+    secrets = known_secrets()
+    problem = redact(problem, secrets)  # a pasted key is never saved
+    if config.debate.pinned:  # the problem's constraints are saved as the problem is
+        config.debate.pinned = [redact(text, secrets) for text in config.debate.pinned]
     source = args.config or "moot.toml"
     notices = [check_agent_count(config, args.max_agents), None if args.agents else alone(config, source)]
     step("counting the problem's tokens")
