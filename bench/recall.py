@@ -72,7 +72,7 @@ class ScriptedProvider:
     llama_cpp = False
     """Not a llama.cpp server: no slots to keep (see `moot.core.engine.calls`)."""
 
-    def __init__(self, script: FactScript | EngineerScript, watch: set[int]) -> None:
+    def __init__(self, script: FactScript, watch: set[int]) -> None:
         self.script = script
         self.watch = watch
         self.sent: dict[int, str] = {}

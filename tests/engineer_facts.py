@@ -9,10 +9,11 @@ way a real debate comes back to "the burst allowance of the search endpoint". Us
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.prose import loopback_reply, reply, turn_of
+from tests.prose import FactScript
 
 _THINGS = (
     ("burst allowance", "requests"), ("refill interval", "ms"), ("lease renewal", "seconds"),
@@ -58,23 +59,10 @@ def engineer_fact(i: int) -> EngineerFact:
 
 
 @dataclass
-class EngineerScript:
+class EngineerScript(FactScript):
     """A `LoopbackServer` reply function for a conversation: ordinary prose each turn, the fact
     of `plants` (turn → fact) in the middle of its turn's reply, a mention of one at the turns of
     `mentions`."""
 
-    plants: dict[int, int]
-    mentions: dict[int, int]
-    chars: int = 700
-
-    def __call__(self, body: dict[str, Any], n: int) -> str:
-        turn = turn_of(body)
-        if turn is None:
-            return loopback_reply(body, n, self.chars)
-        text = reply(turn * 31 + 7, self.chars).text  # by turn: a redone turn says the same
-        if turn in self.plants:
-            cut = text.find(". ", len(text) // 2) + 1 or len(text)
-            return f"{text[:cut]} {engineer_fact(self.plants[turn]).sentence}{text[cut:]}"
-        if turn in self.mentions:
-            return f"{engineer_fact(self.mentions[turn]).mention}\n\n{text}"
-        return text
+    fact: Callable[[int], Any] = engineer_fact
+    in_the_middle: bool = True

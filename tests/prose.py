@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -270,11 +271,15 @@ def turn_of(body: dict[str, Any]) -> int | None:
 @dataclass
 class FactScript:
     """A `LoopbackServer` reply function for a conversation: ordinary prose each turn, a planted
-    fact at the turns of `plants` (turn → fact), a mention of one at the turns of `mentions`."""
+    fact at the turns of `plants` (turn → fact), a mention of one at the turns of `mentions`.
+    `fact` makes fact i (anything with a `sentence` and a `mention`); `in_the_middle` puts the
+    sentence inside its turn's reply rather than after it."""
 
     plants: dict[int, int]
     mentions: dict[int, int]
     chars: int = 700
+    fact: Callable[[int], Any] = planted
+    in_the_middle: bool = False
 
     def __call__(self, body: dict[str, Any], n: int) -> str:
         turn = turn_of(body)
@@ -282,7 +287,11 @@ class FactScript:
             return loopback_reply(body, n, self.chars)
         text = reply(turn * 31 + 7, self.chars).text  # by turn: a redone turn says the same
         if turn in self.plants:
-            return f"{text}\n\n{planted(self.plants[turn]).sentence}"
+            sentence = self.fact(self.plants[turn]).sentence
+            if not self.in_the_middle:
+                return f"{text}\n\n{sentence}"
+            cut = text.find(". ", len(text) // 2) + 1 or len(text)
+            return f"{text[:cut]} {sentence}{text[cut:]}"
         if turn in self.mentions:
-            return f"{planted(self.mentions[turn]).mention}\n\n{text}"
+            return f"{self.fact(self.mentions[turn]).mention}\n\n{text}"
         return text
