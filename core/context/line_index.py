@@ -1,0 +1,284 @@
+"""Where, in a debate's event log, each line a turn's views may read sits: so that `moot context
+--turn` reads those lines only, not the whole log (a 100,000-turn log is 300 MB).
+
+One row per line that `turn_reader` or `log_index.gather` would look at: a call started or
+continued (by turn), a contribution (by id, a message also by turn), a summary (by id), a pin
+change. A row is the line's byte offset and length; the consumers parse the lines it names and
+keep the same ones as a pass over the whole log would. The rows are found by the same cheap look
+at a line's bytes as those passes use (a line moot did not write that way is parsed to be sure),
+so the lines named are always a superset of the lines such a pass keeps.
+
+It is a cache beside the log (`lines.sqlite`), built from the log by the first reader that needs
+it and extended from where it stops by the next ones; the log's writer knows nothing of it. Why
+its own SQLite file rather than the search index or the writer: the search index is fed events,
+not lines (it never knows an offset), lags the log by design and has its own rebuild; making the
+log's writer keep offsets would put a second file on the hot path of every debate for the sake of
+one command, and a reader-built index is still needed for logs written before it or copied. SQLite
+gives lookups by id and by turn without loading the index, and a transaction that adds rows and
+moves the covered offset together, so a kill mid-build leaves the index as it was.
+
+Never trusted blindly: it records how many bytes of the log it covers (always up to a line's end)
+and the log's first and last covered bytes. An index whose log is shorter than that, or whose
+bytes there differ (another log, a fork cut earlier), is emptied and built again; one SQLite
+cannot read is deleted and built again; one that cannot be written (a read-only folder, another
+reader building it) is not used and the log is read line by line as before. A torn last line is
+not covered until it is whole.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from ..events import CallContinued, ContributionAdded, SummaryAdded
+from ..storage.files import open_regular
+from .log_index import CONTRIBUTION_RE, SUMMARY_RE, parse_line
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from .log_index import Needs
+
+INDEX_FILE = "lines.sqlite"
+SCHEMA = 1
+"""`PRAGMA user_version` of an index this code reads; any other is built again."""
+STARTED, CONTINUED, MESSAGE, CONTRIBUTION, SUMMARY, PIN = range(1, 7)
+FINGERPRINT = 256
+"""Bytes of the log kept from its start and from the end of what the index covers."""
+CHUNK = 8 << 20
+"""Bytes of the log read at a time while indexing."""
+BATCH = 20_000
+"""Rows inserted at a time while indexing (memory stays flat however long the log)."""
+PARAMS = 500
+"""Values bound in one query (under SQLite's oldest limit of 999)."""
+_CALL_ROUND = re.compile(rb'"round":(\d+),"phase":"')
+_CONTINUED = re.compile(rb'"type":"call_continued","call_id":"(?:[^"\\]|\\.)*","agent_id":"(?:[^"\\]|\\.)*",'
+                        rb'"round":(-?\d+),')
+
+Row = tuple[int, int, bytes | None, int, int]
+"""(kind, turn, id, offset, length)."""
+
+
+def rows_of(line: bytes, offset: int, n: int) -> list[Row]:
+    """The rows of one log line (`n` bytes at `offset`, its newline included): none for a line
+    no view reads."""
+    rows: list[Row] = []
+    if b'"type":"call_started"' in line:
+        rows += [(STARTED, r, None, offset, n) for r in {int(x) for x in _CALL_ROUND.findall(line)}]
+    if b'"type":"call_continued"' in line:
+        m = _CONTINUED.search(line)
+        if m is not None:
+            rows.append((CONTINUED, int(m.group(1)), None, offset, n))
+        elif isinstance(event := parse_line(line), CallContinued):
+            rows.append((CONTINUED, event.round, None, offset, n))
+    if b'"type":"contribution_added"' in line:
+        m = CONTRIBUTION_RE.search(line)
+        if m is not None:
+            kind = MESSAGE if m.group(2) == b"message" else CONTRIBUTION
+            rows.append((kind, int(m.group(3)), m.group(1), offset, n))
+        elif isinstance(event := parse_line(line), ContributionAdded):
+            c = event.contribution
+            rows.append((MESSAGE if c.type == "message" else CONTRIBUTION, c.round, c.id.encode(), offset, n))
+    if b'"type":"summary_added"' in line:
+        m = SUMMARY_RE.search(line)
+        if m is not None:
+            rows.append((SUMMARY, 0, m.group(1), offset, n))
+        elif isinstance(event := parse_line(line), SummaryAdded):
+            rows.append((SUMMARY, 0, event.summary.id.encode(), offset, n))
+    if b'"type":"pin_changed"' in line:
+        rows.append((PIN, 0, None, offset, n))
+    return rows
+
+
+class LineIndex:
+    """The offsets of the lines a turn's views may read; `open` builds or extends it first."""
+
+    def __init__(self, db: sqlite3.Connection, events_fd: int) -> None:
+        self._db = db
+        self._fd = events_fd
+
+    @classmethod
+    def open(cls, folder_path: Path, events_path: Path) -> LineIndex | None:
+        """The index of `events_path`, covering every whole line it holds now; None when it cannot
+        be had (the caller reads the log line by line)."""
+        import sqlite3
+
+        path = folder_path / INDEX_FILE
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            mode = None
+        except OSError:
+            return None
+        if mode is not None and not stat.S_ISREG(mode):
+            return None  # a link or anything else there is left alone, never written through
+        try:
+            fd = open_regular(events_path)
+        except Exception:
+            return None
+        db: sqlite3.Connection | None = None
+        try:
+            try:
+                db = cls._connect(path)
+                _catch_up(db, fd)
+            except sqlite3.DatabaseError as exc:
+                if db is not None:
+                    db.close()
+                    db = None
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise  # busy, read-only, out of room: not a damaged file; leave it be
+                os.unlink(path)  # a file SQLite cannot read: start it again
+                db = cls._connect(path)
+                _catch_up(db, fd)
+            return cls(db, fd)
+        except (sqlite3.Error, OSError):
+            if db is not None:
+                db.close()
+            os.close(fd)
+            return None
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        import sqlite3
+
+        db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+        return db
+
+    def close(self) -> None:
+        self._db.close()
+        os.close(self._fd)
+
+    def __enter__(self) -> LineIndex:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def call_lines(self, turn: int) -> Iterator[bytes]:
+        """Lines that may start or continue a call the fold files under `turn` (a turn-0 call under turn 1)."""
+        where = "round <= 1" if turn == 1 else "round = ?"
+        params = () if turn == 1 else (turn,)
+        spans = self._db.execute(f"SELECT off, len FROM lines WHERE kind IN ({STARTED}, {CONTINUED}) AND {where}",
+                                 params).fetchall()
+        return self._read(spans)
+
+    def needed_lines(self, needs: Needs) -> Iterator[bytes]:
+        """Lines that may hold what `needs` names: contributions by id, the messages of its turns,
+        its summaries and, when it names pins, every pin change."""
+        spans: list[tuple[int, int]] = []
+        q = self._db.execute
+        for part in _chunks(sorted(i.encode() for i in needs.ids)):
+            spans += q(f"SELECT off, len FROM lines WHERE key IN ({_marks(part)}) AND kind IN ({MESSAGE}, "
+                       f"{CONTRIBUTION})", part).fetchall()
+        for turns in _chunks(sorted(needs.turns)):
+            spans += q(f"SELECT off, len FROM lines WHERE kind = {MESSAGE} AND round IN ({_marks(turns)})",
+                       turns).fetchall()
+        for part in _chunks(sorted(s.encode() for s in needs.summaries)):
+            spans += q(f"SELECT off, len FROM lines WHERE key IN ({_marks(part)}) AND kind = {SUMMARY}",
+                       part).fetchall()
+        if needs.pins:
+            spans += q(f"SELECT off, len FROM lines WHERE kind = {PIN}").fetchall()
+        return self._read(spans)
+
+    def _read(self, spans: Iterable[tuple[int, int]]) -> Iterator[bytes]:
+        """The lines at `spans`, in the log's order (the order a pass over it would meet them)."""
+        for off, n in sorted(set(spans)):
+            yield os.pread(self._fd, n, off)
+
+
+def _catch_up(db: sqlite3.Connection, fd: int) -> None:
+    """Make the index cover every whole line of the log: extended from where it stops when the
+    log still holds what it covered, built again from the start otherwise."""
+    size = os.fstat(fd).st_size
+    start = _valid_start(db, fd, size)
+    if start and _whole_end(fd, start, size) == start:
+        return  # nothing new (or only the start of a line still being written)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        start = _valid_start(db, fd, size)  # (another reader may have extended it meanwhile)
+        if start == 0:
+            db.execute("DROP TABLE IF EXISTS lines")
+            db.execute("DROP TABLE IF EXISTS meta")
+            db.execute("CREATE TABLE meta (covered INTEGER NOT NULL, head BLOB NOT NULL, tail BLOB NOT NULL)")
+            db.execute("CREATE TABLE lines (kind INTEGER NOT NULL, round INTEGER NOT NULL, key BLOB, "
+                       "off INTEGER NOT NULL, len INTEGER NOT NULL)")
+            db.execute("CREATE INDEX by_turn ON lines (kind, round)")
+            db.execute("CREATE INDEX by_key ON lines (key)")
+            db.execute(f"PRAGMA user_version = {SCHEMA}")
+        covered = _index_lines(db, fd, start, size)
+        if covered > start:
+            db.execute("DELETE FROM meta")
+            db.execute("INSERT INTO meta VALUES (?, ?, ?)",
+                       (covered, os.pread(fd, FINGERPRINT, 0), _tail(fd, covered)))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _valid_start(db: sqlite3.Connection, fd: int, size: int) -> int:
+    """Where indexing goes on: the bytes the index covers when the log still holds them, else 0
+    (built again from the start)."""
+    if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA:
+        return 0  # a new file, or one an older moot wrote
+    row = db.execute("SELECT covered, head, tail FROM meta").fetchone()
+    if row is None:
+        return 0
+    covered, head, tail = row
+    if not (isinstance(covered, int) and 0 < covered <= size):
+        return 0  # a shorter log than it covered: not the log it was built from
+    if os.pread(fd, FINGERPRINT, 0) != head or _tail(fd, covered) != tail:
+        return 0
+    return covered
+
+
+def _tail(fd: int, covered: int) -> bytes:
+    start = max(0, covered - FINGERPRINT)
+    return os.pread(fd, covered - start, start)
+
+
+def _whole_end(fd: int, start: int, size: int) -> int:
+    """The end of the last whole line of the log between `start` and `size`."""
+    pos, step = size, 512  # (a log moot wrote ends with its newline: one small read)
+    while pos > start:
+        at = max(start, pos - step)
+        nl = os.pread(fd, pos - at, at).rfind(b"\n")
+        if nl >= 0:
+            return at + nl + 1
+        pos, step = at, min(step * 2, CHUNK)
+    return start
+
+
+def _index_lines(db: sqlite3.Connection, fd: int, start: int, size: int) -> int:
+    """Add the rows of the whole lines from `start` on; returns the offset after the last."""
+    end = _whole_end(fd, start, size)
+    rows: list[Row] = []
+    offset, rest = start, b""
+    while offset + len(rest) < end:
+        at = offset + len(rest)
+        data = rest + os.pread(fd, min(CHUNK, end - at), at)
+        lines = data.split(b"\n")
+        rest = lines.pop()  # the part of a line this chunk cut (empty at a line's end)
+        for line in lines:
+            n = len(line) + 1
+            rows += rows_of(line, offset, n)
+            offset += n
+        if len(rows) >= BATCH:
+            db.executemany("INSERT INTO lines VALUES (?, ?, ?, ?, ?)", rows)
+            rows = []
+    db.executemany("INSERT INTO lines VALUES (?, ?, ?, ?, ?)", rows)
+    return offset
+
+
+def _chunks(values: list[bytes] | list[int]) -> Iterator[list[bytes] | list[int]]:
+    for i in range(0, len(values), PARAMS):
+        yield values[i:i + PARAMS]
+
+
+def _marks(values: list[bytes] | list[int]) -> str:
+    return ",".join("?" * len(values))
