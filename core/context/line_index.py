@@ -56,6 +56,11 @@ BATCH = 20_000
 """Rows inserted at a time while indexing (memory stays flat however long the log)."""
 PARAMS = 500
 """Values bound in one query (under SQLite's oldest limit of 999)."""
+_MARK = re.compile(rb'"type":"(call_started|call_continued|contribution_added|summary_added|pin_changed)"')
+"""The event types whose lines a view may read, found in a whole chunk of the log at once (the
+lines of the others are never looked at one by one)."""
+_STARTED = re.compile(rb'"type":"call_started","view":\{"call_id":"(?:[^"\\]|\\.)*","agent_id":"(?:[^"\\]|\\.)*",'
+                      rb'"round":(\d+),"phase":"')
 _CALL_ROUND = re.compile(rb'"round":(\d+),"phase":"')
 _CONTINUED = re.compile(rb'"type":"call_continued","call_id":"(?:[^"\\]|\\.)*","agent_id":"(?:[^"\\]|\\.)*",'
                         rb'"round":(-?\d+),')
@@ -64,35 +69,36 @@ Row = tuple[int, int, bytes | None, int, int]
 """(kind, turn, id, offset, length)."""
 
 
-def rows_of(line: bytes, offset: int, n: int) -> list[Row]:
-    """The rows of one log line (`n` bytes at `offset`, its newline included): none for a line
-    no view reads."""
-    rows: list[Row] = []
-    if b'"type":"call_started"' in line:
-        rows += [(STARTED, r, None, offset, n) for r in {int(x) for x in _CALL_ROUND.findall(line)}]
-    if b'"type":"call_continued"' in line:
-        m = _CONTINUED.search(line)
+def rows_of(mark: bytes, data: bytes, start: int, end: int, offset: int) -> list[Row]:
+    """The rows of the line `data[start:end]` (at `offset` in the log, its newline at `end`) for
+    one event type it names (`mark`)."""
+    n = end + 1 - start
+    if mark == b"call_started":
+        m = _STARTED.search(data, start, end)  # the view's own turn, where moot writes it
+        rounds = {int(m.group(1))} if m else {int(x) for x in _CALL_ROUND.findall(data, start, end)}
+        return [(STARTED, r, None, offset, n) for r in rounds]
+    if mark == b"call_continued":
+        m = _CONTINUED.search(data, start, end)
         if m is not None:
-            rows.append((CONTINUED, int(m.group(1)), None, offset, n))
-        elif isinstance(event := parse_line(line), CallContinued):
-            rows.append((CONTINUED, event.round, None, offset, n))
-    if b'"type":"contribution_added"' in line:
-        m = CONTRIBUTION_RE.search(line)
+            return [(CONTINUED, int(m.group(1)), None, offset, n)]
+        if isinstance(event := parse_line(data[start:end]), CallContinued):
+            return [(CONTINUED, event.round, None, offset, n)]
+    elif mark == b"contribution_added":
+        m = CONTRIBUTION_RE.search(data, start, end)
         if m is not None:
-            kind = MESSAGE if m.group(2) == b"message" else CONTRIBUTION
-            rows.append((kind, int(m.group(3)), m.group(1), offset, n))
-        elif isinstance(event := parse_line(line), ContributionAdded):
+            return [(MESSAGE if m.group(2) == b"message" else CONTRIBUTION, int(m.group(3)), m.group(1), offset, n)]
+        if isinstance(event := parse_line(data[start:end]), ContributionAdded):
             c = event.contribution
-            rows.append((MESSAGE if c.type == "message" else CONTRIBUTION, c.round, c.id.encode(), offset, n))
-    if b'"type":"summary_added"' in line:
-        m = SUMMARY_RE.search(line)
+            return [(MESSAGE if c.type == "message" else CONTRIBUTION, c.round, c.id.encode(), offset, n)]
+    elif mark == b"summary_added":
+        m = SUMMARY_RE.search(data, start, end)
         if m is not None:
-            rows.append((SUMMARY, 0, m.group(1), offset, n))
-        elif isinstance(event := parse_line(line), SummaryAdded):
-            rows.append((SUMMARY, 0, event.summary.id.encode(), offset, n))
-    if b'"type":"pin_changed"' in line:
-        rows.append((PIN, 0, None, offset, n))
-    return rows
+            return [(SUMMARY, 0, m.group(1), offset, n)]
+        if isinstance(event := parse_line(data[start:end]), SummaryAdded):
+            return [(SUMMARY, 0, event.summary.id.encode(), offset, n)]
+    elif mark == b"pin_changed":
+        return [(PIN, 0, None, offset, n)]
+    return []
 
 
 class LineIndex:
@@ -207,10 +213,11 @@ def _catch_up(db: sqlite3.Connection, fd: int) -> None:
             db.execute("CREATE TABLE meta (covered INTEGER NOT NULL, head BLOB NOT NULL, tail BLOB NOT NULL)")
             db.execute("CREATE TABLE lines (kind INTEGER NOT NULL, round INTEGER NOT NULL, key BLOB, "
                        "off INTEGER NOT NULL, len INTEGER NOT NULL)")
-            db.execute("CREATE INDEX by_turn ON lines (kind, round)")
-            db.execute("CREATE INDEX by_key ON lines (key)")
             db.execute(f"PRAGMA user_version = {SCHEMA}")
         covered = _index_lines(db, fd, start, size)
+        # (made after a first build's rows, which is quicker than keeping them sorted row by row)
+        db.execute("CREATE INDEX IF NOT EXISTS by_turn ON lines (kind, round)")
+        db.execute("CREATE INDEX IF NOT EXISTS by_key ON lines (key)")
         if covered > start:
             db.execute("DELETE FROM meta")
             db.execute("INSERT INTO meta VALUES (?, ?, ?)",
@@ -258,21 +265,20 @@ def _index_lines(db: sqlite3.Connection, fd: int, start: int, size: int) -> int:
     """Add the rows of the whole lines from `start` on; returns the offset after the last."""
     end = _whole_end(fd, start, size)
     rows: list[Row] = []
-    offset, rest = start, b""
-    while offset + len(rest) < end:
-        at = offset + len(rest)
+    base, rest = start, b""  # `rest`: the start of a line the last chunk cut, at `base`
+    while base + len(rest) < end:
+        at = base + len(rest)
         data = rest + os.pread(fd, min(CHUNK, end - at), at)
-        lines = data.split(b"\n")
-        rest = lines.pop()  # the part of a line this chunk cut (empty at a line's end)
-        for line in lines:
-            n = len(line) + 1
-            rows += rows_of(line, offset, n)
-            offset += n
+        whole = data.rfind(b"\n") + 1
+        for m in _MARK.finditer(data, 0, whole):
+            first = data.rfind(b"\n", 0, m.start()) + 1
+            rows += rows_of(m.group(1), data, first, data.index(b"\n", m.end()), base + first)
+        base, rest = base + whole, data[whole:]
         if len(rows) >= BATCH:
             db.executemany("INSERT INTO lines VALUES (?, ?, ?, ?, ?)", rows)
             rows = []
     db.executemany("INSERT INTO lines VALUES (?, ?, ?, ?, ?)", rows)
-    return offset
+    return base
 
 
 def _chunks(values: list[bytes] | list[int]) -> Iterator[list[bytes] | list[int]]:
