@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def _context(state_dir: Path, turn: int, *extra: str) -> str:
 
 
 def _covered(state_dir: Path) -> int:
-    with sqlite3.connect(state_dir / "conv" / "lines.sqlite") as db:
+    with closing(sqlite3.connect(state_dir / "conv" / "lines.sqlite")) as db:
         (covered,) = db.execute("SELECT covered FROM meta").fetchone()
     return int(covered)
 
@@ -103,10 +104,16 @@ def test_views_are_the_same_whatever_state_the_line_index_is_in(recorded: Path, 
     assert _covered(sd) == len(whole)
     log.write_bytes(whole)
 
-    # Damaged: a file SQLite cannot read is replaced by a new index.
+    # Damaged: a file SQLite cannot read, or one without the table of offsets, is made again.
     (sd / "conv" / "lines.sqlite").write_bytes(b"Not an index: these bytes were written over it. " * 200)
     assert {t: _context(sd, t) for t in LATE} == want
     assert _covered(sd) == len(whole)
+    with closing(sqlite3.connect(sd / "conv" / "lines.sqlite")) as db:
+        db.execute("DROP TABLE lines")
+        db.commit()
+    assert {t: _context(sd, t) for t in LATE} == want
+    with closing(sqlite3.connect(sd / "conv" / "lines.sqlite")) as db:
+        assert db.execute("SELECT count(*) FROM lines").fetchone()[0] > TURNS
 
 
 def test_an_index_made_for_another_log_is_built_again(recorded: Path, tmp_path: Path) -> None:

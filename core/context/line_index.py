@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -64,6 +64,16 @@ _STARTED = re.compile(rb'"type":"call_started","view":\{"call_id":"(?:[^"\\]|\\.
 _CALL_ROUND = re.compile(rb'"round":(\d+),"phase":"')
 _CONTINUED = re.compile(rb'"type":"call_continued","call_id":"(?:[^"\\]|\\.)*","agent_id":"(?:[^"\\]|\\.)*",'
                         rb'"round":(-?\d+),')
+
+_LEAVE_BE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_READONLY", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_PERM",
+             "SQLITE_IOERR", "SQLITE_NOMEM", "SQLITE_INTERRUPT")
+"""SQLite's errors that say nothing about the file's contents: the index is then not used, and
+never deleted (another reader may be building it)."""
+
+
+class IndexLost(Exception):
+    """The index could not be read after it was opened: read the log line by line instead."""
+
 
 Row = tuple[int, int, bytes | None, int, int]
 """(kind, turn, id, offset, length)."""
@@ -136,9 +146,9 @@ class LineIndex:
                 if db is not None:
                     db.close()
                     db = None
-                if isinstance(exc, sqlite3.OperationalError):
-                    raise  # busy, read-only, out of room: not a damaged file; leave it be
-                os.unlink(path)  # a file SQLite cannot read: start it again
+                if (exc.sqlite_errorname or "").startswith(_LEAVE_BE):
+                    raise  # busy (another reader builds it), read-only, out of room: not a damaged file
+                os.unlink(path)  # a file SQLite cannot read, or not laid out as this code lays it out
                 db = cls._connect(path)
                 _catch_up(db, fd)
             return cls(db, fd)
@@ -152,8 +162,15 @@ class LineIndex:
     def _connect(path: Path) -> sqlite3.Connection:
         import sqlite3
 
-        db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
-        return db
+        return sqlite3.connect(path, timeout=5.0, isolation_level=None)
+
+    def _spans(self, sql: str, params: Sequence[int | bytes] = ()) -> list[tuple[int, int]]:
+        import sqlite3
+
+        try:
+            return [(int(off), int(n)) for off, n in self._db.execute(sql, params).fetchall()]
+        except sqlite3.Error:
+            raise IndexLost from None
 
     def close(self) -> None:
         self._db.close()
@@ -169,26 +186,23 @@ class LineIndex:
         """Lines that may start or continue a call the fold files under `turn` (a turn-0 call under turn 1)."""
         where = "round <= 1" if turn == 1 else "round = ?"
         params = () if turn == 1 else (turn,)
-        spans = self._db.execute(f"SELECT off, len FROM lines WHERE kind IN ({STARTED}, {CONTINUED}) AND {where}",
-                                 params).fetchall()
-        return self._read(spans)
+        return self._read(self._spans(f"SELECT off, len FROM lines WHERE kind IN ({STARTED}, {CONTINUED}) AND {where}",
+                                      params))
 
     def needed_lines(self, needs: Needs) -> Iterator[bytes]:
         """Lines that may hold what `needs` names: contributions by id, the messages of its turns,
         its summaries and, when it names pins, every pin change."""
         spans: list[tuple[int, int]] = []
-        q = self._db.execute
+        q = self._spans
         for part in _chunks(sorted(i.encode() for i in needs.ids)):
             spans += q(f"SELECT off, len FROM lines WHERE key IN ({_marks(part)}) AND kind IN ({MESSAGE}, "
-                       f"{CONTRIBUTION})", part).fetchall()
+                       f"{CONTRIBUTION})", part)
         for turns in _chunks(sorted(needs.turns)):
-            spans += q(f"SELECT off, len FROM lines WHERE kind = {MESSAGE} AND round IN ({_marks(turns)})",
-                       turns).fetchall()
+            spans += q(f"SELECT off, len FROM lines WHERE kind = {MESSAGE} AND round IN ({_marks(turns)})", turns)
         for part in _chunks(sorted(s.encode() for s in needs.summaries)):
-            spans += q(f"SELECT off, len FROM lines WHERE key IN ({_marks(part)}) AND kind = {SUMMARY}",
-                       part).fetchall()
+            spans += q(f"SELECT off, len FROM lines WHERE key IN ({_marks(part)}) AND kind = {SUMMARY}", part)
         if needs.pins:
-            spans += q(f"SELECT off, len FROM lines WHERE kind = {PIN}").fetchall()
+            spans += q(f"SELECT off, len FROM lines WHERE kind = {PIN}")
         return self._read(spans)
 
     def _read(self, spans: Iterable[tuple[int, int]]) -> Iterator[bytes]:
@@ -241,6 +255,7 @@ def _valid_start(db: sqlite3.Connection, fd: int, size: int) -> int:
         return 0  # a shorter log than it covered: not the log it was built from
     if os.pread(fd, FINGERPRINT, 0) != head or _tail(fd, covered) != tail:
         return 0
+    db.execute("SELECT kind, round, key, off, len FROM lines LIMIT 1")  # (its table is there as this code made it)
     return covered
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
 
 from ..agents import require_agent
 from ..errors import InspectError
@@ -34,7 +33,7 @@ from ..models.state import ViewRecord
 from ..storage.files import open_regular
 from ..storage.folder import DebateFolder
 from .index import DebateIndex
-from .line_index import LineIndex
+from .line_index import IndexLost, LineIndex
 from .log_index import Needs, gather, parse_line
 
 
@@ -85,11 +84,14 @@ class TurnReader:
         agent_id = None
         if agent:
             agent_id = require_agent(agent, started.agents, started.judge, where=f" in debate {self.folder.id}").id
-        with ExitStack() as stack:
-            lines = LineIndex.open(self.folder.path, self.folder.events_path)
-            if lines is not None:
-                stack.enter_context(lines)
-            return self._views(turn, started, agent_id, phase, lines)
+        lines = LineIndex.open(self.folder.path, self.folder.events_path)
+        if lines is not None:
+            with lines:
+                try:
+                    return self._views(turn, started, agent_id, phase, lines)
+                except IndexLost:
+                    pass  # (it could not be read after all: the log line by line, as without one)
+        return self._views(turn, started, agent_id, phase, None)
 
     def _views(self, turn: int, started: DebateStarted, agent_id: str | None, phase: str | None,
                lines: LineIndex | None) -> tuple[list[ViewRecord], DebateIndex] | None:
