@@ -50,7 +50,7 @@ SCHEMA = 1
 STARTED, CONTINUED, MESSAGE, CONTRIBUTION, SUMMARY, PIN = range(1, 7)
 FINGERPRINT = 256
 """Bytes of the log kept from its start and from the end of what the index covers."""
-CHUNK = 8 << 20
+CHUNK = 1 << 20
 """Bytes of the log read at a time while indexing."""
 BATCH = 20_000
 """Rows inserted at a time while indexing (memory stays flat however long the log)."""
