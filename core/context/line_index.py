@@ -4,9 +4,10 @@
 One row per line that `turn_reader` or `log_index.gather` would look at: a call started or
 continued (by turn), a contribution (by id, a message also by turn), a summary (by id), a pin
 change. A row is the line's byte offset and length; the consumers parse the lines it names and
-keep the same ones as a pass over the whole log would. The rows are found by the same cheap look
-at a line's bytes as those passes use (a line moot did not write that way is parsed to be sure),
-so the lines named are always a superset of the lines such a pass keeps.
+keep the same ones as a pass over the whole log would. The rows come from the same cheap look at
+a line's bytes as those passes take (its event type's marker, then the id or turn where moot
+writes it; a line not laid out that way is parsed, or filed under every turn it names), so the
+lines named are always a superset of the lines such a pass keeps.
 
 It is a cache beside the log (`lines.sqlite`), built from the log by the first reader that needs
 it and extended from where it stops by the next ones; the log's writer knows nothing of it. Why
@@ -18,11 +19,12 @@ gives lookups by id and by turn without loading the index, and a transaction tha
 moves the covered offset together, so a kill mid-build leaves the index as it was.
 
 Never trusted blindly: it records how many bytes of the log it covers (always up to a line's end)
-and the log's first and last covered bytes. An index whose log is shorter than that, or whose
-bytes there differ (another log, a fork cut earlier), is emptied and built again; one SQLite
-cannot read is deleted and built again; one that cannot be written (a read-only folder, another
-reader building it) is not used and the log is read line by line as before. A torn last line is
-not covered until it is whole.
+and the log's first and last covered bytes. A log that grew (a resume, a running debate) is
+indexed from there on; a torn last line is not covered until it is whole. An index whose log is
+shorter than that, or whose bytes there differ (another log: a fork writes its own, with its own
+first line, and starts without one), is emptied and built again, and so is one SQLite cannot read
+or that is not laid out as this code lays it out. One that cannot be written (a read-only folder,
+another reader building it) or read is not used: the log is then read line by line, as before.
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ class LineIndex:
                 db = cls._connect(path)
                 _catch_up(db, fd)
             return cls(db, fd)
-        except (sqlite3.Error, OSError):
+        except (sqlite3.Error, OSError, OverflowError):  # (a turn past SQLite's integers, in a log moot did not write)
             if db is not None:
                 db.close()
             os.close(fd)
@@ -168,9 +170,12 @@ class LineIndex:
         import sqlite3
 
         try:
-            return [(int(off), int(n)) for off, n in self._db.execute(sql, params).fetchall()]
-        except sqlite3.Error:
+            spans = [(int(off), int(n)) for off, n in self._db.execute(sql, params).fetchall()]
+        except (sqlite3.Error, ValueError, TypeError):
             raise IndexLost from None
+        if any(off < 0 or n < 1 for off, n in spans):
+            raise IndexLost
+        return spans
 
     def close(self) -> None:
         self._db.close()
