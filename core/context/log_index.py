@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,9 +25,9 @@ from ..models.state import DebateState, ViewRecord
 from ..storage.files import open_regular
 from .index import DebateIndex
 
-_CONTRIBUTION = re.compile(rb'"contribution":\{"id":"([^"\\]*)","agent_id":"(?:[^"\\]|\\.)*","role":"(?:[^"\\]|\\.)*",'
-                           rb'"type":"([a-z_]+)","round":(\d+),')
-_SUMMARY = re.compile(rb'"summary":\{"id":"([^"\\]*)"')
+CONTRIBUTION_RE = re.compile(rb'"contribution":\{"id":"([^"\\]*)","agent_id":"(?:[^"\\]|\\.)*","role":"(?:[^"\\]|\\.)*",'
+                             rb'"type":"([a-z_]+)","round":(\d+),')
+SUMMARY_RE = re.compile(rb'"summary":\{"id":"([^"\\]*)"')
 
 
 @dataclass
@@ -67,16 +68,19 @@ def bare_index(state: DebateState) -> DebateIndex:
     return DebateIndex(state.model_copy(update={"rounds": [], "archived_rounds": 0, "judge_summary": None}))
 
 
-def gather(events_path: Path, index: DebateIndex, needs: Needs) -> None:
-    """Add to `index` the contributions and summaries of the log that `needs` names."""
+def gather(events_path: Path, index: DebateIndex, needs: Needs, lines: Iterable[bytes] | None = None) -> None:
+    """Add to `index` the contributions and summaries of the log that `needs` names. `lines`: the
+    only lines of the log that may hold them, in the log's order (`line_index`); else every line."""
     if not (needs.ids or needs.turns or needs.summaries or needs.pins):
         return
     ids = {i.encode() for i in needs.ids}
     summaries = {s.encode() for s in needs.summaries}
-    with os.fdopen(open_regular(events_path), "rb") as fh:
+    source: AbstractContextManager[Iterable[bytes]] = (
+        nullcontext(lines) if lines is not None else os.fdopen(open_regular(events_path), "rb"))
+    with source as fh:
         for line in fh:
             if b'"type":"contribution_added"' in line:
-                m = _CONTRIBUTION.search(line)
+                m = CONTRIBUTION_RE.search(line)
                 if m is not None and not (m.group(1) in ids
                                           or (m.group(2) == b"message" and int(m.group(3)) in needs.turns)):
                     continue
@@ -86,7 +90,7 @@ def gather(events_path: Path, index: DebateIndex, needs: Needs) -> None:
                     if c.id in needs.ids or (c.type == "message" and c.round in needs.turns):
                         index.add_contribution(c)
             elif b'"type":"summary_added"' in line:
-                m = _SUMMARY.search(line)
+                m = SUMMARY_RE.search(line)
                 if m is not None and m.group(1) not in summaries:
                     continue
                 event = parse_line(line)

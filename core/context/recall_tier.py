@@ -44,13 +44,18 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import tokens
 from ..models.state import Contribution, HeldItem, HeldRecall, RecalledItem, RecallRecord, ViewRecord
 from ..providers.base import Message
-from ..search.recall import CachedPostings, Postings, RecallScope, prefer_dropped, query_words, rank, rank_dropped, text_words
-from . import facts
 from .index import DebateIndex
+
+if TYPE_CHECKING:
+    from ..search.recall import Postings, RecallScope
+
+# The search and the facts a summary dropped are imported by the `Recaller`, which chooses a live
+# call's tier: rebuilding a recorded view (`moot context`) only renders what was chosen.
 
 QUERY_ITEMS = 2
 """The latest verbatim items whose words (with the task's) make the query."""
@@ -175,6 +180,8 @@ class Recaller:
     """Chooses a view's recall tier from the debate's search index."""
 
     def __init__(self, search: Postings, index: DebateIndex, warn: Callable[[str, str], None] | None = None) -> None:
+        from ..search.recall import CachedPostings
+
         self.search = CachedPostings(search)
         self.index = index
         self.warn = warn
@@ -189,6 +196,8 @@ class Recaller:
         if found is not None:
             self._words.move_to_end(c.id)
             return found
+        from ..search.recall import text_words
+
         found = self._words[c.id] = text_words(c.content)
         if len(self._words) > WORDS_KEPT:
             self._words.popitem(last=False)
@@ -201,6 +210,9 @@ class Recaller:
         The best items for the query, within the cap, as if none were held; those the reader's
         held blocks already show (`request.held`) take their share of the cap and are not sent
         again, so a query that still points where the last one did adds nothing new."""
+        from ..search.recall import prefer_dropped, query_words, rank, rank_dropped
+        from . import facts
+
         if request.tokens <= 0 or request.scope.population <= 0:
             return None
         words = every = query_words(texts)

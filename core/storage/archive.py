@@ -17,11 +17,14 @@ every step, as before. Small debates are never touched: steps are let go only on
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ..models.config import MootConfig, merge
 from ..models.state import DebateState, Round, Summary
+
+if TYPE_CHECKING:
+    from ..models.config import MootConfig
 
 HOLD = 512
 """Contributions a state may hold before older steps are let go (a 3-round debate holds ~40)."""
@@ -30,6 +33,8 @@ KEEP = 128
 
 
 def _config(state: DebateState) -> MootConfig | None:
+    from ..models.config import MootConfig  # (read only when a long debate lets go of steps; not at start-up)
+
     try:
         return MootConfig.model_validate(state.config)
     except ValidationError:
@@ -61,6 +66,8 @@ def needed_from(state: DebateState) -> int:
         shared = cfg.debate.conversation.summary_scope == "shared"
         readers = [state.judge.id] if shared else [*(a.id for a in state.agents), state.judge.id]
     else:
+        from ..models.config import merge
+
         readers = [a.id for a in state.agents]
         people = {a.id: a for a in cfg.agents}
         for reader in readers:
