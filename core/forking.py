@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,9 @@ def fork_debate(parent_id: str, point: ForkPoint, changes: ForkChanges, state_di
         agents = [a.model_copy(update={"model": models.get(a.id) or a.model}) for a in event.agents]
         judge_model = config.get("judge", {}).get("model") or event.judge.model
         # Its own trace id too: a fork's spans are its own trace, not more of its parent's.
+        # Its own time too: a fork is listed (and its clock runs) from when it was made.
         return event.model_copy(update={"config": config, "total_rounds": total, "forked_from": origin,
+                                        "ts": time.time(),
                                         "debate_id": fork.id, "agents": agents, "trace_id": new_trace_id(),
                                         "judge": event.judge.model_copy(update={"model": judge_model})})
 

@@ -98,6 +98,11 @@ def test_fork_at_a_round_keeps_the_history_and_sends_only_what_follows(tmp_path:
     assert "completed" in shown.stdout.splitlines()[0]
     listed = cli("list", "--state-dir", str(state_dir))
     assert f"⑂ {parent}@round 2" in listed.stdout
+    # Dated (and so listed, newest first) by when it was made, not by when its parent began.
+    made = {d: json.loads(cli("show", d, "--json", "--state-dir", str(state_dir)).stdout)["created_at"]
+            for d in (parent, fork)}
+    assert made[fork] > made[parent]
+    assert listed.stdout.index(fork) < listed.stdout.index(f"{parent} ")
 
 
 def test_fork_at_a_phase_redoes_that_phase_and_keeps_the_ones_before(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from textual.widgets import Label
+
 from moot.core.storage.folder import DebateFolder
 from moot.core.storage.state_dir import StateDir
 from moot.tui.app import create_app
@@ -29,6 +31,10 @@ async def test_fork_opens_the_fork_beside_the_running_debate(tmp_path: Path) -> 
         forked = app.screen
         assert isinstance(forked, DebateScreen) and forked.runtime is not first.runtime
         assert first in app.screen_stack  # the debate it was forked from is still there, still running
+        title = forked.query_one("#hdr-title", Label)
+        await wait_for(pilot, lambda: str(title.render()).startswith("⑂ round:2 · "))
+        assert title.tooltip == f"a fork of {session.folder.id} at round:2"
+        assert not str(first.query_one("#hdr-title", Label).render()).startswith("⑂")
         await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
         await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
         await command(pilot, "/fork turn 1")

@@ -49,7 +49,15 @@ class DebateHeader(Horizontal, KeptLines):
 
     def show_state(self, state: DebateState, phase: str, mode: str, pending: str = "") -> None:
         """`pending`: the title until the debate is loaded (its problem, known before the rest)."""
-        self._set("title", first_line(state.problem) or first_line(pending) or "(no debate yet)")
+        title = first_line(state.problem) or first_line(pending) or "(no debate yet)"
+        origin = state.forked_from
+        if origin is not None:  # a fork says so first, as the debates list does
+            title = f"⑂ {origin.at} · {title}"
+        self._set("title", title)
+        label = self.query_one("#hdr-title", Label)
+        tip = f"a fork of {origin.debate} at {origin.at}" if origin is not None else None
+        if label.tooltip != tip:
+            label.tooltip = tip
         step = "turn" if state.protocol == "conversation" else "round"
         self._set("round", f"{step} {state.current_round}/{state.total_rounds}" if state.problem else "")
         self._set("phase", PHASE_LABELS.get(phase, phase) if phase else "")
