@@ -60,7 +60,9 @@ and its verbatim window (held recall blocks where they were), then a task naming
 leaving the window (`continues_turn`). Its previous request repeats through all but the newest
 messages, so a provider serves nearly all of the summarize request from its cache, where a
 request in the judge's words shared nothing with what came before it. The summary is still the
-one shared tier every agent reads; a request that would not fit is made the layout-5 way.
+one shared tier every agent reads; a request that would not fit is made the layout-5 way. A
+roll forced by tokens keeps a quarter of the window's cap, not half: fewer rolls, each of which
+makes every speaker read the window after the new block afresh (`TOKEN_HYSTERESIS_6`).
 
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
 full answer reserve, and a `stretch`: how many more tokens it may take from the answer
