@@ -98,3 +98,17 @@ def test_a_debate_begun_in_the_layout_before_asks_the_judge_for_its_summary(
     assert rolls and all(b["messages"][0]["content"] not in debaters for _, b in rolls)
     assert all(b["messages"][-1]["content"].startswith("# Summarize the conversation so far") for _, b in rolls)
     assert _context_is_what_was_sent(state.id, folder.path.parent, bodies, 12, capsys) == len(bodies)
+
+
+def test_a_model_named_for_summaries_keeps_the_judge_writing_them(tmp_path: Path) -> None:
+    """`summarization.model` names the model that writes summaries: no debater's model is asked
+    instead, whatever its cache holds (the judge's request, in the judge's words, as before)."""
+    debate = {**SMALL, "turns": 10, "summarization": {"model": "summary-model"}}
+    with LoopbackServer(reply=prose) as srv:
+        state, _ = asyncio.run(run_debate(tmp_path, PROBLEM, {"debate": debate}, rounds=None, provider="openai",
+                                          base_url=srv.base_url, roles=ROLES))
+        bodies = srv.requests
+    assert state.status == "completed" and state.view_layout == LAYOUT
+    rolls = _rolls(bodies)
+    assert rolls and all(b["model"] == "summary-model" for _, b in rolls)
+    assert all(b["messages"][-1]["content"].startswith("# Summarize the conversation so far") for _, b in rolls)

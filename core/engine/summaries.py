@@ -134,7 +134,8 @@ class Summaries:
         fit = self.engine.fit(agent, context_tokens, min(cap, reserve or cap), model)
         chars = min(max_chars or cfg.max_length, max(100, cap * CHARS_PER_TOKEN))
         above = None
-        if writer is not None and window and not writer.is_person and cfg.method != "rule-based":
+        # A model named for the summaries (`summarization.model`) is kept: the writer's own is not asked.
+        if writer is not None and window and not writer.is_person and cfg.method != "rule-based" and not cfg.model:
             spoken = self.engine.fit(writer, context_tokens, min(cap, reserve or cap))
             above = Continuation(agent_id=writer.id, model=writer.model,
                                  task_key=f"{writer.id}/{ABOVE_KIND}", budget=spoken.input_budget,
