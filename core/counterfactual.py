@@ -65,7 +65,8 @@ async def swapped_view(state: DebateState, call: dict[str, Any], choice: Summary
     if job.task_key not in state.prompts and choice != "rule-based":
         raise InputError(f"--summary {choice}: the debate has no summarize prompt for {agent.id}")
 
-    async def summarize_call(rec: ViewRecord, budget: int, max_tokens: int) -> Completion:
+    async def summarize_call(rec: ViewRecord, budget: int, max_tokens: int,
+                             context_tokens: int | None = None) -> Completion:
         hint = CallHint(phase="summarize", role=agent.role, agent_id=agent.id, round=rec.round,
                         problem=state.problem, extra={"max_chars": rec.task_params.get("max_length", 2500)})
         return await complete(pool.get(agent), ChatRequest(messages=render_messages(rec, index), model=agent.model,

@@ -22,6 +22,7 @@ JUDGE_KINDS = ("system", "synthesize", "summarize", "score")
 SHARED: dict[str, tuple[str, str]] = {
     "turn": ("conversation", "turn"),
     "summarize_conversation": ("conversation", "summarize"),
+    "summarize_conversation_above": ("conversation", "summarize_above"),
     "answer": ("simultaneous", "answer"),
     "solo": ("single", "answer"),
     "rank": ("council", "rank"),
@@ -39,7 +40,7 @@ summary, score and clarify prompts stay the role's."""
 COMPACT = "@compact"
 """Suffix of a prompt's key in a debate's prompts for its compact variant (`architect/system@compact`)."""
 _COMPACT_KINDS = {"propose", "critique", "refine", "summarize", "clarify", "answer", "turn", "solo", "rank",
-                  "summarize_conversation", "synthesize", "score"}
+                  "summarize_conversation", "summarize_conversation_above", "synthesize", "score"}
 
 
 def compact(role: str, kind: str) -> str | None:

@@ -67,7 +67,7 @@ def _context_is_what_was_sent(state: DebateState, folder: Path, bodies: list[dic
 def test_a_rounds_summary_appends_a_block_and_the_blocks_before_it_stay_byte_for_byte(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     state, folder, bodies = _run(tmp_path)
-    assert state.status == "completed" and state.view_layout == LAYOUT == 5
+    assert state.status == "completed" and state.view_layout == LAYOUT >= 5
 
     # Each agent's summary copies the blocks of its previous one, then appends one for the items
     # since, labelled with the rounds it covers; past the cap, all but that newest block become one.

@@ -160,6 +160,8 @@ def _keeps_decisions_only(body: dict[str, Any], n: int) -> str:
     if task.startswith("# Summarize the conversation"):
         folded = [int(t) for t in TURN_HEAD.findall(body["messages"][-2]["content"])]
         return "\n".join(f"- {_decision(t)}" for t in folded)
+    if m := re.match(r"# Summarize turns (\d+)–(\d+)", task):  # a debater asked, the window above (layout 6)
+        return "\n".join(f"- {_decision(t)}" for t in range(int(m.group(1)), int(m.group(2)) + 1))
     return "The limiter design converged on a token bucket per API key with a local counter."
 
 
@@ -208,13 +210,13 @@ def test_a_summary_asked_for_with_a_focus_and_nothing_new_consolidates_every_blo
     """`/summarize` with a focus when no message waits beyond the verbatim window: the blocks
     are written again as one, with that focus (nothing else would honour it)."""
     focus = "the cost of each region's quota store"
-    debate = {"protocol": "conversation", "turns": 10, "conversation": {"recent_tokens": 1500}}
+    debate = {"protocol": "conversation", "turns": 12, "conversation": {"recent_tokens": 1500}}
     asked = False
 
     def ask(session: Any) -> None:
         def listen(event: Any) -> None:
             nonlocal asked
-            if event.type == "round_started" and event.round == 8 and not asked:
+            if event.type == "round_started" and event.round == 10 and not asked:
                 asked = True
                 asyncio.get_running_loop().call_soon(session.orchestrator.request_summary, "architect", focus)
         session.bus.listen(listen)

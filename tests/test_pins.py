@@ -127,7 +127,11 @@ def test_the_configs_constraints_ride_in_every_debaters_request(tmp_path: Path) 
     assert len(turns) == 6
     for body in turns:
         assert _pinned(body) == f"{PINNED_HEADING}\n\n### Constraint 1 of the problem\n\n{CONSTRAINT}"
-    assert all(_pinned(b) is None for b in bodies if _turn(b) is None)  # summaries and the judge: not pinned
+    # A summary asked of a debater continues its turn view, pins and all (the same prefix); the
+    # judge's requests, and a summary written in its words, carry none.
+    asked = [b for b in bodies if b["messages"][-1]["content"].startswith("# Summarize turns ")]
+    assert all(_pinned(b) == _pinned(turns[0]) for b in asked)
+    assert all(_pinned(b) is None for b in bodies if _turn(b) is None and b not in asked)
     out = cli("context", state.id, "--turn", "4", "--state-dir", str(folder.path.parent))
     assert out.returncode == 0 and "pinned: constraint 1" in out.stdout and "] pinned · " in out.stdout
 

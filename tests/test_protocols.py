@@ -45,7 +45,7 @@ def _kind(body: dict[str, Any]) -> str:
     task = body["messages"][-1]["content"]
     if TURN_TASK.match(task):
         return "turn"
-    if task.startswith("# Summarize the conversation"):
+    if task.startswith(("# Summarize the conversation", "# Summarize turns")):
         return "summarize"
     if task.startswith("# Final synthesis"):
         return "synthesis"
@@ -107,6 +107,10 @@ def test_conversation_120_turns_window_summary_and_exact_context(tmp_path: Path)
         # As the speakers' views lay them out: the earlier summary, then the messages to fold in.
         history = next(m["content"] for m in body["messages"] if m["content"].startswith("## The latest messages"))
         folded = [int(k) for k in TURN_HEAD.findall(history)]
+        if asked := re.match(r"# Summarize turns (\d+)–(\d+)", body["messages"][-1]["content"]):
+            # Asked of a debater (a roll before a turn): its whole window, the task names what aged out.
+            assert folded[:10] == list(range(int(asked.group(1)), int(asked.group(2)) + 1))
+            folded = folded[:10]
         assert folded == list(range(previous_end + 1, previous_end + 11))  # the ten that aged out, nothing more
         earlier = [m for m in body["messages"] if m["content"].startswith("## Summary of the conversation so far")]
         assert len(earlier) == (previous_end > 0)
@@ -124,7 +128,7 @@ def test_conversation_120_turns_window_summary_and_exact_context(tmp_path: Path)
     assert [c["phase"] for c in everything] == ["summarize", "turn"]  # the summarizer's call, then the speaker's
     assert everything[0]["messages"] == summaries[0]["messages"]
     text = cli("context", state.id, "--turn", "21", "--state-dir", str(sd)).stdout
-    assert "judge summarize" in text and "turn ·" in text
+    assert f"{messages[20].agent_id} summarize" in text and "turn ·" in text  # the latest author wrote it
     r = cli("context", state.id, "--round", "1", "--agent", messages[1].agent_id, "--state-dir", str(sd))
     assert r.returncode == 0  # --round works too (a turn is the conversation's step)
     # An agent that did not speak at that turn: said, with whose calls are there (never another's view).

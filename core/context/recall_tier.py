@@ -90,7 +90,8 @@ class RecallRequest:
 
 
 def header(record: ViewRecord) -> str:
-    if record.phase == "turn":
+    # A conversation's turn, or a summarize request that continues one (layout 6): its words.
+    if record.phase == "turn" or "summarize_conversation" in record.task_key:
         return ("## Recalled from earlier in the conversation (verbatim, oldest first; the summary covers these "
                 "turns, and the latest messages return to them)")
     return ("## Recalled from your earlier debate (verbatim, oldest first; your summary covers these items, and "

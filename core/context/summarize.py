@@ -10,6 +10,9 @@
   (recursively);
 - a failed LLM summary (provider error, empty, longer than its input) falls back to
   rule-based with a warning; error text never reaches a summary;
+- a continuation (view layout 6, `SummaryJob.above`): a conversation's summary asked of the
+  speaker whose turn rolls it, as its own turn view with the task after the window, so the
+  request repeats that speaker's previous one; made the layout-5 way when it would not fit;
 - append-only (a conversation's summary in view layout 4, a rounds agent's perspective in 5,
   `SummaryJob.tier_tokens`): the request still reads the previous summary, but its answer
   summarizes only what aged out and is appended as a new block (`blocks`); when the blocks
@@ -27,23 +30,46 @@ import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 from .. import tokens
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import ContextOverflow, ProviderError
-from ..models.state import Contribution, Summary, SummaryBlock, SummaryMetadata, ViewRecord, join_blocks
+from ..models.state import Contribution, HeldRecall, RecallRecord, Summary, SummaryBlock, SummaryMetadata, ViewRecord, join_blocks
 from ..models.terms import SummaryMethod, SummaryStrategy, SummaryTrigger
 from ..providers.base import Completion, Message
 from .facts import Covered, dropped_facts
 from .index import DebateIndex
+from .pins import pins_for
 from .reads import with_reads
 from .rule_based import EARLIER, SourceItem, summarize_rule_based
-from .view import ViewBuilder, format_item, item_label, render_messages
+from .view import ViewBuilder, format_item, history_ids, item_label, render_messages
 
-CallFn = Callable[[ViewRecord, int, int], Awaitable[Completion]]
-"""Makes one LLM call for a summarize record: (record, input budget, max_tokens) → completion.
-The caller builds the view from the record (so its provenance is recorded like any call's)."""
+
+class CallFn(Protocol):
+    """Makes one LLM call for a summarize record: (record, input budget, max_tokens) → completion,
+    within `context_tokens` when given (else the agent's window). The caller builds the view from
+    the record (so its provenance is recorded like any call's)."""
+
+    def __call__(self, record: ViewRecord, budget: int, max_tokens: int, /,
+                 context_tokens: int | None = None) -> Awaitable[Completion]: ...
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """Who asks for a conversation's summary, and from which view (layout 6): the speaker whose
+    turn rolls it, with its verbatim window and held recall blocks as its turn would read them."""
+
+    agent_id: str
+    model: str
+    task_key: str
+    budget: int
+    """The request's input budget on the speaker's model (`context_tokens`, the summary's reserve)."""
+    reserve: int
+    context_tokens: int | None
+    window: list[Contribution]
+    """The messages after the summary so far, oldest first: the turns to summarize, then the rest."""
+    held: list[HeldRecall] = field(default_factory=list)
 
 
 class SummaryRejected(Exception):
@@ -81,6 +107,8 @@ class SummaryJob:
     """Append-only: the cap of all blocks together (`max_tokens` is then one block's); 0: the
     summary is written whole."""
     tier_chars: int = 0
+    above: Continuation | None = None
+    """Layout 6: ask the speaker whose view this continues (None: the summary's owner, layout 5's way)."""
 
     @property
     def append(self) -> bool:
@@ -233,7 +261,7 @@ class Summarizer:
                 fallback = f"{'LLM summary failed' if isinstance(exc, ProviderError) else 'LLM summary rejected'}: {exc}"
                 text = self.rule_based(job, job.max_chars, job.max_tokens)
                 meta.requested_method = job.method
-            meta.model = job.model
+            meta.model = meta.model or job.model  # the speaker's, when it was asked (`_ask_continued`)
         # What it read, rule-based and first (a block: what its own messages read).
         text = with_reads(text, job.items, None if job.append else prev_text, job.max_chars)
         text = cap_text(text, job.max_chars, job.max_tokens, job.model)
@@ -369,6 +397,39 @@ class Summarizer:
         self.builder.choose_prompts(record, job.budget)  # as the call will: chunks are sized with these prompts
         return record
 
+    def _continued(self, job: SummaryJob, max_chars: int) -> ViewRecord | None:
+        """The request as a continuation of the speaker's turn view (layout 6): the view its turn
+        would have, the task naming the turns it summarizes; None when there is none to ask or it
+        would not fit (the request is then made the owner's way)."""
+        above = job.above
+        if above is None or not job.items:
+            return None
+        pinned = pins_for(above.agent_id, "turn", self.index.pins)
+        record = ViewRecord(
+            call_id=self.new_id("call"), agent_id=above.agent_id, round=job.round, phase="summarize",
+            model=above.model, system_key=f"{above.agent_id}/system", task_key=above.task_key,
+            task_params={"max_length": max_chars, "owner": above.agent_id, **job.params,
+                         "first": job.items[0].round, "last": job.items[-1].round,
+                         **({"focus": job.focus} if job.focus else {})},
+            summary_id=job.previous.id if job.previous else None,
+            contribution_ids=[c.id for c in above.window if c.id not in pinned],
+            recall=RecallRecord(cap=0, held=above.held) if above.held else None, pinned=pinned)
+        self.builder.choose_prompts(record, above.budget)
+        messages = render_messages(record, self.index)
+        return record if tokens.count_messages(messages, above.model) <= above.budget else None
+
+    async def _ask_continued(self, job: SummaryJob, record: ViewRecord, max_chars: int, max_tokens: int,
+                             meta: SummaryMetadata) -> str:
+        above = job.above
+        assert above is not None
+        completion = await self.call(record, above.budget, max(16, min(max_tokens, above.reserve)),
+                                     context_tokens=above.context_tokens)
+        meta.model = above.model
+        kept = set(history_ids(record, self.index))
+        if any(c.id not in kept for c in job.items):  # the engine's window was smaller than foreseen
+            raise SummaryRejected("the speaker's view could not hold the turns to summarize")
+        return self._took(job, record, completion, max_chars, max_tokens, meta)
+
     def _room(self, job: SummaryJob, prev: str | None) -> int:
         """Tokens of history one summarization request can hold beside its prompts."""
         empty = self._record(job, [], prev, {}, job.max_chars)
@@ -381,6 +442,10 @@ class Summarizer:
     async def _one(self, job: SummaryJob, record: ViewRecord, max_chars: int, max_tokens: int, meta: SummaryMetadata) -> str:
         out_tokens = max(16, min(max_tokens, job.reserve))
         completion = await self.call(record, job.budget, out_tokens)  # the view shortens quotes if one item is huge
+        return self._took(job, record, completion, max_chars, max_tokens, meta)
+
+    def _took(self, job: SummaryJob, record: ViewRecord, completion: Completion, max_chars: int, max_tokens: int,
+              meta: SummaryMetadata) -> str:
         meta.prompt_tokens += completion.prompt_tokens
         meta.completion_tokens += completion.completion_tokens
         meta.cached_tokens += completion.cached_tokens
@@ -391,6 +456,10 @@ class Summarizer:
         return cap_text(text, max_chars, max_tokens, job.model)
 
     async def _llm(self, job: SummaryJob, max_chars: int, max_tokens: int, meta: SummaryMetadata) -> str:
+        continued = self._continued(job, max_chars)
+        if continued is not None:
+            meta.chunks = 1
+            return await self._ask_continued(job, continued, max_chars, max_tokens, meta)
         prev = job.previous.id if job.previous else None
         ids = [c.id for c in job.items]
         whole = self._record(job, ids, prev, {}, max_chars)

@@ -54,6 +54,16 @@ step appends a block for the items since the last one, labelled with the rounds 
 under a first line that never changes (`PERSPECTIVE_HEADING`), and consolidates the oldest
 blocks only past the cap (`moot.core.protocols.rounds`).
 
+Layout 6 (new debates) asks for a conversation's summary from the speaker whose turn rolls it,
+as a continuation of that speaker's own view: its system message, the summary so far, its pins
+and its verbatim window (held recall blocks where they were), then a task naming the turns
+leaving the window (`continues_turn`). Its previous request repeats through all but the newest
+messages, so a provider serves nearly all of the summarize request from its cache, where a
+request in the judge's words shared nothing with what came before it. The summary is still the
+one shared tier every agent reads; a request that would not fit is made the layout-5 way. A
+roll forced by tokens keeps a quarter of the window's cap, not half: fewer rolls, each of which
+makes every speaker read the window after the new block afresh (`TOKEN_HYSTERESIS_6`).
+
 A view fits by construction. `ViewBuilder.build` gets the budget the view has with the
 full answer reserve, and a `stretch`: how many more tokens it may take from the answer
 down to the answer's floor. What gives way, in order, each tier only once the ones
@@ -100,7 +110,7 @@ from .reads import reads_note
 from .recall_tier import block_message, give_way, recall_message
 from .tool_messages import references_message, tool_messages
 
-LAYOUT = 5
+LAYOUT = 6
 """The view layout of new debates (see the module doc); a debate keeps the one it began with."""
 HISTORY_PHASES = frozenset({"proposal", "critique", "refinement", "turn"})
 """Phases whose views carry a summary and verbatim history (the others carry material in the task)."""
@@ -198,6 +208,15 @@ def inline_history(record: ViewRecord, index: DebateIndex) -> bool:
 
 def _owner(record: ViewRecord) -> str:
     return str(record.task_params.get("owner", record.agent_id))
+
+
+ABOVE_KIND = "summarize_conversation_above"
+"""The task kind of a summarize request that continues its speaker's turn view (layout 6)."""
+
+
+def continues_turn(record: ViewRecord) -> bool:
+    """A summarize request laid out as its speaker's turn view, its task after the window (layout 6)."""
+    return record.phase == "summarize" and record.task_key.removesuffix(COMPACT).endswith("/" + ABOVE_KIND)
 
 
 def _conversation(record: ViewRecord) -> bool:
@@ -332,7 +351,9 @@ def render_tiers(record: ViewRecord, index: DebateIndex) -> list[tuple[Tier, Mes
     recalled = recall_message(record, index, lambda c: item_label(c, record.agent_id, index))
     if recalled is not None and index.layout < 2:
         tiers.append(("recall", recalled))
-    if summarize:
+    if summarize and continues_turn(record):
+        tiers += _history_tiers(record, index, conversation)
+    elif summarize:
         blocks = _summarized_blocks(record, index)
         if blocks:
             limit = record.task_params.get("quote_limit")
@@ -457,7 +478,8 @@ class ViewBuilder:
         record.task_params.pop("quote_limit", None)
         self.choose_prompts(record, budget)
         m = record.model
-        record.pinned = pins_for(record.agent_id, record.phase, self.index.pins)
+        # A summarize request that continues a turn view carries that view's pins (the same prefix).
+        record.pinned = pins_for(record.agent_id, "turn" if continues_turn(record) else record.phase, self.index.pins)
         pinned = set(record.pinned)  # kept in their own tier: not twice
         keep: list[Contribution] = [c for c in history if c.id not in pinned]
         record.contribution_ids = [c.id for c in keep]

@@ -405,7 +405,7 @@ class CallEngine:
             return None
         held = list(spec.recall.held)
         found = None
-        if self.recaller is not None:
+        if self.recaller is not None and spec.recall.tokens > 0:  # a cap of 0 keeps the held blocks only
             record = spec.record
             index = self.builder.index
             history = list(spec.history)

@@ -22,12 +22,14 @@ from ..clock import Clock
 from ..config import ResolvedAgent
 from ..context.index import DebateIndex
 from ..context.pins import pins_for
-from ..context.summarize import Summarizer, SummaryJob
-from ..context.view import ViewBuilder
+from ..context.recall_tier import RecallRequest
+from ..context.summarize import Continuation, Summarizer, SummaryJob
+from ..context.view import ABOVE_KIND, ViewBuilder
 from ..events import Event, SummaryAdded, Warning_
-from ..models.state import Contribution, Summary, ViewRecord
+from ..models.state import Contribution, HeldRecall, Summary, ViewRecord
 from ..models.terms import Phase, SummaryStrategy, SummaryTrigger
 from ..providers.base import CallHint, Completion
+from ..search.recall import RecallScope
 from .calls import CallEngine, CallSpec
 
 SUMMARY_FLOOR = 64
@@ -83,12 +85,21 @@ class Summaries:
             return False, None
         return True, self.pending.pop(agent_id)
 
-    async def _call(self, record: ViewRecord, budget: int, max_tokens: int) -> Completion:
+    async def _call(self, record: ViewRecord, budget: int, max_tokens: int,
+                    context_tokens: int | None = None) -> Completion:
         agent = self.people[record.agent_id]
         hint = CallHint(phase="summarize", role=agent.role, agent_id=agent.id, round=record.round,
                         problem=self.problem, extra={"max_chars": record.task_params.get("max_length", 2500)})
+        # A request that continues a turn view (layout 6) carries that view's window and its held
+        # recall blocks: the engine lays them out as it would for the turn, and recalls nothing new.
+        index = self.builder.index
+        history = [index.contributions[i] for i in record.contribution_ids]
+        held = record.recall.held if record.recall is not None else []
+        recall = RecallRequest(RecallScope(kinds=("message",), max_step=0, population=0), 0,
+                               tuple(held)) if held else None
         result = await self.engine.call(CallSpec(agent=agent, record=record, hint=hint, budget=budget,
-                                                 max_tokens=max_tokens, model=record.model))
+                                                 max_tokens=max_tokens, model=record.model, history=history,
+                                                 context_tokens=context_tokens, recall=recall))
         return result.completion
 
     def reader_cap(self, reader: ResolvedAgent, phase: Phase, kind: str, *, share: float,
@@ -109,9 +120,12 @@ class Summaries:
             judge: bool = False, max_chars: int | None = None, max_tokens: int | None = None,
             context_tokens: int | None = None, reserve: int | None = None, task_key: str | None = None,
             params: dict[str, object] | None = None, conversation: bool = False,
-            tier_tokens: int = 0, tier_chars: int = 0) -> SummaryJob:
+            tier_tokens: int = 0, tier_chars: int = 0, writer: ResolvedAgent | None = None,
+            window: list[Contribution] | None = None, held: list[HeldRecall] | None = None) -> SummaryJob:
         """A job with the agent's summarization settings, any of them overridden (`tier_tokens`:
-        an append-only summary, `max_tokens` and `max_chars` then one block's caps)."""
+        an append-only summary, `max_tokens` and `max_chars` then one block's caps; `writer`: the
+        speaker asked for it as a continuation of its turn view, whose window and held recall
+        blocks are `window` and `held`, layout 6)."""
         cfg = agent.summarization
         model = cfg.model or agent.model
         # The summarization request must fit the model's real window too; its answer is the
@@ -119,6 +133,14 @@ class Summaries:
         cap = self.engine.fit(agent, context_tokens, max_tokens or cfg.max_summary_tokens, model).max_tokens
         fit = self.engine.fit(agent, context_tokens, min(cap, reserve or cap), model)
         chars = min(max_chars or cfg.max_length, max(100, cap * CHARS_PER_TOKEN))
+        above = None
+        # A model named for the summaries (`summarization.model`) is kept: the writer's own is not asked.
+        if writer is not None and window and not writer.is_person and cfg.method != "rule-based" and not cfg.model:
+            spoken = self.engine.fit(writer, context_tokens, min(cap, reserve or cap))
+            above = Continuation(agent_id=writer.id, model=writer.model,
+                                 task_key=f"{writer.id}/{ABOVE_KIND}", budget=spoken.input_budget,
+                                 reserve=spoken.max_tokens, context_tokens=context_tokens, window=list(window),
+                                 held=list(held or []))
         return SummaryJob(
             agent_id=agent.id, role=agent.role, round=step, trigger=trigger, items=items, previous=previous,
             # A person's own history is summarized offline: nothing is asked of them, and their
@@ -129,15 +151,17 @@ class Summaries:
             task_key=task_key or f"{agent.id}/summarize", summary_id=self.new_id("sum"), judge=judge,
             focus=focus, params=dict(params or {}), scope="conversation" if conversation else "perspective",
             tier_tokens=max(tier_tokens, cap) if tier_tokens else 0,
-            tier_chars=max(tier_chars, chars) if tier_tokens else 0,
+            tier_chars=max(tier_chars, chars) if tier_tokens else 0, above=above,
         )
 
     async def make(self, job: SummaryJob) -> Summary:
         """Summarize, price, warn on fallback, record; the summary."""
-        agent = self.people[job.agent_id]
         summary, fallback = await self.summarizer.run(job)
         md = summary.metadata
-        md.cost_usd = self.engine.cost(agent, job.model, md.prompt_tokens, md.completion_tokens, md.cached_tokens)
+        asked = job.above is not None and md.model == job.above.model  # the speaker's model wrote it
+        agent = self.people[job.above.agent_id if asked and job.above else job.agent_id]
+        model = job.above.model if asked and job.above else job.model
+        md.cost_usd = self.engine.cost(agent, model, md.prompt_tokens, md.completion_tokens, md.cached_tokens)
         who = "judge" if job.judge else agent.id
         if fallback:
             self.emit(Warning_(message=f"{who}: {fallback}; used a rule-based summary", agent_id=agent.id))

@@ -52,6 +52,10 @@ HEADER_TOKENS = 24
 TOKEN_HYSTERESIS = 0.5
 """A roll forced by tokens keeps the window at most this share of its cap, so the next
 turn does not have to roll again at once."""
+TOKEN_HYSTERESIS_6 = 0.25
+"""From view layout 6: a quarter (a message or two at the defaults), so rolls come a third less
+often; each makes every speaker read the new block and the window after it afresh (the share a
+provider serves from cache at an 8,000-token view: 60.4 %, 55.8 % keeping half: `bench/cache.py`)."""
 
 BLOCKS_PER_TIER = 6
 """View layout 4: one roll's block gets half of what the earlier blocks leave of the summary's
@@ -65,7 +69,7 @@ NOTHING_TO_SUMMARIZE = "nothing to summarize yet"
 class ConversationProtocol(DebateProtocol):
     name = "conversation"
     step_word = "turn"
-    task_kinds = ("turn", "summarize_conversation", "clarify")
+    task_kinds = ("turn", "summarize_conversation", "summarize_conversation_above", "clarify")
     opening_phase = "turn"
     SETTING = "debate.conversation.max_context_tokens"
 
@@ -132,7 +136,8 @@ class ConversationProtocol(DebateProtocol):
             dropped = self._overflow(record, window, held)
             if not dropped:
                 break
-            summary = await self._roll(owner, t, window[: len(dropped)], summary, "tokens")
+            summary = await self._roll(owner, t, window[: len(dropped)], summary, "tokens",
+                                       asked=self._asked(window, summary, speaker))
             window = window[len(dropped):]
             held, going_on = self._held(speaker, window, summary)
             record = self._record(speaker, t, summary, held)
@@ -263,12 +268,26 @@ class ConversationProtocol(DebateProtocol):
         if len(window) >= conv.recent_messages + conv.summary_every:
             trigger = "turns"
         elif self._tokens(window, reader) > cap:
-            trigger, cap = "tokens", int(cap * TOKEN_HYSTERESIS)
+            hysteresis = TOKEN_HYSTERESIS_6 if self.ctx.index.layout >= 6 else TOKEN_HYSTERESIS
+            trigger, cap = "tokens", int(cap * hysteresis)
         if trigger is None:
             return summary
         keep = self._keep(window, reader, cap)
         fold = window[: len(window) - keep]
-        return await self._roll(owner, step or t, fold, summary, trigger) if fold else summary
+        if not fold:
+            return summary
+        asked = self._asked(window, summary, reader) if step is None else None
+        return await self._roll(owner, step or t, fold, summary, trigger, asked=asked)
+
+    def _asked(self, window: list[Contribution], summary: Summary | None,
+               speaker: ResolvedAgent) -> tuple[ResolvedAgent, list[Contribution], list[HeldRecall]]:
+        """Who writes a neutral summary rolled before `speaker`'s turn (layout 6), with its window
+        and held recall blocks: the latest message's author, whose previous request lacks only that
+        message (the speaker's lacks the last few); the speaker when that author is a person."""
+        ids = {a.id: a for a in self.ctx.agents}
+        last = ids.get(window[-1].agent_id) if window else None
+        writer = last if last is not None and not last.is_person else speaker
+        return writer, window, self._held(writer, window, summary)[0]
 
     async def _manual_rolls(self, t: int, step: int | None = None) -> None:
         """`/summarize` in a conversation rolls the summary forward now (at this turn boundary)."""
@@ -319,14 +338,18 @@ class ConversationProtocol(DebateProtocol):
                                agent_id=owner.id))
 
     async def _roll(self, owner: ResolvedAgent, t: int, fold: list[Contribution], previous: Summary | None,
-                    trigger: SummaryTrigger, focus: str | None = None) -> Summary:
+                    trigger: SummaryTrigger, focus: str | None = None,
+                    asked: tuple[ResolvedAgent, list[Contribution], list[HeldRecall]] | None = None) -> Summary:
         """Fold `fold` into `previous` (rolling: the request holds the previous summary and the
         messages that aged out, never the whole transcript; in layout 4 their summary is appended
-        to the previous one's blocks as a new block)."""
+        to the previous one's blocks as a new block). In layout 6 a neutral one rolled before a turn
+        is asked of a debater (`asked`, from `_asked`) as the continuation of its own view, which the
+        provider serves nearly all of from its cache (`moot.core.context.view`)."""
         ctx = self.ctx
         conv = self.conv
         await ctx.gate.wait()
         shared = owner.id == ctx.judge.id
+        writer, window, held = asked if asked and shared and ctx.index.layout >= 6 else (None, None, None)
         lens = ("neutrally, for all participants" if shared else
                 f"from the point of view of {owner.name}, the {owner.role}: keep your own positions and "
                 "commitments precise")
@@ -342,7 +365,9 @@ class ConversationProtocol(DebateProtocol):
                                 focus=focus, max_tokens=cap, max_chars=chars,
                                 context_tokens=conv.max_context_tokens, reserve=conv.summary_tokens,
                                 task_key=f"{owner.id}/summarize_conversation", params={"lens": lens},
-                                conversation=True, tier_tokens=tier[0], tier_chars=tier[1])
+                                conversation=True, tier_tokens=tier[0], tier_chars=tier[1],
+                                writer=writer if writer is not None and writer.id != owner.id else None,
+                                window=window, held=held)
         return await ctx.summaries.make(job)
 
     def _summary_cap(self, owner: ResolvedAgent) -> int:
