@@ -8,7 +8,6 @@ table on stdout; `-o` writes `.json`, `.md` (with an SVG plot beside it) or `.cs
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -127,6 +126,8 @@ def _output_format(path: str | None) -> str | None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    import asyncio  # here, not at `import moot.cli`: every other command starts without it
+
     from moot.core.bench.datasets import load_dataset
     from moot.core.bench.executors import make_executor
     from moot.core.bench.output import render_csv, render_json, render_markdown, render_svg, render_text, summarize

@@ -5,7 +5,6 @@ do; exit 0 when a debate can run, 1 when not. Every network probe is bounded by 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.util
 import sys
 from pathlib import Path
@@ -82,6 +81,8 @@ def _extras() -> list[Finding]:
 
 
 def _checks(args: argparse.Namespace) -> list[Finding]:
+    import asyncio  # here, not at `import moot.cli`
+
     from moot.core.config import load_config, resolve_agent
     from moot.core.config_view import find_config, key_origin
     from moot.core.models.provider_kinds import kind_of
