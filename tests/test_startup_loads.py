@@ -18,6 +18,7 @@ import sys
 import termios
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,7 +48,7 @@ from moot.cli import main
 sys.exit(main(sys.argv[3:]))
 """
 
-SOURCE_READS = r"""
+HEADLESS_RUN = r"""
 import json, linecache, sys
 
 out, root = sys.argv[1], sys.argv[2]
@@ -65,7 +66,7 @@ from moot.cli import main
 
 code = main(sys.argv[3:])
 with open(out, "w") as f:
-    json.dump({"code": code, "read": sorted({f for f in read if f.startswith(root)})}, f)
+    json.dump({"code": code, "read": sorted({f for f in read if f.startswith(root)}), "modules": sorted(sys.modules)}, f)
 """
 
 NOT_BEFORE_THE_FIRST_FRAME = (
@@ -127,16 +128,29 @@ def test_the_first_frame_comes_before_the_engine_markdown_and_token_tables_are_l
     assert early == [], f"loaded before the first frame: {early}"
 
 
-def test_a_run_reads_no_source_of_its_own_to_describe_its_config(tmp_path: Path) -> None:
-    out = tmp_path / "reads.json"
+@pytest.fixture(scope="module")
+def headless_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A whole headless debate without references: the files of moot's it read, what it loaded."""
+    tmp = tmp_path_factory.mktemp("headless")
+    out = tmp / "run.json"
     args = ["run", PROBLEM, "--headless", "-r", "1", "-a", "kiss,security", "--provider", "demo",
-            "--demo-delay", "0", "--state-dir", str(tmp_path / "s")]
-    done = subprocess.run([sys.executable, "-c", SOURCE_READS, str(out), str(ROOT), *args], capture_output=True,
-                          text=True, env=_env(), cwd=tmp_path, timeout=120)
+            "--demo-delay", "0", "--state-dir", str(tmp / "s")]
+    done = subprocess.run([sys.executable, "-c", HEADLESS_RUN, str(out), str(ROOT), *args], capture_output=True,
+                          text=True, env=_env(), cwd=tmp, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text())
+    result: dict[str, Any] = json.loads(out.read_text())
     assert result["code"] == 0
-    assert result["read"] == []
+    return result
+
+
+def test_a_run_reads_no_source_of_its_own_to_describe_its_config(headless_run: dict[str, Any]) -> None:
+    assert headless_run["read"] == []
+
+
+def test_a_run_without_references_loads_no_gitignore_matcher(headless_run: dict[str, Any]) -> None:
+    """pathspec (git's ignore rules, and the names that hold keys) is for reading references."""
+    assert "moot.core.tools.references" in headless_run["modules"]  # the engine, as always
+    assert "pathspec" not in headless_run["modules"]
 
 
 def test_the_command_line_loads_no_event_loop_until_a_command_needs_one() -> None:
