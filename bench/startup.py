@@ -185,7 +185,7 @@ def main() -> None:
                 for name, moot in moots.items():  # alternately
                     runs[name].append(first_screen(moot, provider, srv, t, kept))
             for name in moots:
-                print(screen_line(f"first screen,  {provider}, {name}", [w for w, _, _ in runs[name]]))
+                print(screen_line(f"first screen,  {provider}, {name}", [w for w, _, _, _ in runs[name]]))
                 print(screen_line(f"  CPU at it,   {provider}, {name}", [c for _, _, c, _ in runs[name]]))
                 print(screen_line(f"first request, {provider}, {name} (in the TUI)", [r for _, r, _, _ in runs[name]]))
                 print(screen_line(f"  CPU at it,   {provider}, {name}", [c for _, _, _, c in runs[name]]))
