@@ -74,10 +74,10 @@ def first_request(provider: str, srv: LoopbackServer, state_dir: Path, window_ca
 
 
 def first_screen(moot: str, provider: str, srv: LoopbackServer, tmp: Path,
-                 window_cache: Path) -> tuple[float, float, float]:
+                 window_cache: Path) -> tuple[float, float, float, float]:
     """Seconds from starting `moot run` in a 120x36 tmux pane to its header naming the problem, and
     to its first request (its first `call_started` in its event log, written as the request is sent);
-    and the process's CPU seconds at its first screen."""
+    and the process's CPU seconds at its first screen and at its first request."""
     problem = "Design a cache"
     folder = Path(tempfile.mkdtemp(dir=tmp))
     socket = f"moot-bench-{os.getpid()}-{folder.name}"  # a tmux server of its own: nobody else's is touched
@@ -87,7 +87,7 @@ def first_screen(moot: str, provider: str, srv: LoopbackServer, tmp: Path,
     command = f"cd {folder} && {env} {moot} run '{problem}' -r 1 -a kiss {flags}; sleep 60"
     subprocess.run([*tmux, "new-session", "-d", "-s", "bench", "-x", "120", "-y", "36", "sleep 60"], check=True)
     screen = request = None
-    cpu = 0.0
+    cpu = request_cpu = 0.0
     try:
         t0 = time.perf_counter()
         subprocess.run([*tmux, "respawn-pane", "-k", "-t", "bench", command], check=True)
@@ -100,10 +100,11 @@ def first_screen(moot: str, provider: str, srv: LoopbackServer, tmp: Path,
                     cpu = pane_cpu(tmux)
             if request is None and called(folder):  # its own log: a run killed before may still call the server
                 request = time.perf_counter() - t0
+                request_cpu = pane_cpu(tmux)
             time.sleep(0.003)
         if screen is None or request is None:
             raise RuntimeError("no first screen or no first request within 30 s")
-        return screen, request, cpu
+        return screen, request, cpu, request_cpu
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
 
@@ -166,28 +167,31 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--before", help="another moot executable (e.g. an older checkout's) whose first screen "
                                      "is measured alternately with this one's")
+    ap.add_argument("--this", help="the moot executable measured as this one (default: this venv's)")
     ap.add_argument("--screen-only", action="store_true", help="only the first screen")
     args = ap.parse_args()
     n = args.runs
-    this = str(Path(sys.executable).with_name("moot"))
+    this = args.this or str(Path(sys.executable).with_name("moot"))
     with tempfile.TemporaryDirectory() as tmp, LoopbackServer() as srv:
         t = Path(tmp)
         kept = t / "windows.json"  # one file for every run: the window is remembered after the first
         print(f"load average at the start: {os.getloadavg()[0]:.2f}")
         for provider in ("demo", "openai"):
             moots = {"this": this, **({"before": args.before} if args.before else {})}
-            runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in moots}
+            runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in moots}
             for moot in moots.values():
                 first_screen(moot, provider, srv, t, kept)  # warm-up: .pyc files written, the window remembered
             for _ in range(n):
                 for name, moot in moots.items():  # alternately
                     runs[name].append(first_screen(moot, provider, srv, t, kept))
             for name in moots:
-                print(screen_line(f"first screen,  {provider}, {name}", [w for w, _, _ in runs[name]]))
-                print(screen_line(f"  CPU at it,   {provider}, {name}", [c for _, _, c in runs[name]]))
-                print(screen_line(f"first request, {provider}, {name} (in the TUI)", [r for _, r, _ in runs[name]]))
+                print(screen_line(f"first screen,  {provider}, {name}", [w for w, _, _, _ in runs[name]]))
+                print(screen_line(f"  CPU at it,   {provider}, {name}", [c for _, _, c, _ in runs[name]]))
+                print(screen_line(f"first request, {provider}, {name} (in the TUI)", [r for _, r, _, _ in runs[name]]))
+                print(screen_line(f"  CPU at it,   {provider}, {name}", [c for _, _, _, c in runs[name]]))
             if args.before:
-                for i, what in ((0, "first screen"), (2, "CPU at the first screen"), (1, "first request")):
+                for i, what in ((0, "first screen"), (2, "CPU at the first screen"), (1, "first request"),
+                                (3, "CPU at the first request")):
                     mid = {name: statistics.median(run[i] for run in r) for name, r in runs.items()}
                     print(f"{what}, {provider}: this / before = {mid['this'] / mid['before']:.2f}")
         print(f"load average after the first screens: {os.getloadavg()[0]:.2f}")

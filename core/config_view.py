@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
 from .config import (
     DEFAULT_CONFIG_NAME,
     Overrides,
@@ -22,6 +25,7 @@ from .config import (
     resolve_agent,
 )
 from .models.config import MootConfig
+from .models.docstrings import attribute_docs
 from .models.terms import HUMAN
 from .safety.secrets import KEY_NAMES, strip_userinfo
 
@@ -176,10 +180,23 @@ def _get(data: Any, path: tuple[str | int, ...]) -> Any:
     return data
 
 
+class _DescribedFields(GenerateJsonSchema):
+    """A model's fields described by the docstrings written under them, read only when a
+    schema is asked for (`models.docstrings`)."""
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        docs = attribute_docs(schema["cls"])
+        for name, field in json_schema.get("properties", {}).items():
+            if name in docs:
+                field.setdefault("description", docs[name])
+        return json_schema
+
+
 def config_schema() -> dict[str, Any]:
     """The JSON Schema of a config file (`moot.toml` or JSON): every key, its type, default and
     description (the models' field docstrings), for editors (taplo's `#:schema`) and the docs."""
-    schema = MootConfig.model_json_schema()
+    schema = MootConfig.model_json_schema(schema_generator=_DescribedFields)
     # The judge is an agent whose id may be left out (it is `judge`).
     judge = json.loads(json.dumps(schema["$defs"]["AgentConfig"]))
     judge["required"] = [r for r in judge.get("required", []) if r != "id"]

@@ -14,7 +14,6 @@ when a committed page differs from what this writes.
 from __future__ import annotations
 
 import argparse
-import ast
 import inspect
 import sys
 import types
@@ -59,21 +58,9 @@ def _type(annotation: Any) -> str:
 
 def _attribute_docs(cls: type) -> dict[str, str]:
     """The docstring written under each attribute of `cls` and of its bases (PEP 257's attribute docstrings)."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if klass in (object, BaseModel) or not klass.__module__.startswith("moot"):
-            continue
-        try:
-            tree = ast.parse(inspect.getsource(klass))
-        except (OSError, TypeError):
-            continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for node, after in zip(body, body[1:]):
-            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                    and isinstance(after.value.value, str)):
-                docs[node.target.id] = inspect.cleandoc(after.value.value)
-    return docs
+    from moot.core.models.docstrings import attribute_docs
+
+    return attribute_docs(cls)
 
 
 def _default(info: FieldInfo) -> str:

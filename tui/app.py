@@ -142,15 +142,21 @@ class MootApp(App[int]):
         (the context overview, the search hits, a comparison, help) — those take no typed text,
         so a slash there means the command line, as everywhere. Screens that read text of their
         own (the messages view's find, the saved debates' filter) keep their slash."""
-        from .screens.compare import CompareScreen
-        from .screens.context_overview import ContextOverviewScreen
-        from .screens.help import HelpScreen
-        from .screens.search_results import SearchResultsScreen
+        from .screens.debate import DebateScreen
 
         stack = self.screen_stack
         i = len(stack) - 1
-        while i > 0 and isinstance(stack[i], (ContextOverviewScreen, SearchResultsScreen, CompareScreen, HelpScreen)):
-            i -= 1
+        # The debate on top (the footer asks at the first frame): the screens that go over it are
+        # loaded when one is opened, not for that.
+        if i > 0 and not isinstance(stack[i], DebateScreen):
+            from .screens.compare import CompareScreen
+            from .screens.context_overview import ContextOverviewScreen
+            from .screens.help import HelpScreen
+            from .screens.search_results import SearchResultsScreen
+
+            over = (ContextOverviewScreen, SearchResultsScreen, CompareScreen, HelpScreen)
+            while i > 0 and isinstance(stack[i], over):
+                i -= 1
         return stack[i] if stack else None
 
     def action_command_line(self) -> None:

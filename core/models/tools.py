@@ -15,8 +15,9 @@ ToolsMode = Literal["auto", "call", "retrieve", "off"]
 
 
 class _Strict(Model):
-    # Each field's docstring is its description in the JSON Schema (`moot config --schema`).
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+    # Each field's docstring is its description in the JSON Schema (`moot config --schema`),
+    # read when the schema is made (`config_view.config_schema`), not as the model is defined.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class McpServerConfig(_Strict):

@@ -29,14 +29,16 @@ import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..safety.found_secrets import holds_private_key, mask_found
 from ..safety.sanitize import one_line_safe, terminal_safe
-from .ignore import Ignores
+
+if TYPE_CHECKING:
+    import pathspec
 
 MAX_FILE_BYTES = 1 << 20
 """Files larger than this are listed as skipped, never read (`tools.max_file_bytes`)."""
@@ -47,23 +49,32 @@ PROGRESS_AFTER_S = 2.0
 PROGRESS_EVERY_S = 5.0
 _now = time.monotonic
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache"})
-SECRET_NAMES = pathspec.GitIgnoreSpec.from_lines([
+SECRET_NAMES = (
     ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx",
     "*.gpg", "*.asc", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".npmrc", ".pypirc",
     ".git-credentials", "credentials", "credentials.*", "*.secret", "secrets.*", ".htpasswd",
     ".pgpass", "*.tfstate", "*.tfstate.*", "*.pem.*", "*.key.*", "kubeconfig", "*.kubeconfig",
-])
-"""Names that often hold keys: never listed, never readable."""
+)
+"""Names that often hold keys (git's patterns): never listed, never readable."""
 SECRET_DIRS = frozenset({".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".password-store"})
 """Folders whose files hold credentials whatever their names (`.aws/config`, `.kube/config`,
 `.docker/config.json`, `.ssh/config`): never walked, never readable through a link."""
+
+
+@lru_cache(maxsize=1)
+def _secret_names() -> pathspec.GitIgnoreSpec:
+    """`SECRET_NAMES` matched as git matches them; pathspec loads with the first reference
+    looked at, not with every run (a run without references never needs it)."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(SECRET_NAMES)
 
 
 def is_secret_name(name: str) -> bool:
     """True for a file name that looks like it holds credentials (`id_*` without an extension too),
     in any case: `SERVER.PEM` and `.ENV` hold keys as `server.pem` and `.env` do."""
     name = name.lower()
-    if SECRET_NAMES.match_file(name):
+    if _secret_names().match_file(name):
         return True
     return name.startswith("id_") and ("." not in name or name.endswith(".pub"))
 
@@ -240,6 +251,8 @@ class _Progress:
 
 def _walk(root: Path, progress: _Progress) -> Iterator[tuple[str, Path, str | None]]:
     """(path relative to `root`, real path, None or why it is skipped) for every file below."""
+    from .ignore import Ignores
+
     ignores = Ignores()
     for folder, dirs, names in os.walk(root, followlinks=False):
         here = Path(folder)

@@ -126,7 +126,7 @@ def _output_format(path: str | None) -> str | None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    import asyncio
+    import asyncio  # here, not at `import moot.cli`: every other command starts without it
 
     from moot.core.bench.datasets import load_dataset
     from moot.core.bench.executors import make_executor

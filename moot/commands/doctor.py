@@ -81,7 +81,7 @@ def _extras() -> list[Finding]:
 
 
 def _checks(args: argparse.Namespace) -> list[Finding]:
-    import asyncio
+    import asyncio  # here, not at `import moot.cli`
 
     from moot.core.config import load_config, resolve_agent
     from moot.core.config_view import find_config, key_origin

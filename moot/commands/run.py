@@ -168,7 +168,6 @@ def run_in_tui(args: argparse.Namespace, problem: str) -> int:
     says what is still loading; an error in building ends the app and is said as it is headless."""
     from contextlib import ExitStack
 
-    from moot.core.observe.otel import traced
     from moot.core.safety.secrets import known_secrets, one_line
     from moot.tui.app import run_app_building
 
@@ -177,6 +176,8 @@ def run_in_tui(args: argparse.Namespace, problem: str) -> int:
 
     def build(step: Callable[[str], None]) -> DebateSession:
         made = build_run(args, problem, tui=True, plain=None, step=step)
+        from moot.core.observe.otel import traced  # behind the first screen: it loads the event models
+
         built.append(made)
         stack.enter_context(traced(made.session, made.tracing))
         return made.session

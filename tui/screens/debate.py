@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -28,9 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from ...core.context.index import DebateIndex
-from ...core.fork_compare import ForkComparison
 from ...core.models.state import DebateState
-from ...core.search.debates import DebateHit
 from ..bridge import Bridge, DebateLoaded, EngineBatch, RuntimeFailed
 from ..commands.completion import Vocabulary
 from ..commands.palette import MootCommandProvider, palette_entries
@@ -54,6 +53,10 @@ from .debate_roster import RosterRows
 from .debate_seats import PeopleSeats
 from .debate_status import StatusLine
 from .debates import ShowSessions
+
+if TYPE_CHECKING:  # what a command opens, loaded by the command (not before the first screen)
+    from ...core.fork_compare import ForkComparison
+    from ...core.search.debates import DebateHit
 
 __all__ = ["DebateScreen", "GRID_CHROME", "agent_usage", "grid_shape", "needs_focus_layout"]
 

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from textual.screen import Screen
 
 from ...core import events as ev
-from ...core.context.view import render_messages
 from ...core.errors import StoreError
 from ...core.human.drafts import slot_of
 from ...core.models.provider_kinds import is_person
@@ -109,6 +108,8 @@ class PeopleSeats(DebatePart):
         runtime, index, screen = self.debate.runtime, self.debate.index, self.screen
         if not runtime.can_answer:
             return  # a replay, or a debate no process runs: the header says who is awaited
+        from ...core.context.view import render_messages  # the engine's views: not before the first screen
+
         try:
             messages = render_messages(view, index)
         except (KeyError, ValueError):  # a view this screen cannot rebuild (its log is cut): ask anyway

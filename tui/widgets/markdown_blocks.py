@@ -20,14 +20,23 @@ from __future__ import annotations
 import copy
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-from rich.markdown import Markdown
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+    from rich.markdown import Markdown
 
-_PARSER = MarkdownIt().enable("strikethrough").enable("table")
-"""The parser `rich.markdown.Markdown` builds for every instance (a quarter of a
-millisecond each time, as much as rendering a short paragraph): one, shared."""
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    """The parser `rich.markdown.Markdown` builds for every instance (a quarter of a
+    millisecond each time, as much as rendering a short paragraph): one, shared. Made with the
+    first reply: markdown-it and Rich's markdown (with Pygments) load then, not before the
+    app's first screen, which shows no text yet."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt().enable("strikethrough").enable("table")
 
 _FENCES = ("```", "~~~")
 _CONTINUES = re.compile(r"[ ]{2,}|\t|[ ]?[>|]|[ ]?(?:[-+*]|\d{1,9}[.)])(?:[ \t\n]|\Z)|[ ]?(?:[-+*]|\d{1,9})\Z"
@@ -43,12 +52,14 @@ def markdown(text: str, code_theme: str) -> Markdown:
     """A Rich `Markdown` for `text` (no hyperlinks), parsed with the shared parser."""
     md = copy.copy(_template(code_theme))
     md.markup = text
-    md.parsed = _PARSER.parse(text)
+    md.parsed = _parser().parse(text)
     return md
 
 
 @lru_cache(maxsize=4)
 def _template(code_theme: str) -> Markdown:
+    from rich.markdown import Markdown
+
     return Markdown("", code_theme=code_theme, hyperlinks=False)
 
 
@@ -87,6 +98,8 @@ _NOT_ELEMENTS = frozenset({"text", "hardbreak", "softbreak", "link_open", "link_
 def _finishes_an_element(tokens: list[Token]) -> bool:
     """Whether Rich finishes an element (one that decides the blank line before the next) in
     these tokens, walking them as `Markdown.__rich_console__` does."""
+    from rich.markdown import Markdown  # loaded by then: the tokens were parsed for it
+
     for token in tokens:
         if token.children and not (token.tag == "img" or token.type == "fence"):
             if _finishes_an_element(token.children):

@@ -20,7 +20,6 @@ from textual.timer import Timer
 from textual.widgets import Label, Static, TextArea
 
 from ...core.safety.sanitize import one_line_safe, terminal_safe
-from ...core.tokens import count_text
 
 DRAFT_DELAY_S = 0.5
 """The draft is saved this long after the last key (and at once on send)."""
@@ -132,6 +131,8 @@ class SeatEditor(Vertical):
             label.set_class(True, "-error")
             return
         label.set_class(False, "-error")
+        from ...core.tokens import count_text  # a person's turn: not loaded before the first screen
+
         n = count_text(self.text, self.model)
         over = " (too long)" if n > self.max_tokens else ""
         parts = ["sending…"] if self.sending else ["ctrl+s send", "f2 all you are shown"]

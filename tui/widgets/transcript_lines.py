@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import copy
 import re
+from typing import TYPE_CHECKING
 
-from markdown_it.token import Token
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -25,6 +25,9 @@ from ..format import first_line
 from .markdown_blocks import block_key, estimate_lines, gap_after, markdown, top_blocks, wrapped_lines
 from .plain_scrollbar import plain_vertical_scrollbar
 from .transcript_entry import HEAD, KEPT_BLOCKS, TAIL, Entry, GrownTail, Rendered
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
 
 TITLE_CLASSES = {"done": "transcript--title-done", "failed": "transcript--title-failed",
                  "solution": "transcript--title-solution"}
