@@ -140,7 +140,11 @@ def test_moot_resume_paints_first_then_reads_the_debate_and_says_a_refusal_after
             assert run.proc.poll() is None, run.output[-3000:]
             assert time.monotonic() < end, run.output[-3000:]
             time.sleep(0.05)
-        time.sleep(0.3)
+        # The debate has ended; the screen shows its problem once it has painted since it was read
+        # (on a loaded machine that paint can come well after the log's last line).
+        while "queue and a shared table" not in _screen_text(run.output):
+            assert time.monotonic() < end, run.output[-3000:]
+            time.sleep(0.05)
         os.write(run.master, b"\x03")
         code = run.proc.wait(timeout=60)
         run._reader.join(5)
