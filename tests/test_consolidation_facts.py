@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from moot.core.context.facts import facts_of, holds, plain
 from moot.core.models.state import Summary, SummaryBlock
 from tests.conftest import run_debate
@@ -64,10 +66,12 @@ def _facts_script(body: dict[str, Any], n: int) -> str:
     return _told(turn) if turn is not None else loopback_reply(body, n, 1500)
 
 
-def _conversation(tmp_path: Path) -> list[Summary]:
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> list[Summary]:
+    """The conversation's summaries, oldest first (one debate for the tests that read them)."""
     with LoopbackServer(reply=_facts_script) as srv:
-        state, folder = asyncio.run(run_debate(tmp_path, PROBLEM, TIER, rounds=None, provider="openai",
-                                               base_url=srv.base_url, roles=ROLES))
+        state, folder = asyncio.run(run_debate(tmp_path_factory.mktemp("facts"), PROBLEM, TIER, rounds=None,
+                                               provider="openai", base_url=srv.base_url, roles=ROLES))
     assert state.status == "completed"
     return [s for s in _summaries(folder.path) if s.blocks and s.scope == "conversation"]
 
@@ -78,11 +82,11 @@ def _consolidations(made: list[Summary]) -> list[tuple[Summary, Summary]]:
             if after.blocks and after.blocks[0].consolidated and after.blocks[0].made_at == after.round]
 
 
-def test_a_consolidation_carries_the_oldest_blocks_facts_whole_while_they_fit(tmp_path: Path) -> None:
+def test_a_consolidation_carries_the_oldest_blocks_facts_whole_while_they_fit(made: list[Summary]) -> None:
     """Each fact the oldest block listed is in the block that replaces it, word for word, whenever
     that block had the room for all of them: the facts are read back, not summarized again as
     one long message whose extractor keeps a few of each kind."""
-    pairs = _consolidations(_conversation(tmp_path))
+    pairs = _consolidations(made)
     assert len(pairs) >= 3
     whole = 0
     for before, after in pairs:
@@ -97,11 +101,10 @@ def test_a_consolidation_carries_the_oldest_blocks_facts_whole_while_they_fit(tm
     assert whole >= 2
 
 
-def test_the_earliest_turns_facts_outlast_every_consolidation(tmp_path: Path) -> None:
+def test_the_earliest_turns_facts_outlast_every_consolidation(made: list[Summary]) -> None:
     """What the first block kept of the first turns' decisions, numbers and open questions is still
     in the summary tier, each on one line, after every later consolidation (the newest merged facts
     give way first, as a rolling summary keeps what it held before what it adds)."""
-    made = _conversation(tmp_path)
     first = made[0]
     early = [f for t in (1, 2) for f in reply(t * 31 + 7, 1500).facts
              if any(kept(line, f) for line in first.summary.splitlines())]
@@ -113,11 +116,11 @@ def test_the_earliest_turns_facts_outlast_every_consolidation(tmp_path: Path) ->
         assert not lost, f"after the consolidation at turn {after.round} the tier lost {lost}"
 
 
-def test_what_a_consolidation_drops_is_recorded_as_dropped(tmp_path: Path) -> None:
+def test_what_a_consolidation_drops_is_recorded_as_dropped(made: list[Summary]) -> None:
     """Every fact of the blocks a consolidation merged is either still in the summary or among its
     dropped facts: the list of what a compaction lost stays honest. The newer blocks it did not
     need to merge stand as they were."""
-    pairs = _consolidations(_conversation(tmp_path))
+    pairs = _consolidations(made)
     assert pairs
     for before, after in pairs:
         assert before.blocks is not None and after.blocks is not None
