@@ -1,7 +1,8 @@
 """How many of the facts a later round needs survive an agent's first rule-based summary.
 
 Run: .venv/bin/python bench/facts.py [--debates 10] [--rounds 2] [--window 8000] [--method rule-based]
-     .venv/bin/python bench/facts.py --conversation [--turns 1000]
+     .venv/bin/python bench/facts.py --conversation [--turns 1000] [--seed 0] [--agents 4]
+                                     [--checkpoints 100,300,600] [--layouts 3,4]
 
 Debates of 3 agents (`rounds` protocol) against the loopback OpenAI-compatible server, whose
 replies are 2,500 characters of technical prose (`tests/prose.py`): each carries a decision,
@@ -16,7 +17,10 @@ conversation defaults, rule-based summaries, in this process with scripted prose
 2,500 characters): of the decisions, numbers and open questions the replies of turns 1–40 hold,
 the share the last summary's text still holds after `--turns` turns (recall not counted), for
 view layout 3 (a rolling summary rewritten at each roll) and layout 4 (append-only blocks, the
-oldest consolidated when they outgrow the tier).
+oldest consolidated when they outgrow the tier). A fact counts when the summary holds each of its
+keys anywhere (the replies reuse a small vocabulary of components and stores, so a full tier
+holds some by chance); `on one line` counts it only when one line holds them all, which chance
+rarely does. `--seed` draws other replies, `--agents` seats 2 to 6 agents.
 """
 
 from __future__ import annotations
@@ -118,8 +122,9 @@ class ScriptedProvider:
     slots: int | None = None
     llama_cpp = False
 
-    def __init__(self, chars: int) -> None:
+    def __init__(self, chars: int, seed: int = 0) -> None:
         self.chars = chars
+        self.seed = seed
 
     async def stream(self, request: Any) -> Any:
         from moot.core.providers.base import Completion, Finished, TextDelta
@@ -127,7 +132,7 @@ class ScriptedProvider:
         from tests.prose import turn_of
 
         turn = turn_of({"messages": request.messages})
-        text = reply((turn or 0) * 31 + 7, self.chars).text
+        text = reply(reply_seed(turn or 0, self.seed), self.chars).text
         yield TextDelta(text)
         yield Finished(Completion(content=text, prompt_tokens=count_messages(request.messages, request.model),
                                   completion_tokens=count_text(text, request.model), model=request.model,
@@ -144,21 +149,32 @@ class ScriptedProvider:
 
 
 CHECKPOINTS = (100, 300, 600, 1000, 2000, 5000)
+ROLES = ["architect", "performance", "security", "kiss", "testing", "generalist"]
 
 
-async def conversation(turns: int, layout: int, tmp: Path,
-                       chars: int = 2500) -> dict[int, tuple[Counter[str], Counter[str]]]:
+def reply_seed(turn: int, seed: int) -> int:
+    """The `reply` seed of a turn's message (seed 0: the replies this bench has always used)."""
+    return turn * 31 + 7 + seed * 100_003
+
+
+def on_one_line(summary: str, fact: Fact) -> bool:
+    """Whether one line of `summary` holds every key of `fact` (chance seldom puts them together)."""
+    return any(kept(line, fact) for line in summary.splitlines())
+
+
+async def conversation(turns: int, layout: int, tmp: Path, chars: int = 2500, seed: int = 0, agents: int = 4,
+                       checkpoints: tuple[int, ...] = CHECKPOINTS) -> dict[int, tuple[Counter[str], Counter[str]]]:
     """At each checkpoint up to `turns` (and at `turns`): (kept, planted) per kind, the facts of
     turns 1–40 that the last rolling summary made by then holds (not the judge's, made for the
-    synthesis). One run; a consolidation's timing moves the share from one checkpoint to the
-    next, so several are read."""
+    synthesis; `line` counts those one line holds whole). One run; a consolidation's timing moves
+    the share from one checkpoint to the next, so several are read."""
     from moot.core import orchestrator
 
     cfg = build_config({"debate": {"protocol": "conversation", "turns": turns,
                                    "summarization": {"method": "rule-based"}}},
-                       Overrides(provider="demo", roles=["architect", "performance", "security", "kiss"]))
+                       Overrides(provider="demo", roles=ROLES[:agents]))
     session = new_session(PROBLEM, cfg, SessionOptions(state_dir=tmp / f"layout{layout}", demo_delay=0))
-    session.providers._providers[("demo", None)] = ScriptedProvider(chars)  # type: ignore[assignment]
+    session.providers._providers[("demo", None)] = ScriptedProvider(chars, seed)  # type: ignore[assignment]
     was, orchestrator.LAYOUT = orchestrator.LAYOUT, layout
     try:
         await session.run()
@@ -169,26 +185,32 @@ async def conversation(turns: int, layout: int, tmp: Path,
     messages = {c.round: c.content for c in state.all_contributions() if c.type == "message"}
     made = sorted((s for r in state.rounds for s in [*r.replaced_summaries, *r.summaries.values()]
                    if s.scope == "conversation" and s.trigger != "judge"), key=lambda s: (s.round, s.ts))
-    planted = [f for t in range(1, 41) for f in reply(t * 31 + 7, chars).facts if f.sentence in messages.get(t, "")]
+    planted = [f for t in range(1, 41) for f in reply(reply_seed(t, seed), chars).facts
+               if f.sentence in messages.get(t, "")]
     out: dict[int, tuple[Counter[str], Counter[str]]] = {}
-    for at in sorted({c for c in CHECKPOINTS if c < turns} | {turns}):
+    for at in sorted({c for c in checkpoints if c < turns} | {turns}):
         last = [s for s in made if s.round <= at][-1]
         hit: Counter[str] = Counter()
         total: Counter[str] = Counter()
         for f in planted:
             total[f.kind] += 1
             hit[f.kind] += kept(last.summary, f)
+            hit["line"] += on_one_line(last.summary, f)
         out[at] = (hit, total)
     return out
 
 
-def conversation_main(turns: int) -> None:
+def conversation_main(args: argparse.Namespace) -> None:
+    checkpoints = tuple(int(c) for c in args.checkpoints.split(",")) if args.checkpoints else CHECKPOINTS
     with tempfile.TemporaryDirectory() as tmp:
-        for layout in (3, 4):
-            for at, (hit, total) in asyncio.run(conversation(turns, layout, Path(tmp))).items():
-                parts = "  ".join(f"{kind} {hit[kind]}/{total[kind]}" for kind in ("decision", "number", "question"))
-                print(f"layout {layout}: after {at} turns the summary tier holds {sum(hit.values())}/"
-                      f"{sum(total.values())} of the facts of turns 1-40 ({parts})")
+        for layout in (int(x) for x in args.layouts.split(",")):
+            runs = conversation(args.turns, layout, Path(tmp), seed=args.seed, agents=args.agents,
+                                checkpoints=checkpoints)
+            for at, (hit, total) in asyncio.run(runs).items():
+                kinds = ("decision", "number", "question")
+                parts = "  ".join(f"{kind} {hit[kind]}/{total[kind]}" for kind in kinds)
+                print(f"layout {layout}: after {at} turns the summary tier holds {sum(hit[k] for k in kinds)}/"
+                      f"{sum(total.values())} of the facts of turns 1-40 ({parts}; on one line {hit['line']})")
 
 
 def main() -> None:
@@ -200,9 +222,14 @@ def main() -> None:
     ap.add_argument("--show-missing", action="store_true", help="print each fact a summary lost")
     ap.add_argument("--conversation", action="store_true", help="the summary tier of a long conversation")
     ap.add_argument("--turns", type=int, default=1000, help="--conversation: its length")
+    ap.add_argument("--seed", type=int, default=0, help="--conversation: which replies (0: as always)")
+    ap.add_argument("--agents", type=int, default=4, choices=range(2, len(ROLES) + 1),
+                    help="--conversation: how many agents")
+    ap.add_argument("--checkpoints", default="", help="--conversation: the turns to read, e.g. 100,200,450")
+    ap.add_argument("--layouts", default="3,4", help="--conversation: the view layouts to compare")
     args = ap.parse_args()
     if args.conversation:
-        conversation_main(args.turns)
+        conversation_main(args)
         return
     global MISSING
     MISSING = [] if args.show_missing else None

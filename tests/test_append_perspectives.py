@@ -70,7 +70,7 @@ def test_a_rounds_summary_appends_a_block_and_the_blocks_before_it_stay_byte_for
     assert state.status == "completed" and state.view_layout == LAYOUT >= 5
 
     # Each agent's summary copies the blocks of its previous one, then appends one for the items
-    # since, labelled with the rounds it covers; past the cap, all but that newest block become one.
+    # since, labelled with the rounds it covers; past the cap, the oldest become one.
     summaries = _perspectives(folder)
     merges = appends = 0
     for agent in ROLES:
@@ -86,16 +86,18 @@ def test_a_rounds_summary_appends_a_block_and_the_blocks_before_it_stay_byte_for
                 appends += 1
                 continue
             merges += 1
-            (oldest,) = summary.blocks[:-1]
-            assert oldest.consolidated and (oldest.first, oldest.last) == (1, previous.blocks[-1].last)
+            oldest, untouched = summary.blocks[0], summary.blocks[1:-1]
+            gone = previous.blocks[:len(previous.blocks) - len(untouched)]
+            assert len(gone) >= 1 and previous.blocks[len(gone):] == untouched
+            assert oldest.consolidated and (oldest.first, oldest.last) == (1, gone[-1].last)
             assert oldest.label.endswith(f" 1–{oldest.last} (consolidated in round {summary.round})"
                                          if oldest.last > 1 else f" 1 (consolidated in round {summary.round})")
-            assert oldest.count == sum(b.count for b in previous.blocks)
-            # The consolidation's request held the older blocks, each under its label, and nothing newer.
+            assert oldest.count == sum(b.count for b in gone)
+            # The consolidation's request held the blocks it merged, each under its label, and nothing newer.
             (request,) = [b for b in bodies if CONSOLIDATE_NOTE_ROUNDS in b["messages"][-2]["content"]
                           and all(f"{blk.label}\n\n{blk.text.strip()}" in b["messages"][-2]["content"]
-                                  for blk in previous.blocks)]
-            assert new.label not in request["messages"][-2]["content"]
+                                  for blk in gone)]
+            assert all(b.label not in request["messages"][-2]["content"] for b in [*untouched, new])
     assert appends >= 2 and merges >= 1
 
     # Between two consecutive requests of one agent, what the earlier one read of its summary (the

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..models.state import DroppedFact, FactKind
+from .consolidate import block_lines
 from .rule_based import extract_facts
 
 WORDS_HELD = 0.6
@@ -101,14 +102,24 @@ def facts_of(content: str) -> list[tuple[FactKind, str]]:
             + [("open", f) for f in found.questions])
 
 
+_BLOCK_KINDS: dict[str, FactKind] = {"decision": "decision", "claim": "number", "note": "number", "open": "open"}
+
+
+def facts_of_block(text: str) -> list[tuple[FactKind, str]]:
+    """Every fact an earlier summary block states, in its order: a block is a list of facts already,
+    and the per-text limit `facts_of` applies to a message would leave most of a long one unchecked."""
+    return [(_BLOCK_KINDS[ln.kind], ln.body) for ln in block_lines(text) if ln.fact]
+
+
 def dropped_facts(covered: Sequence[Covered], summary: str) -> tuple[int, int, list[DroppedFact]]:
     """(how many facts the covered texts hold, how many of them `summary` holds, those it does
-    not: the last `MAX_DROPPED` of them, oldest first)."""
+    not: the last `MAX_DROPPED` of them, oldest first). A covered text with no item id is an
+    earlier summary's block (merged at a consolidation): all its facts are checked."""
     text = _plain(summary)
     total = kept = 0
     lost: list[DroppedFact] = []
     for c in covered:
-        for kind, fact in facts_of(c.content):
+        for kind, fact in (facts_of_block(c.content) if c.item_id is None else facts_of(c.content)):
             total += 1
             if holds(text, fact):
                 kept += 1

@@ -194,8 +194,9 @@ def _kind(section: str, text: str) -> str | None:
     return "decision" if _WEAK.search(low) else None
 
 
-def extract_facts(content: str) -> Facts:
-    """Position, numeric claims, decisions and open questions of one markdown text."""
+def extract_facts(content: str, limit: int = MAX_PER_KIND) -> Facts:
+    """Position, numeric claims, decisions and open questions of one markdown text (at most
+    `limit` of each kind)."""
     units, title = _units(content)
     pos_i = next((i for i, (sec, _, _) in enumerate(units) if sec == "position"), None)
     if pos_i is None:  # else the first sentence of three words or more, else the first sentence
@@ -214,10 +215,10 @@ def extract_facts(content: str) -> Facts:
             seen.add(k)
             found[kind].append(fact)
     claims = found["claim"]
-    if len(claims) > MAX_PER_KIND:  # key claims first, then notes; reading order kept
-        chosen = set(sorted(range(len(claims)), key=lambda i: not is_key_claim(claims[i]))[:MAX_PER_KIND])
+    if len(claims) > limit:  # key claims first, then notes; reading order kept
+        chosen = set(sorted(range(len(claims)), key=lambda i: not is_key_claim(claims[i]))[:limit])
         claims = [c for i, c in enumerate(claims) if i in chosen]
-    return Facts(position, claims, found["decision"][:MAX_PER_KIND], found["open"][:MAX_PER_KIND])
+    return Facts(position, claims, found["decision"][:limit], found["open"][:limit])
 
 
 def is_key_claim(claim: str) -> bool:

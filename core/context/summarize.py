@@ -16,8 +16,8 @@
 - append-only (a conversation's summary in view layout 4, a rounds agent's perspective in 5,
   `SummaryJob.tier_tokens`): the request still reads the previous summary, but its answer
   summarizes only what aged out and is appended as a new block (`blocks`); when the blocks
-  outgrow the tier's cap, all but the newest are consolidated into one (`consolidate`), by
-  the same method and fallback.
+  outgrow the tier's cap, the oldest are consolidated into one (`consolidate`), by the same
+  method and fallback, its facts read back and kept ahead of its prose (`consolidate.py`).
 
 Over 400 lines: a summary written whole and one written as blocks share their methods, caps,
 chunking and fallback, which are one decision kept in one place.
@@ -38,11 +38,12 @@ from ..errors import ContextOverflow, ProviderError
 from ..models.state import Contribution, HeldRecall, RecallRecord, Summary, SummaryBlock, SummaryMetadata, ViewRecord, join_blocks
 from ..models.terms import SummaryMethod, SummaryStrategy, SummaryTrigger
 from ..providers.base import Completion, Message
+from .consolidate import consolidate_facts
 from .facts import Covered, dropped_facts
 from .index import DebateIndex
 from .pins import pins_for
 from .reads import with_reads
-from .rule_based import EARLIER, SourceItem, summarize_rule_based
+from .rule_based import SourceItem, summarize_rule_based
 from .view import ViewBuilder, format_item, history_ids, item_label, render_messages
 
 
@@ -160,6 +161,12 @@ REDUCE_NOTE = ("(Too long to summarize at once, this history was summarized in {
 
 MAX_BLOCKS = 12
 """An append-only summary consolidates its oldest blocks past this many, however short they are."""
+MERGED_SHARE = 2 / 3
+"""A consolidated block's cap, as a share of the tier's: it carries the oldest facts, which a
+summary rewritten whole would keep in most of its text (`bench/facts.py --conversation`)."""
+KEEP_SHARE = 1 / 4
+"""A consolidation leaves the newest blocks as they are while they hold at most this share of the
+tier (the newest always): it merges as few of the oldest as make room."""
 APPEND_NOTE = ("Summarize only the messages after the summary so far: that summary stays as it is, and yours "
                "is added after it as its next part, so do not repeat what it already says.")
 """Appended to an append-only summary's task (as the record's notes)."""
@@ -328,15 +335,22 @@ class Summarizer:
         used = sum(tokens.count_text(b.text, job.model) for b in blocks)
         if len(blocks) < 2 or (used <= job.tier_tokens and len(blocks) <= MAX_BLOCKS):
             return blocks, None, []
-        # All but the newest into one, within what the newest leaves of the tier (a third of it
-        # at most, so that a few more rolls append before the next consolidation).
-        room = job.tier_tokens - tokens.count_text(new.text, job.model)
-        cap = min(max(32, job.tier_tokens // 3), room)
+        # The oldest blocks into one, as few as leave the newer ones (the newest always) at most
+        # `KEEP_SHARE` of the tier: the blocks a consolidation need not touch keep what they hold,
+        # and the tier stays about as full as a summary rewritten whole would be.
+        sizes = [tokens.count_text(b.text, job.model) for b in blocks]
+        keep = len(blocks) - 1
+        while keep > 2 and sum(sizes[keep - 1:]) <= job.tier_tokens * KEEP_SHARE:
+            keep -= 1
+        merging = blocks[:keep]
+        room = job.tier_tokens - sum(sizes[keep:])
+        cap = min(max(32, int(job.tier_tokens * MERGED_SHARE)), room)
         if cap < 32:  # the tier is too small for two: everything becomes one block
             merged, why = await self.consolidate(job, blocks, job.tier_tokens, job.tier_chars, meta)
             return [merged], why, old
-        merged, why = await self.consolidate(job, old, cap, max(100, min(job.tier_chars // 3, cap * 4)), meta)
-        return [merged, new], why, old
+        chars = max(100, min(int(job.tier_chars * MERGED_SHARE), cap * 4))
+        merged, why = await self.consolidate(job, merging, cap, chars, meta)
+        return [merged, *blocks[keep:]], why, merging
 
     async def consolidate(self, job: SummaryJob, blocks: list[SummaryBlock], max_tokens: int, max_chars: int,
                           meta: SummaryMetadata) -> tuple[SummaryBlock, str | None]:
@@ -346,30 +360,33 @@ class Summarizer:
         parts = [f"{b.label}\n\n{b.text.strip()}" for b in blocks]
         text = ""
         if job.method != "rule-based":
+            # The blocks' facts first, read back as the rule-based way does (half the cap at most),
+            # then the LLM's prose in what they leave, so the prose is what shrinks: a model merging
+            # summaries rewords, and drops what it does not see as the gist.
+            facts = consolidate_facts([b.text for b in blocks], max_chars // 2, max_tokens // 2, job.model,
+                                      prose=False)
+            chars = max(100, max_chars - len(facts) - 2)
+            toks = max(32, max_tokens - tokens.count_text(facts, job.model) - 2)
             # The job's answer reserve is one block's: the request keeps its size, and the answer
-            # gets the consolidated block's cap (at most half of it).
+            # gets the consolidated block's prose cap (at most half of it).
             room = job.budget + job.reserve
-            reserve = min(max_tokens, room // 2)
+            reserve = min(toks, room // 2)
             merge = replace(job, budget=room - reserve, reserve=reserve)
             try:
                 make = consolidate_rounds if job.unit == "round" else consolidate_parts
-                text = await self._reduce(merge, parts, max_chars, max_tokens, meta, depth=0, make=make)
-                if len(text) > sum(len(p) for p in parts):
+                prose = await self._reduce(merge, parts, chars, toks, meta, depth=0, make=make)
+                if len(prose) > sum(len(p) for p in parts):
                     raise SummaryRejected("the consolidated summary was longer than its input")
-                loop = degenerate(text)
+                loop = degenerate(prose)
                 if loop:
                     raise SummaryRejected(f"the consolidated summary is degenerate: {loop}")
+                text = f"{facts}\n\n{prose}" if facts else prose
             except (ProviderError, SummaryRejected, ContextOverflow) as exc:
                 failed = "failed" if isinstance(exc, ProviderError) else "rejected"
                 why = f"LLM consolidation of the summary {failed}: {exc}"
                 text = ""
-        if not text:
-            # The oldest block is carried as a rolling summary carries what it held (`previous`, the
-            # last to give way): weighed as one more item, it gave way first, and each consolidation
-            # dropped the oldest facts again (`bench/facts.py --conversation`).
-            first, rest = (_carried(blocks[0].text), blocks[1:]) if len(blocks) > 1 else (None, blocks)
-            text = summarize_rule_based([SourceItem(b.label.removeprefix("### "), b.text) for b in rest],
-                                        max_chars=max_chars, max_tokens=max_tokens, model=job.model, previous=first)
+        if not text:  # the blocks' facts read back and kept first, oldest first (`consolidate.py`)
+            text = consolidate_facts([b.text for b in blocks], max_chars, max_tokens, job.model)
         text = with_reads(text, [], "\n\n".join(b.text for b in blocks), max_chars)
         text = cap_text(text, max_chars, max_tokens, job.model)
         return SummaryBlock(first=blocks[0].first, last=blocks[-1].last, count=sum(b.count for b in blocks),
@@ -524,12 +541,3 @@ class Summarizer:
         """The fewest tokens a partial summary gets: a fifth of a request's room (five reduce
         in one request), and never under 64."""
         return max(64, self._room(job, None) // 5)
-
-
-def _carried(text: str) -> str:
-    """What an oldest block carries into a consolidation: its text without the heading an earlier
-    consolidation put over what it carried (each merge would nest one more)."""
-    text = text.strip()
-    while text.startswith(EARLIER + "\n"):
-        text = text.removeprefix(EARLIER + "\n").lstrip()
-    return text

@@ -19,7 +19,7 @@ window would pass `recent_tokens` (or not fit the budget), and when the user ask
 view layout 4 a roll appends: the messages leaving the window are summarized into a new
 block after the previous summary's blocks, which stay byte for byte (a speaker's next
 request repeats its previous one through them), and only when the blocks outgrow the
-summary's cap are all but the newest consolidated into one (`moot.core.context.summarize`).
+summary's cap are the oldest consolidated into one (`moot.core.context.summarize`).
 
 `summary_scope = "shared"` (the seed): one summary, made by the judge, that every agent
 reads. `"per-agent"`: each agent keeps its own, written from its role's point of view
