@@ -182,7 +182,7 @@ def test_every_4th_call_answered_500_still_completes(tmp_path: Path) -> None:
     proc, url = start_loopback("--fail-every", "4")
     try:
         r = cli("run", "Design a URL shortener", "--base-url", url, "--headless", "-r", "2",
-                 "--state-dir", str(tmp_path))
+                "--state-dir", str(tmp_path))
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -269,7 +269,7 @@ def test_server_down_exits_3_then_resumes_when_it_is_back(tmp_path: Path) -> Non
     cfg = tmp_path / "moot.json"
     cfg.write_text(json.dumps({"debate": {"max_retries": 1}}))
     r = cli("run", "Design a URL shortener", "--base-url", url, "--headless", "-r", "1", "-c", str(cfg),
-             "--state-dir", str(tmp_path / "D"))
+            "--state-dir", str(tmp_path / "D"))
     assert r.returncode == 3
     assert TRACEBACK not in r.stderr
     folder = only_debate(tmp_path / "D")
@@ -307,7 +307,7 @@ def test_a_non_finite_price_never_makes_the_log_unreadable(tmp_path: Path, loopb
     cfg = tmp_path / "moot.json"
     cfg.write_text('{"debate": {"prices": {"gpt-4o-mini": [NaN, 1.0]}}}')
     r = cli("run", "x", "--base-url", srv.base_url, "--headless", "-r", "1", "-c", str(cfg),
-             "--state-dir", str(tmp_path / "D"))
+            "--state-dir", str(tmp_path / "D"))
     assert r.returncode in (2, 4), r.stderr
     assert TRACEBACK not in r.stderr
     assert len([line for line in r.stderr.splitlines() if line.startswith("moot:")]) == 1
