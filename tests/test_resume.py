@@ -30,7 +30,7 @@ from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session, resume_session
 from moot.core.storage.folder import DebateFolder
 from moot.core.storage.state import apply, new_state
-from tests.conftest import ROOT, LoopbackServer, cli, moot
+from tests.conftest import ROOT, LoopbackServer, cli
 
 PROBLEM = "Design a URL shortener for 10k writes per second"
 AGENTS = ["architect", "performance", "kiss"]
@@ -293,11 +293,12 @@ def test_second_writer_is_refused_with_one_line(tmp_path: Path, slow_server: str
                  log=tmp_path / "run")
     try:
         folder = wait_for_events(sd, 3)
-        r = moot("resume", folder.name, "--state-dir", str(sd), "--headless", "--base-url", slow_server)
+        # In this process: another one than the writer, as a person's second `moot` would be.
+        r = cli("resume", folder.name, "--state-dir", str(sd), "--headless", "--base-url", slow_server)
         assert r.returncode == 2
         assert r.stderr == f"moot: debate {folder.name} is being written by another moot process\n"
         # Readers are never blocked by the writer.
-        shown = moot("show", folder.name, "--state-dir", str(sd))
+        shown = cli("show", folder.name, "--state-dir", str(sd))
         assert shown.returncode == 0 and " · running · " in shown.stdout
         assert proc.wait(timeout=60) == 0
     finally:
@@ -305,7 +306,7 @@ def test_second_writer_is_refused_with_one_line(tmp_path: Path, slow_server: str
             proc.kill()
     check_complete(folder, 4, AGENTS)
     # The lock went with the writer: now the debate is complete, resume says so.
-    r = moot("resume", folder.name, "--state-dir", str(sd), "--headless")
+    r = cli("resume", folder.name, "--state-dir", str(sd), "--headless")
     assert r.returncode == 2 and r.stderr == f"moot: debate {folder.name} is already completed\n"
 
 
@@ -433,7 +434,7 @@ def test_disk_full_stops_the_debate_and_it_resumes(tmp_path: Path) -> None:
     assert (folder / "events.jsonl").stat().st_size <= 40_000
     kept = logged_contributions(folder)
     assert kept and DebateFolder(folder).load().status == "running"
-    r = moot(*resume_hint(r.stderr), "--headless", env={"MOOT_DEMO_DELAY": "0"})
+    r = cli(*resume_hint(r.stderr), "--headless")  # in-process: headless demo runs without pacing
     assert r.returncode == 0, r.stderr
     final = check_complete(folder, 2, AGENTS)
     assert {c.id for c in kept} <= {c.id for c in final.all_contributions()}
