@@ -49,7 +49,10 @@ def pytest_configure(config: pytest.Config) -> None:
                 continue
             pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
             if rewrite._read_pyc(fn, pyc, state.trace) is None and rewrite.try_makedirs(pyc.parent):
-                source_stat, code = rewrite._rewrite_test(fn, config)
+                try:
+                    source_stat, code = rewrite._rewrite_test(fn, config)
+                except (SyntaxError, ValueError, OSError):
+                    continue  # the worker that collects it reports it, as an error of that file
                 rewrite._write_pyc(state, code, source_stat, pyc)
 
 
