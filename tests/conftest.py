@@ -24,6 +24,38 @@ from tests.loopback import Faults, LoopbackServer
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """With workers (`-n`, the default), the controller rewrites the test modules' asserts once,
+    before the workers start, and caches them (`__pycache__/*-pytest-*.pyc`) as each worker
+    would: otherwise, in a fresh checkout, the four workers each rewrote all of them at once
+    (about 5 s of CPU apiece). pytest's own functions do it, so the cache is the one the workers
+    read; with another pytest, or `--assert=plain`, the workers rewrite as before."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+    except (ImportError, AttributeError, KeyError):
+        return
+    here = Path(__file__).resolve().parent
+    for arg in config.args or [str(here)]:
+        path = Path(arg.split("::")[0]).resolve()
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for fn in files:
+            if fn.suffix != ".py" or here not in fn.parents:
+                continue
+            if not (fn.name.startswith("test_") or fn.name == "conftest.py"):
+                continue
+            pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(fn, pyc, state.trace) is None and rewrite.try_makedirs(pyc.parent):
+                try:
+                    source_stat, code = rewrite._rewrite_test(fn, config)
+                except (SyntaxError, ValueError, OSError):
+                    continue  # the worker that collects it reports it, as an error of that file
+                rewrite._write_pyc(state, code, source_stat, pyc)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No real keys, no stray .env, no user settings, no collector: every test starts clean."""

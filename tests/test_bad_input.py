@@ -236,10 +236,10 @@ def test_damaged_state_json_never_a_traceback_on_show(state_dir: Path, damage: s
     raw = (folder / "state.json").read_bytes()
     data = {"truncated": raw[: len(raw) // 3], "empty": b"", "wrong shape": b'{"id": 5, "rounds": "x"}'}[damage]
     _write(folder / "state.json", data)
-    r = moot("show", folder.name, "--state-dir", str(state_dir))
+    r = cli("show", folder.name, "--state-dir", str(state_dir))
     assert r.returncode == 0 and " · completed · " in r.stdout, r.stderr  # the log is the truth
     (folder / "events.jsonl").unlink()  # and with no log to fall back on: one line
-    r = moot("show", folder.name, "--state-dir", str(state_dir))
+    r = cli("show", folder.name, "--state-dir", str(state_dir))
     _one_line(r, 2, "holds no readable moot debate")
 
 

@@ -32,7 +32,7 @@ from moot.core.events import CallStarted, ControlChanged, Event
 from moot.core.session import SessionOptions, new_session
 from moot.core.storage.folder import DebateFolder
 from moot.core.storage.state_dir import StateDir
-from tests.conftest import moot, read_jsonl, run_debate
+from tests.conftest import cli, moot, read_jsonl, run_debate
 from tests.loopback import LoopbackServer, default_reply
 
 WAIT_S = 120.0
@@ -194,8 +194,10 @@ def finished(tmp_path: Path) -> DebateFolder:
     return folder
 
 
-def _ctl(folder: DebateFolder, *args: str) -> subprocess.CompletedProcess[str]:
-    return moot("ctl", folder.id, *args, "--state-dir", str(folder.path.parent))
+def _ctl(folder: DebateFolder, *args: str) -> Any:
+    """`moot ctl` in-process: what it answers is the CLI's, not the process's (the live-writer
+    tests below start real processes)."""
+    return cli("ctl", folder.id, *args, "--state-dir", str(folder.path.parent))
 
 
 def test_ctl_without_a_live_writer_is_one_line_and_exit_2(finished: DebateFolder) -> None:
@@ -226,7 +228,6 @@ def test_ctl_say_reads_stdin_no_further_than_an_answer_may_be(finished: DebateFo
     import io
 
     from moot.core.control.commands import MAX_SAY
-    from tests.conftest import cli
 
     class Endless(io.TextIOBase):
         def read(self, size: int | None = -1) -> str:
@@ -496,8 +497,8 @@ async def test_a_pause_soon_after_a_resume_is_said_again_once_its_calls_end(tmp_
 def test_a_debate_named_with_run_id_is_the_one_ctl_steers_whatever_else_is_in_the_folder(tmp_path: Path) -> None:
     """Guessing the newest folder picked an older debate; the caller names the debate instead."""
     states = tmp_path / "debates"
-    older = moot("run", "Pick a message queue for the billing events", "--headless", "--provider", "demo",
-                 "--protocol", "single", "--id", "queue-choice", "--state-dir", str(states))
+    older = cli("run", "Pick a message queue for the billing events", "--headless", "--provider", "demo",
+                "--protocol", "single", "--id", "queue-choice", "--state-dir", str(states))
     assert older.returncode == 0, older.stderr
     log_err = (tmp_path / "run.err").open("w")
     run = subprocess.Popen(
@@ -520,8 +521,8 @@ def test_a_debate_named_with_run_id_is_the_one_ctl_steers_whatever_else_is_in_th
 
 @pytest.mark.parametrize("name", ["../elsewhere", "/tmp/debate", ".hidden", "a b", "x" * 65, ""])
 def test_run_id_takes_a_name_never_a_path(tmp_path: Path, name: str) -> None:
-    r = moot("run", "Pick a message queue", "--headless", "--provider", "demo", "--id", name,
-             "--state-dir", str(tmp_path / "debates"))
+    r = cli("run", "Pick a message queue", "--headless", "--provider", "demo", "--id", name,
+            "--state-dir", str(tmp_path / "debates"))
     assert r.returncode == 2 and "is not a debate name" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "debates").exists()
     assert not (tmp_path / "elsewhere").exists()
@@ -531,9 +532,9 @@ def test_run_id_of_a_debate_that_exists_is_refused_and_leaves_it_alone(tmp_path:
     states = tmp_path / "debates"
     args = ("run", "Pick a message queue", "--headless", "--provider", "demo", "--protocol", "single",
             "--id", "queue-choice", "--state-dir", str(states))
-    assert moot(*args).returncode == 0
+    assert cli(*args).returncode == 0
     before = (states / "queue-choice" / "events.jsonl").read_bytes()
-    again = moot(*args)
+    again = cli(*args)
     assert again.returncode == 2 and "queue-choice already exists" in again.stderr
     assert again.stderr.count("\n") == 1
     assert (states / "queue-choice" / "events.jsonl").read_bytes() == before

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.models.state import DebateState
-from tests.conftest import Faults, make_server, moot, read_jsonl, run_debate
+from tests.conftest import Faults, cli, make_server, moot, read_jsonl, run_debate
 
 
 def _check_structure(state: DebateState, agents: list[str], rounds: int) -> None:
@@ -108,27 +108,27 @@ def test_event_log_order_and_fields(tmp_path: Path) -> None:
 
 
 def test_bad_input_exit_codes(tmp_path: Path) -> None:
-    missing = moot("run", "-p", str(tmp_path / "nope.md"), "--headless", "--provider", "demo")
+    missing = cli("run", "-p", str(tmp_path / "nope.md"), "--headless", "--provider", "demo")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "not found" in missing.stderr
     empty = tmp_path / "empty.md"
     empty.write_text("  \n")
-    r = moot("run", "-p", str(empty), "--headless", "--provider", "demo")
+    r = cli("run", "-p", str(empty), "--headless", "--provider", "demo")
     assert r.returncode == 2 and "empty" in r.stderr and "Traceback" not in r.stderr
     binary = tmp_path / "bin.md"
     binary.write_bytes(b"\x00\x01\x02abc")
-    r = moot("run", "-p", str(binary), "--headless", "--provider", "demo")
+    r = cli("run", "-p", str(binary), "--headless", "--provider", "demo")
     assert r.returncode == 2 and "binary" in r.stderr
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"debate": {"rounds": "three"}}))
-    r = moot("run", "x", "-c", str(bad), "--headless", "--provider", "demo")
+    r = cli("run", "x", "-c", str(bad), "--headless", "--provider", "demo")
     assert r.returncode == 4 and r.stderr.count("\n") == 1 and "debate.rounds" in r.stderr and "three" in r.stderr
     role = tmp_path / "role.json"
     role.write_text(json.dumps({"agents": [{"id": "a", "role": "wizard"}]}))
-    r = moot("run", "x", "-c", str(role), "--headless", "--provider", "demo")
+    r = cli("run", "x", "-c", str(role), "--headless", "--provider", "demo")
     assert r.returncode == 4 and "agents[0].role" in r.stderr and "wizard" in r.stderr
-    r = moot("run", "x", "-a", "architect,wizard", "--headless", "--provider", "demo")
+    r = cli("run", "x", "-a", "architect,wizard", "--headless", "--provider", "demo")
     assert r.returncode == 2 and "wizard" in r.stderr  # a bad argument (the README's exit 2); in a file it is 4
-    r = moot("show", "no-such-debate", "--state-dir", str(tmp_path))
+    r = cli("show", "no-such-debate", "--state-dir", str(tmp_path))
     assert r.returncode == 2 and "no debate" in r.stderr
 
 
@@ -281,7 +281,7 @@ def test_list_and_show(tmp_path: Path) -> None:
     import asyncio
 
     state, folder = asyncio.run(run_debate(tmp_path, rounds=1))
-    r = moot("list", "--state-dir", str(folder.path.parent))
+    r = cli("list", "--state-dir", str(folder.path.parent))
     assert r.returncode == 0 and state.id in r.stdout and "completed" in r.stdout
-    r = moot("show", state.id, "--state-dir", str(folder.path.parent))
+    r = cli("show", state.id, "--state-dir", str(folder.path.parent))
     assert r.returncode == 0 and "Confidence" in r.stdout

@@ -16,7 +16,7 @@ from moot.cli import main
 from moot.core.evaluate import CRITERIA, EvaluatorResult, Score, averages, parse_scores, parse_value, render_csv
 from moot.core.models.state import DebateState
 from moot.core.storage.folder import DebateFolder
-from tests.conftest import Faults, make_server, moot, run_debate
+from tests.conftest import Faults, cli, make_server, moot, run_debate
 
 GOOD = {"functional_completeness": {"score": 8, "reason": "Covers the core flows."},
         "performance": {"score": 7.6, "reason": "Has a latency budget."},
@@ -182,13 +182,14 @@ def test_debate_without_solution_exits_2(debate: tuple[DebateState, DebateFolder
     assert err.count("\n") == 1 and "no final solution" in err
 
 
-def test_demo_eval_end_to_end(tmp_path: Path) -> None:
-    run = moot("run", "Design a URL shortener", "--provider", "demo", "--headless", "-r", "1",
-               "--state-dir", str(tmp_path / "D"), env={"MOOT_DEMO_DELAY": "0"})
+def test_demo_eval_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MOOT_DEMO_DELAY", "0")
+    run = cli("run", "Design a URL shortener", "--provider", "demo", "--headless", "-r", "1",
+              "--state-dir", str(tmp_path / "D"))
     assert run.returncode == 0, run.stderr
     debate_id = next((tmp_path / "D").iterdir()).name
     cfg = _config(tmp_path, [{"id": "eval-1", "provider": "demo"}, {"id": "eval-2", "provider": "demo"}])
-    proc = moot("eval", debate_id, "-c", cfg, "--state-dir", str(tmp_path / "D"), env={"MOOT_DEMO_DELAY": "0"})
+    proc = cli("eval", debate_id, "-c", cfg, "--state-dir", str(tmp_path / "D"))
     assert proc.returncode == 0, proc.stderr
     assert "| Criterion | eval-1 | eval-2 | Average |" in proc.stdout and "**DEMO**" in proc.stdout
     for c in CRITERIA:
@@ -196,7 +197,9 @@ def test_demo_eval_end_to_end(tmp_path: Path) -> None:
         cells = [x.strip() for x in row.strip("|").split("|")]
         assert all(x.isdigit() and 1 <= int(x) <= 10 for x in cells[1:3])
         assert float(cells[3]) == (int(cells[1]) + int(cells[2])) / 2
+    # Again in a process of its own: the same scores, with nothing cached from the first.
     again = moot("eval", debate_id, "-c", cfg, "--state-dir", str(tmp_path / "D"), env={"MOOT_DEMO_DELAY": "0"})
+    assert again.returncode == 0, again.stderr
     assert again.stdout == proc.stdout  # the demo is deterministic
 
 

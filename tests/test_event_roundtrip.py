@@ -114,7 +114,7 @@ def test_convergence_with_a_judge_that_never_answers_json(tmp_path) -> None:  # 
     """A judge that never answers JSON: every round is scored "no score", the debate runs to its last round (exit 0),
     the report says "not parsed", and the saved events read back (show, resume refusal)."""
     from moot.core.storage.state_dir import StateDir
-    from tests.conftest import moot
+    from tests.conftest import cli
     from tests.loopback import LoopbackServer
 
     def prose(body: dict[str, Any], n: int) -> str:
@@ -122,8 +122,8 @@ def test_convergence_with_a_judge_that_never_answers_json(tmp_path) -> None:  # 
 
     sd = tmp_path / "d"
     with LoopbackServer(reply=prose) as srv:
-        r = moot("run", "Design a cache", "-r", "3", "--termination", "convergence", "--headless",
-                 "--provider", "openai", "--base-url", srv.base_url, "--state-dir", str(sd))
+        r = cli("run", "Design a cache", "-r", "3", "--termination", "convergence", "--headless",
+                "--provider", "openai", "--base-url", srv.base_url, "--state-dir", str(sd))
     assert r.returncode == 0, r.stderr
     (folder,) = StateDir(sd).debates()
     state = folder.load()
@@ -131,10 +131,10 @@ def test_convergence_with_a_judge_that_never_answers_json(tmp_path) -> None:  # 
     assert [(s.round, s.confidence) for s in state.convergence] == [(1, None), (2, None)]
     assert all(s.raw and "eighty" in s.raw for s in state.convergence)
     assert "convergence score after 1 was not parsed" in r.stderr and "convergence score not parsed" in r.stderr
-    report = moot("report", folder.id, "--state-dir", str(sd))
+    report = cli("report", folder.id, "--state-dir", str(sd))
     assert report.returncode == 0
     assert report.stdout.count("**Convergence score after round") == 2
     assert "after round 1:** not parsed (the judge answered: Reply" in report.stdout
     assert state.final_solution is not None and state.final_solution.parsed is False
-    again = moot("resume", folder.id, "--headless", "--state-dir", str(sd))
+    again = cli("resume", folder.id, "--headless", "--state-dir", str(sd))
     assert again.returncode == 2 and "already completed" in again.stderr

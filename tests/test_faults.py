@@ -23,7 +23,7 @@ from moot.core.models.state import DebateState
 from moot.core.providers.base import CallHint
 from moot.core.providers.openai import OpenAIProvider, _Failure
 from moot.core.storage.folder import DebateFolder
-from tests.conftest import Faults, LoopbackServer, make_server, moot, read_jsonl, run_debate
+from tests.conftest import Faults, LoopbackServer, cli, make_server, read_jsonl, run_debate
 from tests.loopback import _last_user_text, default_reply
 from tests.streams import RESTART, complete
 from tests.test_resume import AGENTS, TRACEBACK, check_complete, only_debate, resume_hint, start_loopback
@@ -181,8 +181,8 @@ class BrokenCalls:
 def test_every_4th_call_answered_500_still_completes(tmp_path: Path) -> None:
     proc, url = start_loopback("--fail-every", "4")
     try:
-        r = moot("run", "Design a URL shortener", "--base-url", url, "--headless", "-r", "2",
-                 "--state-dir", str(tmp_path))
+        r = cli("run", "Design a URL shortener", "--base-url", url, "--headless", "-r", "2",
+                "--state-dir", str(tmp_path))
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -241,7 +241,7 @@ def test_failed_required_calls_stop_with_exit_3_and_resume(tmp_path: Path, loopb
     done = 0
     for role, task, message in steps:
         reply.broken = {(role, task)}
-        r = moot(*command)
+        r = cli(*command)
         assert r.returncode == 3, r.stderr
         assert TRACEBACK not in r.stderr
         folder = only_debate(sd)
@@ -255,7 +255,7 @@ def test_failed_required_calls_stop_with_exit_3_and_resume(tmp_path: Path, loopb
         done = len(state.all_contributions())
         command = [*resume_hint(r.stderr), "--headless", "--base-url", srv.base_url]
     reply.broken = set()
-    r = moot(*command)
+    r = cli(*command)
     assert r.returncode == 0, r.stderr
     check_complete(only_debate(sd), 1, AGENTS)
     assert sum(reply.failed.values()) == 6  # each failed call: 1 try + 1 retry, never repeated after
@@ -268,8 +268,8 @@ def test_server_down_exits_3_then_resumes_when_it_is_back(tmp_path: Path) -> Non
     url = f"http://127.0.0.1:{port}/v1"
     cfg = tmp_path / "moot.json"
     cfg.write_text(json.dumps({"debate": {"max_retries": 1}}))
-    r = moot("run", "Design a URL shortener", "--base-url", url, "--headless", "-r", "1", "-c", str(cfg),
-             "--state-dir", str(tmp_path / "D"))
+    r = cli("run", "Design a URL shortener", "--base-url", url, "--headless", "-r", "1", "-c", str(cfg),
+            "--state-dir", str(tmp_path / "D"))
     assert r.returncode == 3
     assert TRACEBACK not in r.stderr
     folder = only_debate(tmp_path / "D")
@@ -280,7 +280,7 @@ def test_server_down_exits_3_then_resumes_when_it_is_back(tmp_path: Path) -> Non
     assert DebateState.model_validate_json((folder / "state.json").read_bytes()).status == "failed"
 
     with LoopbackServer(port=port):
-        r = moot(*resume_hint(r.stderr), "--headless", "--base-url", url)
+        r = cli(*resume_hint(r.stderr), "--headless", "--base-url", url)
     assert r.returncode == 0, r.stderr
     check_complete(folder, 1, AGENTS)
 
@@ -306,8 +306,8 @@ def test_a_non_finite_price_never_makes_the_log_unreadable(tmp_path: Path, loopb
     srv = loopback()
     cfg = tmp_path / "moot.json"
     cfg.write_text('{"debate": {"prices": {"gpt-4o-mini": [NaN, 1.0]}}}')
-    r = moot("run", "x", "--base-url", srv.base_url, "--headless", "-r", "1", "-c", str(cfg),
-             "--state-dir", str(tmp_path / "D"))
+    r = cli("run", "x", "--base-url", srv.base_url, "--headless", "-r", "1", "-c", str(cfg),
+            "--state-dir", str(tmp_path / "D"))
     assert r.returncode in (2, 4), r.stderr
     assert TRACEBACK not in r.stderr
     assert len([line for line in r.stderr.splitlines() if line.startswith("moot:")]) == 1

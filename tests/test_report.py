@@ -13,7 +13,7 @@ from moot.cli import main
 from moot.core.models.state import Clarification, ConvergenceScore, DebateState, ModeratorNote
 from moot.core.report.markdown import demote_headings, render_report, table
 from moot.core.storage.folder import DebateFolder
-from tests.conftest import moot, run_debate
+from tests.conftest import cli, run_debate
 
 CONFIG = {"debate": {"summarization": {"threshold": 500}}}
 
@@ -168,12 +168,12 @@ def test_corrupt_state_is_rebuilt_or_one_line(debate: tuple[DebateState, DebateF
 
 
 def test_cli_unknown_id_and_unreadable_folder(tmp_path: Path) -> None:
-    proc = moot("report", "nope", "--state-dir", str(tmp_path))
+    proc = cli("report", "nope", "--state-dir", str(tmp_path))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no debate 'nope'" in proc.stderr
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "state.json").write_text("\x00\x01 garbage")
-    proc = moot("report", "junk", "--state-dir", str(tmp_path))
+    proc = cli("report", "junk", "--state-dir", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
 

@@ -30,7 +30,7 @@ from moot.core.models.state import DebateState
 from moot.core.session import SessionOptions, new_session, resume_session
 from moot.core.storage.folder import DebateFolder
 from moot.core.storage.state import apply, new_state
-from tests.conftest import ROOT, LoopbackServer, cli, moot
+from tests.conftest import ROOT, LoopbackServer, cli
 
 PROBLEM = "Design a URL shortener for 10k writes per second"
 AGENTS = ["architect", "performance", "kiss"]
@@ -182,63 +182,57 @@ def fast_server() -> Iterator[str]:
 # ---------------------------------------------------------------- SIGKILL at any moment
 
 
+def kill_once_logged(proc: subprocess.Popen, sd: Path, after: int) -> None:
+    """SIGKILL `proc` once the debate under `sd` has logged `after` contributions, then a random
+    fraction of a reply later, so the kill lands mid-call, mid-write or between calls (counted in
+    events, not seconds, so a loaded machine moves nothing)."""
+    deadline = time.monotonic() + 120  # a hang guard, not a limit
+    while True:
+        assert time.monotonic() < deadline, f"no {after} contributions under {sd}"
+        assert proc.poll() is None, "the debate ended before the kill; the server is too fast for this test"
+        logs = list(sd.glob("*/events.jsonl"))
+        if logs and logs[0].read_bytes().count(b'"type":"contribution_added"') >= after:
+            break
+        time.sleep(0.02)
+    time.sleep(random.uniform(0.0, 0.4))  # replies take about 0.5 s
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=10) == -signal.SIGKILL
+
+
 @pytest.mark.slow
 def test_sigkill_early_midway_and_late_then_resume(tmp_path: Path, slow_server: str, fast_server: str) -> None:
-    """Three debates killed with SIGKILL early, midway and late (once 1, 12 and 24 of their
-    36 contributions are logged, then a random fraction of a reply later, so the kill lands
-    mid-call, mid-write or between calls; counted in events, not seconds, so a loaded
-    machine moves nothing), each resumed to completion with no lost and no repeated
-    contribution."""
+    """One debate killed with SIGKILL early, midway and late (once 1, 12 and 24 of its 36
+    contributions are logged) and resumed after each kill, so a resumed debate is killed and
+    resumed again; the last resume completes it with no lost and no repeated contribution, and
+    what each kill left on disk is still there, unchanged (not redone)."""
     env = cli_env(OPENAI_API_KEY=KEY)
-    runs = []
+    sd = tmp_path / "D"
+    proc = spawn("run", PROBLEM, "--provider", "openai", "--base-url", slow_server, "--headless", "-r", "3",
+                 "--state-dir", str(sd), log=tmp_path / "run", env=env)
+    kept: list[list] = []  # per kill: the contributions on disk when it landed
     for i, after in enumerate((1, 12, 24)):
-        sd = tmp_path / f"D{i}"
-        proc = spawn("run", PROBLEM, "--provider", "openai", "--base-url", slow_server, "--headless", "-r", "3",
-                     "--state-dir", str(sd), log=tmp_path / f"run{i}", env=env)
-        runs.append({"after": after, "sd": sd, "proc": proc, "at": None})
-    deadline = time.monotonic() + 120  # a hang guard, not a limit: the kills are counted in events
-    while any(r["proc"].returncode is None for r in runs):
-        assert time.monotonic() < deadline
-        now = time.monotonic()
-        for r in runs:
-            proc = r["proc"]
-            if proc.returncode is not None:
-                continue
-            assert proc.poll() is None, "the debate ended before the kill; the server is too fast for this test"
-            if r["at"] is None:
-                logs = list(r["sd"].glob("*/events.jsonl"))
-                if logs and logs[0].read_bytes().count(b'"type":"contribution_added"') >= r["after"]:
-                    r["at"] = now + random.uniform(0.0, 0.4)  # replies take about 0.5 s
-            elif now >= r["at"]:
-                proc.send_signal(signal.SIGKILL)
-                assert proc.wait(timeout=10) == -signal.SIGKILL
-        time.sleep(0.02)
-    runs = [(r["after"], r["sd"], r["proc"]) for r in runs]
-
-    before: dict[Path, list] = {}
-    resumes = []
-    for i, (_after, sd, _proc) in enumerate(runs):
+        kill_once_logged(proc, sd, after)
         folder = only_debate(sd)
         assert DebateFolder(folder).load().status == "running"  # killed mid-debate, no final event
-        before[folder] = logged_contributions(folder)
-        resumes.append((folder, spawn("resume", folder.name, "--state-dir", str(sd), "--headless",
-                                      "--base-url", fast_server, log=tmp_path / f"resume{i}", env=env)))
-    for i, (folder, proc) in enumerate(resumes):
-        assert proc.wait(timeout=90) == 0, (tmp_path / f"resume{i}.err").read_text()[-2000:]
+        kept.append(logged_contributions(folder))
+        # The slow server again until the last kill, so that each kill lands mid-debate.
+        proc = spawn("resume", folder.name, "--state-dir", str(sd), "--headless", "--base-url",
+                     slow_server if i < 2 else fast_server, log=tmp_path / f"resume{i}", env=env)
+    assert proc.wait(timeout=90) == 0, (tmp_path / "resume2.err").read_text()[-2000:]
+    for i in range(3):
         err = (tmp_path / f"resume{i}.err").read_text()
         assert TRACEBACK not in err
         assert f"debate {folder.name} resumed at round" in err
-        state = check_complete(folder, 3, AGENTS)
-        # What was recorded before the kill is still there, unchanged (not redone).
-        final = {c.id: c for c in state.all_contributions()}
-        for c in before[folder]:
-            assert final[c.id].content == c.content
-        assert "Confidence" in (tmp_path / f"resume{i}.out").read_text()
-        for path in folder.iterdir():
-            assert KEY.encode() not in path.read_bytes()
+    state = check_complete(folder, 3, AGENTS)
+    final = {c.id: c for c in state.all_contributions()}
+    for c in (c for contributions in kept for c in contributions):
+        assert final[c.id].content == c.content
+    assert "Confidence" in (tmp_path / "resume2.out").read_text()
+    for path in folder.iterdir():
+        assert KEY.encode() not in path.read_bytes()
     # The later the kill, the more was already done and kept.
-    done = [len(before[f]) for f, _ in resumes]
-    assert all(n >= after for n, (after, _sd, _proc) in zip(done, runs)) and done[0] < done[2], done
+    done = [len(k) for k in kept]
+    assert all(n >= after for n, after in zip(done, (1, 12, 24))) and done[0] < done[1] < done[2], done
 
 
 # ---------------------------------------------------------------- SIGTERM / SIGINT
@@ -246,27 +240,24 @@ def test_sigkill_early_midway_and_late_then_resume(tmp_path: Path, slow_server: 
 
 @pytest.mark.slow
 def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server: str, fast_server: str) -> None:
-    runs = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        sd = tmp_path / sig.name
-        proc = spawn("run", PROBLEM, "--base-url", slow_server, "--headless", "-r", "1", "--state-dir", str(sd),
-                     log=tmp_path / sig.name)
-        runs.append((sig, sd, proc))
-    waiting = list(runs)
-    deadline = time.monotonic() + 120  # a hang guard: both debates are watched at once
-    while waiting:
-        assert time.monotonic() < deadline, f"no call in flight under {[sd for _sig, sd, _proc in waiting]}"
-        for sig, sd, proc in list(waiting):
+    """One debate stopped by SIGTERM with calls in flight, resumed with the exact command the
+    message gave, stopped again by SIGINT, then resumed to completion: each signal stops it at
+    once (calls in flight never finish), in one line that names its cause, with the log flushed."""
+    sd = tmp_path / "D"
+    proc = spawn("run", PROBLEM, "--base-url", slow_server, "--headless", "-r", "1", "--state-dir", str(sd),
+                 log=tmp_path / "SIGTERM")
+    logged = 0  # lines in the log when this process started
+    for sig, then in ((signal.SIGTERM, "SIGINT"), (signal.SIGINT, "resume")):
+        deadline = time.monotonic() + 120  # a hang guard
+        # Some contributions of this process are in, other calls are in flight.
+        while not (call_in_flight(sd, max(10, logged + 2))
+                   and b'"type":"contribution_added"' in b"\n".join(
+                       (only_debate(sd) / "events.jsonl").read_bytes().split(b"\n")[logged:])):
+            assert time.monotonic() < deadline, f"no call in flight under {sd}"
             assert proc.poll() is None, f"the debate ended before its {sig.name}; the server is too fast"
-            if call_in_flight(sd):  # some contributions are in, others in flight
-                proc.send_signal(sig)
-                waiting.remove((sig, sd, proc))
-        time.sleep(0.01)
-    for _sig, _sd, proc in runs:
+            time.sleep(0.01)
+        proc.send_signal(sig)
         assert proc.wait(timeout=30) == 130  # "at once" is checked below: calls in flight never finished
-
-    resumes = []
-    for sig, sd, _proc in runs:
         folder = only_debate(sd)
         err = (tmp_path / f"{sig.name}.err").read_text()
         assert TRACEBACK not in err
@@ -280,16 +271,18 @@ def test_sigterm_and_sigint_stop_at_once_and_resume(tmp_path: Path, slow_server:
         events = [parse_event(line) for line in raw.split(b"\n") if line]
         assert events[-1].type == "debate_interrupted"
         assert DebateFolder(folder).load().status == "interrupted"
-        # It did not wait for the calls in flight: some started and never finished.
-        started = {e.view.call_id for e in events if e.type == "call_started"}
-        finished = {e.contribution.metadata.call_id for e in events if e.type == "contribution_added"}
+        # It did not wait for its calls in flight: some started and never finished.
+        mine = events[logged:]
+        started = {e.view.call_id for e in mine if e.type == "call_started"}
+        finished = {e.contribution.metadata.call_id for e in mine if e.type == "contribution_added"}
         assert finished and started - finished
-        # The exact command the message gave, plus the server to talk to (a faster one).
-        resumes.append((folder, spawn(*resume_hint(err), "--headless", "--base-url", fast_server,
-                                      log=tmp_path / f"resume-{sig.name}")))
-    for folder, proc in resumes:
-        assert proc.wait(timeout=60) == 0, proc.args
-        check_complete(folder, 1, AGENTS)
+        logged = len(events)
+        # The exact command the message gave, plus the server to talk to (the slow one until the
+        # second signal has landed).
+        proc = spawn(*resume_hint(err), "--headless", "--base-url", fast_server if then == "resume" else slow_server,
+                     log=tmp_path / then)
+    assert proc.wait(timeout=60) == 0, (tmp_path / "resume.err").read_text()[-2000:]
+    check_complete(folder, 1, AGENTS)
 
 
 @pytest.mark.slow
@@ -300,11 +293,12 @@ def test_second_writer_is_refused_with_one_line(tmp_path: Path, slow_server: str
                  log=tmp_path / "run")
     try:
         folder = wait_for_events(sd, 3)
-        r = moot("resume", folder.name, "--state-dir", str(sd), "--headless", "--base-url", slow_server)
+        # In this process: another one than the writer, as a person's second `moot` would be.
+        r = cli("resume", folder.name, "--state-dir", str(sd), "--headless", "--base-url", slow_server)
         assert r.returncode == 2
         assert r.stderr == f"moot: debate {folder.name} is being written by another moot process\n"
         # Readers are never blocked by the writer.
-        shown = moot("show", folder.name, "--state-dir", str(sd))
+        shown = cli("show", folder.name, "--state-dir", str(sd))
         assert shown.returncode == 0 and " · running · " in shown.stdout
         assert proc.wait(timeout=60) == 0
     finally:
@@ -312,7 +306,7 @@ def test_second_writer_is_refused_with_one_line(tmp_path: Path, slow_server: str
             proc.kill()
     check_complete(folder, 4, AGENTS)
     # The lock went with the writer: now the debate is complete, resume says so.
-    r = moot("resume", folder.name, "--state-dir", str(sd), "--headless")
+    r = cli("resume", folder.name, "--state-dir", str(sd), "--headless")
     assert r.returncode == 2 and r.stderr == f"moot: debate {folder.name} is already completed\n"
 
 
@@ -440,7 +434,7 @@ def test_disk_full_stops_the_debate_and_it_resumes(tmp_path: Path) -> None:
     assert (folder / "events.jsonl").stat().st_size <= 40_000
     kept = logged_contributions(folder)
     assert kept and DebateFolder(folder).load().status == "running"
-    r = moot(*resume_hint(r.stderr), "--headless", env={"MOOT_DEMO_DELAY": "0"})
+    r = cli(*resume_hint(r.stderr), "--headless")  # in-process: headless demo runs without pacing
     assert r.returncode == 0, r.stderr
     final = check_complete(folder, 2, AGENTS)
     assert {c.id for c in kept} <= {c.id for c in final.all_contributions()}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from moot.core.models.state import DebateState
 from moot.core.pricing import call_cost, price_for
-from tests.conftest import make_server, moot, read_jsonl, run_debate
+from tests.conftest import cli, make_server, moot, read_jsonl, run_debate
 
 
 def _reply(confidences: dict[int, int] | None = None):  # noqa: ANN202
@@ -68,8 +68,8 @@ def test_converging_debate_stops_early(tmp_path: Path) -> None:
 def test_budget_cap_stops_and_still_synthesizes(tmp_path: Path) -> None:
     srv = make_server(reply=_reply())
     try:
-        proc = moot("run", "Design a cache", "--headless", "-r", "5", "--model", "gpt-4o", "--max-cost", "0.01",
-                    "--provider", "openai", "--base-url", srv.base_url, "--state-dir", str(tmp_path / "d"))
+        proc = cli("run", "Design a cache", "--headless", "-r", "5", "--model", "gpt-4o", "--max-cost", "0.01",
+                   "--provider", "openai", "--base-url", srv.base_url, "--state-dir", str(tmp_path / "d"))
     finally:
         srv.stop()
     assert proc.returncode == 0, proc.stderr

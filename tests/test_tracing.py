@@ -383,7 +383,7 @@ def _b64_ids(value: Any) -> Any:
 async def test_moot_trace_writes_otlp_json(tmp_path: Path) -> None:
     _, folder = await run_debate(tmp_path, PROBLEM, rounds=1, roles=["architect", "kiss"])
     out = tmp_path / "trace.json"
-    done = moot("trace", folder.id, "--state-dir", str(tmp_path / "debates"), "-o", str(out))
+    done = cli("trace", folder.id, "--state-dir", str(tmp_path / "debates"), "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == f"trace written to {out}"
     data = json.loads(out.read_text())
@@ -411,8 +411,8 @@ async def test_moot_trace_writes_otlp_json(tmp_path: Path) -> None:
     assert message == official
     assert otlp_request(records) == data
     # stdout without -o; an unknown debate is one line.
-    assert json.loads(moot("trace", folder.id, "--state-dir", str(tmp_path / "debates")).stdout) == data
-    missing = moot("trace", "nope", "--state-dir", str(tmp_path / "debates"))
+    assert json.loads(cli("trace", folder.id, "--state-dir", str(tmp_path / "debates")).stdout) == data
+    missing = cli("trace", "nope", "--state-dir", str(tmp_path / "debates"))
     assert missing.returncode != 0 and len(missing.stderr.strip().splitlines()) == 1
 
 

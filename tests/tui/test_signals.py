@@ -22,7 +22,7 @@ from moot.tui.app import create_app
 from moot.tui.runtime import LiveRuntime
 from moot.tui.screens.confirm import ConfirmScreen
 from moot.tui.screens.debate import DebateScreen
-from tests.conftest import moot
+from tests.conftest import cli
 
 from .conftest import fixed_clock, make_session, wait_for
 
@@ -114,7 +114,7 @@ def test_signal_in_a_terminal_stops_at_once_and_resumes(tmp_path: Path, how: str
     assert "\x1b[?1049l" in out  # the terminal left the alternate screen
     if how != "SIGTERM":
         return
-    resumed = moot("resume", debate_id, "--state-dir", str(state_dir), "--headless", cwd=tmp_path, timeout=180)
+    resumed = cli("resume", debate_id, "--state-dir", str(state_dir), "--headless")  # headless, in this process
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((events_path.parent / "state.json").read_text())["status"] == "completed"
 
