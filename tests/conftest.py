@@ -33,11 +33,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return
     try:
-        from _pytest.assertion import rewrite
+        _rewrite_once(config)
+    except (ImportError, AttributeError, KeyError, TypeError):
+        return  # another pytest's private functions: the workers rewrite as before
 
-        state = config.stash[rewrite.assertstate_key]
-    except (ImportError, AttributeError, KeyError):
-        return
+
+def _rewrite_once(config: pytest.Config) -> None:
+    from _pytest.assertion import rewrite
+
+    state = config.stash[rewrite.assertstate_key]
     here = Path(__file__).resolve().parent
     for arg in config.args or [str(here)]:
         path = Path(arg.split("::")[0]).resolve()
