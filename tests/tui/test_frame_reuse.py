@@ -169,6 +169,44 @@ async def test_a_following_transcript_repaints_its_scrollbar_once_per_frame() ->
         assert len(asked) <= len(chunks), (len(asked), len(chunks))
 
 
+async def test_a_moving_scrollbar_joins_the_next_frame_without_a_message_to_the_screen() -> None:
+    """The thumb that follows new text is drawn in the frame after the text's (the bar was
+    drawn already when the text set its range): the bars asked for during a frame join the
+    next one together, with no prompt to each bar and no `Update` message to the screen."""
+    updates: list[messages.Update] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, messages.Update) and isinstance(message.widget, ScrollBar):
+            updates.append(message)
+
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20), message_hook=hook) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 4))
+        for _ in range(3):  # the layout that brought the bar (it repaints the bar as Textual does)
+            await pilot.pause()
+        bar = transcript.vertical_scrollbar
+        painted: list[float] = []
+        compositor = app.screen._compositor
+        update_widgets = compositor.update_widgets
+
+        def recording(widgets: set) -> None:  # type: ignore[type-arg]
+            if bar in widgets:
+                painted.append(bar.position)
+            update_widgets(widgets)
+
+        compositor.update_widgets = recording  # type: ignore[method-assign]
+        updates.clear()
+        for sentence in PROSE.split(", ") * 3:
+            transcript.append_text("a", sentence + " ")
+            for _ in range(3):
+                await pilot.pause()
+            assert bar.position == transcript.max_scroll_y
+            assert painted and painted[-1] == bar.position, (painted[-3:], bar.position)
+        assert len(set(painted)) > 3
+        assert updates == []
+
+
 async def test_kept_lines_show_every_change() -> None:
     app = LabelApp()
     async with app.run_test(size=(60, 10)) as pilot:
