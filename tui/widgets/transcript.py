@@ -51,7 +51,7 @@ from ..textual_compat import (
 from .kept_lines import Kept, frame_key, keep, still_kept
 from .markdown_blocks import has_references
 from .transcript_entry import HEAD, Entry
-from .transcript_lines import TranscriptLines
+from .transcript_lines import MadeLines, TranscriptLines
 
 __all__ = ["Entry", "Transcript"]
 
@@ -89,6 +89,7 @@ class Transcript(TranscriptLines, can_focus=False):
         self._base_style = Style()
         self._probes = {}
         self._bullet_probes = {}
+        self._made = MadeLines()
         self._blank: Strip | None = None
         self._repaint_asked = False
         """A repaint was asked for since this widget was last drawn (text that arrives again
@@ -256,6 +257,7 @@ class Transcript(TranscriptLines, can_focus=False):
             self._base_style = self.rich_style
             self._probes = {}
             self._bullet_probes = {}
+            self._made = MadeLines()
             self._blank = Strip.blank(width, self._base_style)
             for entry in self.entries:
                 entry.forget_rendering()
