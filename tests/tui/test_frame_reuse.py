@@ -80,6 +80,41 @@ async def test_plain_scrollbar_draws_what_textual_draws() -> None:
             ScrollBar.render_lines(bar, Region(0, 0, *bar.size)))
 
 
+async def test_an_unchanged_scrollbar_hands_back_its_lines_and_shows_every_change() -> None:
+    """A bar that did not change since the last frame returns the lines it returned then (its
+    colours are not worked out from its ancestors again); a refresh, a new position, hovering
+    and another theme draw it anew, as Textual draws it."""
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 12))
+        await pilot.pause()
+        bar = transcript.vertical_scrollbar
+        whole = Region(0, 0, *bar.size)
+
+        def textual_drawing() -> list[list]:  # type: ignore[type-arg]
+            lines = ScrollBar.render_lines(bar, whole)
+            compat.clear_style_cache(bar)  # that drawing went through the style cache: forget it
+            return lines_of(lines)
+
+        first = bar.render_lines(whole)
+        assert bar.render_lines(whole) is first
+        bar.refresh()
+        assert bar.render_lines(whole) is not first
+        for change in ("position", "hover", "theme"):
+            before = bar.render_lines(whole)
+            if change == "position":
+                transcript.scroll_to(y=3, animate=False, immediate=True)
+            elif change == "hover":
+                bar.mouse_over = True
+            else:
+                app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+            await pilot.pause()
+            after = bar.render_lines(whole)
+            assert after is not before and lines_of(after) != lines_of(before), change
+            assert lines_of(after) == textual_drawing(), change
+
+
 class LabelApp(App[None]):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return VARIABLE_DEFAULTS
