@@ -98,6 +98,14 @@ def _repaint_waiting(screen: Widget) -> None:
         repaint_in_next_frame(widget)
 
 
+def nothing_queued(widget: Widget) -> bool:
+    """The widget's message queue is running and holds nothing (no message, none taken out and
+    held back, no `call_next` callback): work for it done now comes after all it was sent."""
+    if not widget.is_running or not widget.is_mounted or widget._closing or widget.message_queue_size:
+        return False
+    return widget._pending_message is None and not widget._next_callbacks
+
+
 # ------------------------------------------------------------------ scrolling
 
 def set_scroll_range(widget: Widget, size: Size) -> None:

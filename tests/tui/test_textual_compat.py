@@ -181,6 +181,23 @@ async def test_repaint_after_this_frame() -> None:
             assert not compat.dirty_lines(label), "drawn in a later frame"
 
 
+async def test_nothing_queued() -> None:
+    async with Lines().run_test(size=(80, 24)) as pilot:
+        label = pilot.app.query_one("#label", Label)
+        await pilot.pause()
+        with hook("nothing_queued"):
+            assert compat.nothing_queued(label)
+            label.call_later(lambda: None)
+            assert not compat.nothing_queued(label)
+            await pilot.pause()
+            assert compat.nothing_queued(label)
+            label.call_next(lambda: None)
+            assert not compat.nothing_queued(label)
+            await pilot.pause()
+            assert compat.nothing_queued(label)
+        assert not compat.nothing_queued(Label("not mounted"))
+
+
 async def test_the_border_subtitle_without_a_refresh() -> None:
     async with Lines().run_test(size=(80, 24)) as pilot:
         label = pilot.app.query_one("#label", Label)
