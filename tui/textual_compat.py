@@ -18,6 +18,7 @@ handlers still exist where they are overridden.
 from __future__ import annotations
 
 from collections.abc import Callable
+from weakref import WeakKeyDictionary
 
 from textual.geometry import Size
 from textual.scrollbar import ScrollBar
@@ -67,6 +68,42 @@ def repaint_in_next_frame(widget: Widget) -> None:
     widget._rich_style_cache.clear()
     screen._dirty_widgets.add(widget)
     screen.check_idle()
+
+
+def repaint_after_this_frame(widget: Widget) -> None:
+    """`repaint_in_next_frame` for a widget asked to repaint while the frame is being drawn
+    (the screen forgets its dirty widgets once the frame is out, so it cannot join them now).
+
+    Textual's refresh would send the widget a prompt and, at its idle turn, the screen an
+    `Update` message: for every scrollbar that moves, in every frame. Here the widgets asked
+    for during one frame wait together, and one callback on the screen's queue, run once the
+    frame is out, puts them all in the next one."""
+    screen = widget.screen if widget.is_mounted and not widget._closing else None
+    if screen is None or screen not in screen._compositor:
+        widget.refresh()
+        return
+    waiting = _after_frame.get(screen)
+    if waiting is None:
+        waiting = _after_frame[screen] = []
+        screen.call_next(_repaint_waiting, screen)
+    waiting.append(widget)
+
+
+_after_frame: WeakKeyDictionary[Widget, list[Widget]] = WeakKeyDictionary()
+"""Per screen, the widgets that asked during this frame to be in the next."""
+
+
+def _repaint_waiting(screen: Widget) -> None:
+    for widget in _after_frame.pop(screen, []):
+        repaint_in_next_frame(widget)
+
+
+def nothing_queued(widget: Widget) -> bool:
+    """The widget's message queue is running and holds nothing (no message, none taken out and
+    held back, no `call_next` callback): work for it done now comes after all it was sent."""
+    if not widget.is_running or not widget.is_mounted or widget._closing or widget.message_queue_size:
+        return False
+    return widget._pending_message is None and not widget._next_callbacks
 
 
 # ------------------------------------------------------------------ scrolling

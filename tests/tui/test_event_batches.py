@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from textual import events
 from textual.message import Message
 
 from moot.core.events import CallStarted, ContributionAdded, Event, PhaseStarted, Token
@@ -120,6 +121,38 @@ async def test_agents_finishing_together_reach_the_screen_as_one_batch(recorded4
             assert done is not None and done.state == "done" and done.text.endswith("And ends here.")
             live = pane.transcript.get(call.view.call_id + "-next")
             assert live is not None and live.text == "Reviewing the proposal, the queue is the weak point."
+
+
+async def test_streamed_text_joins_each_pane_without_a_message_to_it(recorded4) -> None:  # type: ignore[no-untyped-def]
+    """Text for a pane with nothing queued goes into its transcript in the screen's turn: no
+    callback message to each pane for every batch. Text that follows a call's start in the
+    same batch still waits behind it (the test above) and lands in the new call's entry."""
+    before = upto(recorded4, lambda e: e.type == "phase_started" and e.round == 1 and e.phase == "proposal")
+    started = [e for e in recorded4[len(before):] if isinstance(e, CallStarted) and e.view.phase == "proposal"]
+    runtime = ScriptedRuntime(events=before + started, clock=fixed_clock)
+    queued_text: list[Message] = []
+
+    def hook(message: Message) -> None:
+        if isinstance(message, events.Callback) and getattr(message.callback, "func", None).__name__ == "stream":
+            queued_text.append(message)
+
+    app = create_app(runtime, cursor_blink=False, clock=fixed_clock)
+    async with app.run_test(size=(160, 48), message_hook=hook) as pilot:
+        await settle(pilot, runtime)
+        screen = app.screen
+        assert isinstance(screen, DebateScreen)
+        queued_text.clear()
+        sentences = REPLY.split(", ")
+        for sentence in sentences:
+            for call in started:
+                runtime.push(Token(call_id=call.view.call_id, agent_id=call.view.agent_id, delta=sentence + ", "))
+            await settle(pilot, runtime)
+        for call in started:
+            pane = screen.pane(call.view.agent_id)
+            assert pane is not None
+            entry = pane.transcript.get(call.view.call_id)
+            assert entry is not None and entry.text == ", ".join(sentences) + ", "
+        assert queued_text == []
 
 
 async def test_the_screen_folds_events_exactly_as_the_engine_does(tmp_path, small_memory) -> None:  # type: ignore[no-untyped-def]

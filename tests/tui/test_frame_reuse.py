@@ -80,6 +80,41 @@ async def test_plain_scrollbar_draws_what_textual_draws() -> None:
             ScrollBar.render_lines(bar, Region(0, 0, *bar.size)))
 
 
+async def test_an_unchanged_scrollbar_hands_back_its_lines_and_shows_every_change() -> None:
+    """A bar that did not change since the last frame returns the lines it returned then (its
+    colours are not worked out from its ancestors again); a refresh, a new position, hovering
+    and another theme draw it anew, as Textual draws it."""
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 12))
+        await pilot.pause()
+        bar = transcript.vertical_scrollbar
+        whole = Region(0, 0, *bar.size)
+
+        def textual_drawing() -> list[list]:  # type: ignore[type-arg]
+            lines = ScrollBar.render_lines(bar, whole)
+            compat.clear_style_cache(bar)  # that drawing went through the style cache: forget it
+            return lines_of(lines)
+
+        first = bar.render_lines(whole)
+        assert bar.render_lines(whole) is first
+        bar.refresh()
+        assert bar.render_lines(whole) is not first
+        for change in ("position", "hover", "theme"):
+            before = bar.render_lines(whole)
+            if change == "position":
+                transcript.scroll_to(y=3, animate=False, immediate=True)
+            elif change == "hover":
+                bar.mouse_over = True
+            else:
+                app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+            await pilot.pause()
+            after = bar.render_lines(whole)
+            assert after is not before and lines_of(after) != lines_of(before), change
+            assert lines_of(after) == textual_drawing(), change
+
+
 class LabelApp(App[None]):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return VARIABLE_DEFAULTS
@@ -167,6 +202,46 @@ async def test_a_following_transcript_repaints_its_scrollbar_once_per_frame() ->
         # Counted over all the chunks, not per pause: on a loaded machine one chunk's repaint can
         # land after the next pause has begun.
         assert len(asked) <= len(chunks), (len(asked), len(chunks))
+
+
+async def test_a_moving_scrollbar_joins_the_next_frame_without_a_message_to_the_screen() -> None:
+    """The thumb that follows new text is drawn in the frame after the text's (the bar was
+    drawn already when the text set its range): the bars asked for during a frame join the
+    next one together, with no prompt to each bar and no `Update` message to the screen."""
+    updates: list[messages.Update] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, messages.Update) and isinstance(message.widget, ScrollBar):
+            updates.append(message)
+
+    app = TranscriptApp()
+    async with app.run_test(size=(60, 20), message_hook=hook) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.add(Entry("a", "Architect · R1 proposal", text=PROSE * 4))
+        for _ in range(3):  # the layout that brought the bar (it repaints the bar as Textual does)
+            await pilot.pause()
+        bar = transcript.vertical_scrollbar
+        painted: list[float] = []
+        compositor = app.screen._compositor
+        update_widgets = compositor.update_widgets
+
+        def recording(widgets: set) -> None:  # type: ignore[type-arg]
+            if bar in widgets:
+                painted.append(bar.position)
+            update_widgets(widgets)
+
+        compositor.update_widgets = recording  # type: ignore[method-assign]
+        updates.clear()
+        for sentence in PROSE.split(", ") * 3:
+            transcript.append_text("a", sentence + " ")
+            for _ in range(50):  # a frame or two, however loaded the machine is
+                await pilot.pause(0.01)
+                if painted and painted[-1] == bar.position == transcript.max_scroll_y:
+                    break
+            assert bar.position == transcript.max_scroll_y
+            assert painted and painted[-1] == bar.position, (painted[-3:], bar.position)
+        assert len(set(painted)) > 3
+        assert updates == []
 
 
 async def test_kept_lines_show_every_change() -> None:

@@ -152,6 +152,30 @@ async def test_a_growing_paragraph_renders_as_the_whole_text_at_any_width() -> N
         assert kept > 100  # the lines were kept, not only rendered again
 
 
+async def test_a_growing_reply_keeps_the_line_objects_it_already_wrapped() -> None:
+    """A paragraph and a bullet point that grow word by word hand back the very strips of the
+    lines that did not change (the style cache then reuses what it made of them): only the
+    lines from the last one the new words reached are new."""
+    async with mounted_transcript() as transcript:
+        width = 40
+        words = ("Refill happens lazily on read, so an idle key costs nothing until its next request "
+                 "arrives and the bucket is topped up from the elapsed time alone").split()
+        for lead in ("The plan has three parts:\n- ", ""):
+            entry = transcript.add(Entry(f"grow-{len(lead)}", "proposal · …"))
+            transcript.append_text(entry.key, lead + words[0])
+            before = transcript._entry_strips(entry, width)[1:]  # below the title
+            reused = 0
+            for word in words[1:]:
+                transcript.append_text(entry.key, " " + word)
+                after = transcript._entry_strips(entry, width)[1:]
+                settled = len(before) - 1  # the lines above the last one the new word could reach
+                assert all(a is b for a, b in zip(after[:settled], before[:settled])), word
+                reused += settled
+                before = after
+            assert reused > len(words), reused
+            transcript.remove_entry(entry.key)
+
+
 async def test_a_growing_bullet_renders_as_the_whole_text_without_parsing_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A bullet point that grows below a paragraph (a reply's list as it streams) is drawn
     without parsing the text again for every chunk: after every piece, at widths where words

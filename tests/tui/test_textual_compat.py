@@ -157,6 +157,47 @@ async def test_a_repaint_handed_to_the_screen() -> None:
             assert "The second proposal" in "".join(strip.text for strip in compat.cached_lines(label).values())
 
 
+async def test_repaint_after_this_frame() -> None:
+    async with Lines().run_test(size=(80, 24)) as pilot:
+        label = pilot.app.query_one("#label", Label)
+        await pilot.pause()
+        compositor = pilot.app.screen._compositor
+        painted: list[set[object]] = []
+        update_widgets = compositor.update_widgets
+
+        def recording(widgets: set) -> None:  # type: ignore[type-arg]
+            painted.append(set(widgets))
+            update_widgets(widgets)
+
+        compositor.update_widgets = recording  # type: ignore[method-assign]
+        with hook("repaint_after_this_frame"):
+            compat.repaint_after_this_frame(label)
+            compat.repaint_after_this_frame(label)  # asked twice: painted in one frame
+            for _ in range(50):  # the next frame, however loaded the machine is
+                await pilot.pause(0.01)
+                if any(label in widgets for widgets in painted):
+                    break
+            assert [widgets for widgets in painted if label in widgets], painted
+            assert not compat.dirty_lines(label), "drawn in a later frame"
+
+
+async def test_nothing_queued() -> None:
+    async with Lines().run_test(size=(80, 24)) as pilot:
+        label = pilot.app.query_one("#label", Label)
+        await pilot.pause()
+        with hook("nothing_queued"):
+            assert compat.nothing_queued(label)
+            label.call_later(lambda: None)
+            assert not compat.nothing_queued(label)
+            await pilot.pause()
+            assert compat.nothing_queued(label)
+            label.call_next(lambda: None)
+            assert not compat.nothing_queued(label)
+            await pilot.pause()
+            assert compat.nothing_queued(label)
+        assert not compat.nothing_queued(Label("not mounted"))
+
+
 async def test_the_border_subtitle_without_a_refresh() -> None:
     async with Lines().run_test(size=(80, 24)) as pilot:
         label = pilot.app.query_one("#label", Label)

@@ -4,7 +4,8 @@ shared transcript, and how they are laid out (grid, focus layout, zoom).
 A part of the screen (`debate_events.DebatePart`): it owns the panes, the transcript and which
 pane is shown, and handles the events whose text, status or gauge a pane shows. Pane work is
 queued on the pane (`call_later`): the screen repaints only when its own queue is idle, so the
-part hands the work over instead of doing it in the screen's turn.
+part hands the work over instead of doing it in the screen's turn. Streamed text, which only
+joins a transcript, goes in at once when nothing waits in the pane's queue before it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ...core.models.state import AgentInfo, DebateState
 from ...core.models.terms import JUDGE_ID
 from ..bridge import TokenChunk
 from ..runtime.base import Snapshot
+from ..textual_compat import nothing_queued
 from ..widgets.agent_pane import AgentPane
 from ..widgets.agent_roster import AgentRoster
 from ..widgets.command_input import CommandInput
@@ -249,10 +251,19 @@ class AgentPanes(DebatePart):
     # ------------------------------------------------------------------ events
 
     def _stream(self, chunk: TokenChunk) -> None:
+        # Streamed text only joins the transcript (it is drawn with the next frame): done at
+        # once when nothing is queued on the pane before it, instead of a message to each pane
+        # for every batch; queued behind the pane's earlier work otherwise, to keep its order.
         if (pane := self.pane(chunk.agent_id)) is not None:
-            pane.call_later(pane.stream, chunk)
+            if nothing_queued(pane):
+                pane.stream(chunk)
+            else:
+                pane.call_later(pane.stream, chunk)
         if (conv := self.conversation) is not None:
-            conv.call_later(conv.stream, chunk)
+            if nothing_queued(conv):
+                conv.stream(chunk)
+            else:
+                conv.call_later(conv.stream, chunk)
 
     def _phase_started(self, event: ev.PhaseStarted) -> None:
         for pane in self.panes.values():

@@ -20,7 +20,7 @@ from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 
-from ..textual_compat import install_vertical_scrollbar
+from ..textual_compat import clear_style_cache, dirty_lines, install_vertical_scrollbar
 
 
 class PlainScrollBar(ScrollBar):
@@ -30,6 +30,8 @@ class PlainScrollBar(ScrollBar):
         super().__init__(vertical, name, thickness=thickness)
         self._drawn: tuple[tuple[object, ...], list[Strip]] | None = None
         self._made: tuple[tuple[object, ...], dict[Segment, Strip]] = ((), {})
+        self._kept: tuple[tuple[object, ...], list[Strip]] | None = None
+        """What the last frame asked (crop, size, range, position, hover, theme…) and was given."""
 
     def _bar_style(self) -> Style | None:
         """The style `ScrollBar.render` gives its renderable (None: draw the usual way)."""
@@ -50,6 +52,14 @@ class PlainScrollBar(ScrollBar):
         return Style.from_color(color.rich_color, background.rich_color)
 
     def render_lines(self, crop: Region) -> list[Strip]:
+        # Unchanged since the last frame (another pane's text put it in the frame): the same
+        # lines, without working out its colours from its ancestors again. Anything else that
+        # changes how it looks refreshes it (marks its lines dirty) or is in the key.
+        frame = (crop, self.outer_size, self.window_virtual_size, self.window_size, self.position,
+                 self.mouse_over, self.grabbed, self.app.theme, *map(id, self.get_line_filters()))
+        if self._kept is not None and self._kept[0] == frame and not dirty_lines(self):
+            return self._kept[1]
+        self._kept = None
         style = self._bar_style()
         if not self.vertical or style is None or self.styles.has_rule("background") or self.opacity < 1:
             return super().render_lines(crop)
@@ -86,7 +96,11 @@ class PlainScrollBar(ScrollBar):
             self._drawn = key, strips
         lines = self._drawn[1][crop.y:crop.bottom]
         if crop.x or crop.width != width:
-            return [line.crop(crop.x, crop.right) for line in lines]
+            lines = [line.crop(crop.x, crop.right) for line in lines]
+        # Drawn without the style cache: nothing in it is current now, and its dirty rows are
+        # what says that the bar was refreshed since these lines.
+        clear_style_cache(self)
+        self._kept = (frame, lines)
         return lines
 
 def plain_vertical_scrollbar(widget: Widget) -> ScrollBar:

@@ -44,13 +44,14 @@ from ..textual_compat import (
     dirty_lines,
     follow_anchor_again,
     forget_scrollbar_changes,
+    repaint_after_this_frame,
     repaint_in_next_frame,
     set_scroll_range,
 )
 from .kept_lines import Kept, frame_key, keep, still_kept
 from .markdown_blocks import has_references
 from .transcript_entry import HEAD, Entry
-from .transcript_lines import TranscriptLines
+from .transcript_lines import MadeLines, TranscriptLines
 
 __all__ = ["Entry", "Transcript"]
 
@@ -88,6 +89,7 @@ class Transcript(TranscriptLines, can_focus=False):
         self._base_style = Style()
         self._probes = {}
         self._bullet_probes = {}
+        self._made = MadeLines()
         self._blank: Strip | None = None
         self._repaint_asked = False
         """A repaint was asked for since this widget was last drawn (text that arrives again
@@ -255,6 +257,7 @@ class Transcript(TranscriptLines, can_focus=False):
             self._base_style = self.rich_style
             self._probes = {}
             self._bullet_probes = {}
+            self._made = MadeLines()
             self._blank = Strip.blank(width, self._base_style)
             for entry in self.entries:
                 entry.forget_rendering()
@@ -276,7 +279,7 @@ class Transcript(TranscriptLines, can_focus=False):
                 # `virtual_size` reactive would lay out the whole screen, for every chunk of
                 # every pane. A scrollbar that appears or goes still lays out (its reactive asks).
                 self.set_reactive(Widget.virtual_size, size)
-                grew = self._grow_scrollbar(size)
+                grew = self._grow_scrollbar(size, drawing)
                 if not grew:
                     set_scroll_range(self, size)
             else:
@@ -291,7 +294,7 @@ class Transcript(TranscriptLines, can_focus=False):
                 if position != bar.position:
                     bar.set_reactive(ScrollBar.position, position)
                     if not grew:
-                        bar.refresh()
+                        self._repaint_bar(bar, drawing)
         # Textual keeps the drawn lines by row; what it kept was drawn from other lines (other
         # text, another width, another scroll position). `render_lines` puts back those that
         # only moved.
@@ -301,7 +304,16 @@ class Transcript(TranscriptLines, can_focus=False):
         self._synced = (key, view, anchored, round(self.scroll_y))
         return True
 
-    def _grow_scrollbar(self, size: Size) -> bool:
+    @staticmethod
+    def _repaint_bar(bar: ScrollBar, drawing: bool) -> None:
+        """The bar was drawn already in this frame (it lies over the text, and the frame draws
+        from the front): it repaints in the next one, with the other panes' bars."""
+        if drawing:
+            repaint_after_this_frame(bar)
+        else:
+            bar.refresh()
+
+    def _grow_scrollbar(self, size: Size, drawing: bool = False) -> bool:
         """The text still overflows a view whose scrollbar is shown: only the bar's range
         changes (what `_scroll_update` ends in, without deciding again which scrollbars to
         show and validating both scroll offsets through their reactives). False: do it all."""
@@ -316,7 +328,7 @@ class Transcript(TranscriptLines, can_focus=False):
         bar = self.vertical_scrollbar
         bar.set_reactive(ScrollBar.window_virtual_size, size.height)
         bar.set_reactive(ScrollBar.window_size, height)
-        bar.refresh()
+        self._repaint_bar(bar, drawing)
         return True
 
     def _rebuild(self, width: int) -> None:

@@ -33,6 +33,35 @@ TITLE_CLASSES = {"done": "transcript--title-done", "failed": "transcript--title-
                  "solution": "transcript--title-solution"}
 
 
+class MadeLines:
+    """Strips made for wrapped lines, by what they show (the line's text, its width and style).
+
+    Why: the paragraph that streams is wrapped again at every chunk, and only its last line
+    changed; its other lines keep their Strip objects, so the transcript hands the style cache
+    the very lines it styled last frame and they are not styled again (`Transcript.render_lines`
+    reuses what it made of a line by the line's identity). The newest lines are kept: two
+    generations of at most `LIMIT` each."""
+
+    LIMIT = 512
+
+    def __init__(self) -> None:
+        self._new: dict[tuple[object, ...], Strip] = {}
+        self._old: dict[tuple[object, ...], Strip] = {}
+
+    def get(self, key: tuple[object, ...]) -> Strip | None:
+        strip = self._new.get(key)
+        if strip is None:
+            strip = self._old.pop(key, None)
+            if strip is not None:
+                self.put(key, strip)
+        return strip
+
+    def put(self, key: tuple[object, ...], strip: Strip) -> None:
+        self._new[key] = strip
+        if len(self._new) > self.LIMIT:
+            self._old, self._new = self._new, {}
+
+
 class TranscriptLines(ScrollView, can_focus=False):
     """The rendering half of `Transcript`: a part of an entry → its strips, or its estimate."""
 
@@ -44,6 +73,10 @@ class TranscriptLines(ScrollView, can_focus=False):
     """Per width and style: a one-word bullet item as Rich renders it, cut into the pieces its
     lines are made of (None: Rich draws it some other way and renders every item itself);
     kept and emptied as `_probes` is."""
+
+    _made: MadeLines = MadeLines()
+    """The strips of the wrapped lines made lately, by what they show (`Transcript` gives each
+    widget its own and empties it as it empties `_probes`)."""
 
     _base_style = Style()
     """The widget's style, kept by `Transcript` while its width and theme hold (DOMNode.rich_style
@@ -212,13 +245,22 @@ class TranscriptLines(ScrollView, can_focus=False):
             probe = self._probes[(width, style)] = list(self._rich_paragraph("a", width, style)[0])
         if len(probe) not in (1, 2):
             return self._rich_paragraph(text, width, style)
-        if len(probe) == 1:  # words and padding in one style: one segment a line
-            (_, merged, _), = probe
-            return [Strip([Segment(line.ljust(width), merged)], width) for line in wrap_words(words, width)]
-        (_, word_style, _), (_, pad_style, _) = probe
-        return [Strip([Segment(line, word_style), Segment(" " * (width - len(line)), pad_style)]
-                      if len(line) < width else [Segment(line, word_style)], width)
-                for line in wrap_words(words, width)]
+        made = self._made
+        out: list[Strip] = []
+        for line in wrap_words(words, width):
+            key = ("paragraph", line, width, style)
+            strip = made.get(key)
+            if strip is None:
+                if len(probe) == 1:  # words and padding in one style: one segment a line
+                    (_, merged, _), = probe
+                    strip = Strip([Segment(line.ljust(width), merged)], width)
+                else:
+                    (_, word_style, _), (_, pad_style, _) = probe
+                    strip = Strip([Segment(line, word_style), Segment(" " * (width - len(line)), pad_style)]
+                                  if len(line) < width else [Segment(line, word_style)], width)
+                made.put(key, strip)
+            out.append(strip)
+        return out
 
     def _bullet_strips(self, text: str, width: int) -> list[Strip] | None:
         """The lines of a bullet list of one item whose text is one run of plain words, as
@@ -238,7 +280,13 @@ class TranscriptLines(ScrollView, can_focus=False):
             return None
         blank, bullet, indent, tail = probe
         out = [blank]
+        made = self._made
         for n, line in enumerate(wrap_words(words, inner)):
+            line_key = ("bullet", n == 0, line, width, style)
+            strip = made.get(line_key)
+            if strip is not None:
+                out.append(strip)
+                continue
             lead = indent if n else bullet
             if len(tail) == 1:
                 segments = [lead, Segment(line.ljust(inner), tail[0].style)]
@@ -246,7 +294,9 @@ class TranscriptLines(ScrollView, can_focus=False):
                 segments = [lead, Segment(line, tail[0].style), Segment(" " * (inner - len(line)), tail[1].style)]
             else:
                 segments = [lead, Segment(line, tail[0].style)]
-            out.append(Strip(segments, width))
+            strip = Strip(segments, width)
+            made.put(line_key, strip)
+            out.append(strip)
         return out
 
     def _rich_paragraph(self, text: str, width: int, style: Style) -> list[Strip]:
