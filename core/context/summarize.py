@@ -425,7 +425,7 @@ class Summarizer:
         record = ViewRecord(
             call_id=self.new_id("call"), agent_id=above.agent_id, round=job.round, phase="summarize",
             model=above.model, system_key=f"{above.agent_id}/system", task_key=above.task_key,
-            task_params={"max_length": max_chars, "owner": above.agent_id, **job.params,
+            task_params={"max_length": max_chars, "owner": above.agent_id, "summary_for": job.agent_id, **job.params,
                          "first": job.items[0].round, "last": job.items[-1].round,
                          **({"focus": job.focus} if job.focus else {})},
             summary_id=job.previous.id if job.previous else None,

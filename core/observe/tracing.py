@@ -383,12 +383,14 @@ class TraceBuilder(SpanOutlet):
                     [{"role": m["role"], "parts": [{"type": "text", "content": self._mask(m["content"])}]}
                      for m in messages], ensure_ascii=False)
         if view.phase == "summarize":
-            summary = self._summaries.get(view.agent_id)
+            # Whose summary: a debater asked for the shared one (view layout 6) writes the judge's.
+            owner = str(view.task_params.get("summary_for", view.agent_id))
+            summary = self._summaries.get(owner)
             if summary is None:
                 parent = self._container(t, view)
-                span = self._span(f"summary/{view.call_id}", f"summary {view.agent_id}", parent, t, {
-                    "moot.agent.id": view.agent_id, "moot.round": view.round, OI_KIND: "CHAIN"})
-                summary = self._summaries[view.agent_id] = _Summary(span)
+                span = self._span(f"summary/{view.call_id}", f"summary {owner}", parent, t, {
+                    "moot.agent.id": owner, "moot.round": view.round, OI_KIND: "CHAIN"})
+                summary = self._summaries[owner] = _Summary(span)
             for earlier in summary.calls:  # one summary's calls run one after another
                 if earlier.end_ns == 0:
                     earlier.end_ns = max(earlier.start_ns, t)
@@ -408,8 +410,8 @@ class TraceBuilder(SpanOutlet):
             return
         span.attributes[ERROR_TYPE] = "provider_error"
         del self._calls[call_id]
-        if self._in_summary(span):
-            summary = self._summaries[str(span.attributes[AGENT_ID])]
+        summary = self._summary_of(span)
+        if summary is not None:
             summary.failed.add(span.span_id)
             span.end_ns, span.error = max(span.start_ns, t), error
         else:
@@ -484,9 +486,12 @@ class TraceBuilder(SpanOutlet):
             self._close(call, call.end_ns or t, call.error)
         self._close(span, t)
 
+    def _summary_of(self, span: SpanRecord) -> _Summary | None:
+        """The open summary a call belongs to (its writer's own, or the one it writes for another)."""
+        return next((s for s in self._summaries.values() if any(c is span for c in s.calls)), None)
+
     def _in_summary(self, span: SpanRecord) -> bool:
-        s = self._summaries.get(str(span.attributes.get(AGENT_ID)))
-        return s is not None and any(c is span for c in s.calls)
+        return self._summary_of(span) is not None
 
     # ------------------------------------------------------------------ notes
 
