@@ -23,7 +23,9 @@ request were served from cache wherever it stands (what no layout can beat: each
 still reads its new messages, the new summary block and its task for the first time).
 
 With `--layout N` new debates take view layout N instead of the newest (to measure a change
-of layout against the one before it in one sitting).
+of layout against the one before it in one sitting). With `--window N` the real-server
+conversation's view is N tokens (`max_context_tokens`) instead of moot's 8,000, so that a small
+model's short replies still make the summary roll within a few dozen turns.
 
 For each it prints the share of the prompt tokens that repeat the start of the same
 speaker's previous request (`tests/prefix_cache.py`: a speaker is a llama.cpp slot when the
@@ -43,6 +45,7 @@ import json
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -169,22 +172,30 @@ async def real_server(args: argparse.Namespace) -> None:
     """The rounds debate (or, with `--conversation N`, a conversation of N turns) against a real
     server; the share by its own count."""
     with tempfile.TemporaryDirectory() as tmp:
-        config: dict[str, Any] = {"debate": {"context": {"reserve_output_tokens": args.max_tokens}}}
+        # A small model on a loaded CPU takes minutes a request: the deadlines of bench/real_model.toml.
+        config: dict[str, Any] = {"debate": {"context": {"reserve_output_tokens": args.max_tokens},
+                                             "timeout_s": 900, "max_retries": 1}}
         what = f"rounds, {args.rounds} rounds"
         if args.conversation:
-            config["debate"].update(protocol="conversation", turns=args.conversation,
-                                    conversation={"reserve_output_tokens": args.max_tokens})
-            what = f"conversation, {args.conversation} turns"
+            conversation: dict[str, Any] = {"reserve_output_tokens": args.max_tokens}
+            if args.window:
+                conversation["max_context_tokens"] = args.window
+            config["debate"].update(protocol="conversation", turns=args.conversation, conversation=conversation)
+            what = f"conversation, {args.conversation} turns" + (f", {args.window:,}-token view" if args.window else "")
         cfg = build_config(config, Overrides(rounds=args.rounds, provider="openai", base_url=args.base_url,
                                              model=args.model, roles=ROLES))
         session = new_session(PROBLEM, cfg, SessionOptions(state_dir=Path(tmp), backoff_base_s=0.5))
+        started = time.perf_counter()
         state = await session.run()
+        wall = time.perf_counter() - started
     t = state.totals
+    rolls = sum(len(r.summaries) + len(r.replaced_summaries) for r in state.rounds)
     calls = [c.metadata for r in state.rounds for c in r.contributions if not c.carried_from]
     print(f"{args.base_url} · {args.model} · layout {state.view_layout} · {what} × 3 agents: {state.status}, "
           f"{t.calls} calls; the server counted {t.prompt_tokens:,} prompt tokens, {t.cached_tokens:,} of them "
           f"from its cache: {t.cached_tokens / max(1, t.prompt_tokens):.1%} "
-          f"(contributions: {sum(m.cached_tokens for m in calls):,} of {sum(m.prompt_tokens for m in calls):,})")
+          f"(contributions: {sum(m.cached_tokens for m in calls):,} of {sum(m.prompt_tokens for m in calls):,}); "
+          f"{rolls} summary rolls; wall {wall:.0f} s")
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -227,6 +238,8 @@ def main() -> None:
     ap.add_argument("--explain", action="store_true",
                     help="print where each request first differs from its speaker's previous one, and a tally")
     ap.add_argument("--layout", type=int, help="begin the debates in this view layout (default: the newest)")
+    ap.add_argument("--window", type=int, metavar="TOKENS",
+                    help="against a real server: the conversation's view size (max_context_tokens; default 8000)")
     asyncio.run(main_async(ap.parse_args()))
 
 

@@ -1,6 +1,6 @@
 """Conversation benchmark: 10,000 turns × 4 agents at a flat cost per turn.
 
-Run: .venv/bin/python bench/conversation.py [--turns 10000] [--no-tui]
+Run: .venv/bin/python bench/conversation.py [--turns 10000] [--no-tui] [--layout N] [--prefix-cache]
 
 A zero-delay demo conversation (seed 003 defaults: 50 recent messages, a summary
 every 50, 8,000-token views), headless, in this process. It reports, each figure
@@ -15,7 +15,15 @@ measured within this one run (ratios, so a noisy machine moves both sides):
   worst snapshot a crash can leave (it covers a third of the log; the rest is replayed):
   process start → its first request (target < 2 s); and `moot context --turn T`
   latency (target < 1 s);
-- TUI key-press latency while turn 10,000 streams (target p95 < 50 ms).
+- TUI key-press latency while turn 10,000 streams (target p95 < 50 ms);
+- the prompt tokens all requests sent (turns, summaries and the judge), by moot's count.
+
+With `--layout N` the debate begins in view layout N instead of the newest (to compare the
+tokens a layout sends against the one before it). With `--prefix-cache` it also models a
+provider's prefix cache per speaker (the rule of `tests/prefix_cache.py`: the longest run of
+tokens a request shares with its speaker's previous one, a speaker being its system message)
+and prints the prompt tokens left to compute; it costs time, so the timings are then not the
+ones to quote.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,13 +50,74 @@ from moot.core.config import Overrides, build_config  # noqa: E402
 from moot.core.events import parse_event  # noqa: E402
 from moot.core.models.state import DebateState  # noqa: E402
 from moot.core.protocols.conversation import ConversationProtocol  # noqa: E402
+from moot.core.providers.base import ChatRequest, Message, StreamItem  # noqa: E402
+from moot.core.providers.demo import DemoProvider  # noqa: E402
 from moot.core.session import SessionOptions, new_session  # noqa: E402
 from moot.core.storage.folder import DebateFolder  # noqa: E402
 from moot.core.storage.state import apply, new_state  # noqa: E402
+from moot.core.tokens import encoding_for_model  # noqa: E402
 
 PROBLEM = "Design a collaborative document editor for 1M daily users"
 AGENTS = ["architect", "performance", "security", "kiss"]
 MOOT = [sys.executable, "-m", "moot"]
+
+
+class PrefixModel:
+    """A prefix cache per speaker, as `tests/prefix_cache.py` models it, at a cost a 10,000-turn
+    run can pay: whole messages equal to the previous request's count at their size (a size is
+    counted once per text, and only the recent texts are kept), and only the first message that
+    differs is tokenized, to find how far into it the two agree."""
+
+    def __init__(self, model: str) -> None:
+        self.encoding = encoding_for_model(model)
+        self.last: dict[str, Sequence[Message]] = {}
+        self.sizes: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self.cached = self.total = 0
+
+    def size(self, m: Message) -> int:
+        """Tokens of a message as a chat template frames it: start, role, content, end."""
+        key = (m["role"], m["content"])
+        n = self.sizes.get(key)
+        if n is None:
+            n = 2 + len(self.encoding.encode(m["role"])) + len(self.encoding.encode(m["content"], disallowed_special=()))
+            self.sizes[key] = n
+            if len(self.sizes) > 4096:
+                self.sizes.popitem(last=False)
+        else:
+            self.sizes.move_to_end(key)
+        return n
+
+    def feed(self, messages: Sequence[Message]) -> None:
+        speaker = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+        previous = self.last.get(speaker)
+        self.last[speaker] = list(messages)
+        sizes = [self.size(m) for m in messages]
+        self.total += sum(sizes)
+        if previous is None:
+            return
+        i = 0
+        while i < min(len(previous), len(messages)) and previous[i] == messages[i]:
+            i += 1
+        cached = sum(sizes[:i])
+        if i < min(len(previous), len(messages)) and previous[i]["role"] == messages[i]["role"]:
+            old = self.encoding.encode(previous[i]["content"], disallowed_special=())
+            new = self.encoding.encode(messages[i]["content"], disallowed_special=())
+            same = next((j for j, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+            cached += 1 + len(self.encoding.encode(messages[i]["role"])) + same
+        self.cached += min(cached, sum(sizes) - 1)  # a server always computes the last token
+
+
+def model_prefix_cache(model: str) -> PrefixModel:
+    """Feed every request the demo provider answers to a `PrefixModel` (the provider is unchanged)."""
+    cache = PrefixModel(model)
+    inner = DemoProvider.stream
+
+    def stream(self: DemoProvider, request: ChatRequest) -> AsyncIterator[StreamItem]:
+        cache.feed(request.messages)
+        return inner(self, request)
+
+    DemoProvider.stream = stream  # type: ignore[method-assign]
+    return cache
 
 
 async def run(turns: int, state_dir: Path) -> dict[str, object]:
@@ -201,8 +272,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--no-tui", action="store_true", help="skip the TUI key-latency part")
+    ap.add_argument("--layout", type=int, help="begin the debate in this view layout (default: the newest)")
+    ap.add_argument("--prefix-cache", action="store_true",
+                    help="model a prefix cache per speaker and print the prompt tokens it leaves to compute (slower)")
     args = ap.parse_args()
     n = args.turns
+    if args.layout is not None:
+        from moot.core import orchestrator
+
+        orchestrator.LAYOUT = args.layout  # the debate begins in it, as it would have
+    cache = model_prefix_cache("") if args.prefix_cache else None
     with tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(run(n, Path(tmp) / "debates"))
         state = result["state"]
@@ -234,6 +313,12 @@ def main() -> None:
         print(f"bytes written {int(result['written']) / 1e6:.1f} MB / final log {log_size / 1e6:.1f} MB = "
               f"{int(result['written']) / log_size:.2f} ({result['snapshots']} snapshots; target ≤ 3)")
         print(f"peak RSS {rss:.0f} MB; largest request {largest} tokens incl. reserved output (budget 8000)")
+        t = state.totals
+        print(f"layout {state.view_layout}: {t.calls:,} requests sent {t.prompt_tokens:,} prompt tokens by moot's "
+              f"count ({t.prompt_tokens / t.calls:,.0f} a request)"
+              + (f"; modelled prefix cache: {cache.cached:,} of {cache.total:,} cached "
+                 f"({cache.cached / max(1, cache.total):.1%}), {cache.total - cache.cached:,} left to compute"
+                 if cache else ""))
         cut_dir = Path(tmp) / "cut"
         cut, last = cut_before_last_turn(folder, cut_dir)
         startup = resume_startup(cut)
