@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from ..errors import StoreError
 from ..event_bus import Subscription
-from ..events import Event, Token, dump_event, is_terminal, parse_event
+from ..events import Event, Token, dump_event, is_terminal
 from .files import open_regular, require_real_folder, write_all, write_atomic
 from .folder import DebateFolder
 
@@ -134,10 +134,12 @@ class EventLogWriter:
     def encode(event: Event) -> str:
         """The log line of an event, checked to read back: a line the loader would reject
         (a NaN cost serializes as null, say) would make the whole debate unreadable, so
-        writing stops there instead, with everything before it intact."""
+        writing stops there instead, with everything before it intact. Read back by its own
+        class, which is what the loader's union picks by the line's `type`: the union's validator,
+        built at its first use, is not needed before a debate's first request."""
         try:
             line = dump_event(event)
-            parse_event(line)
+            type(event).model_validate_json(line)
         except (ValidationError, ValueError) as exc:
             detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
             where = ".".join(str(p) for p in detail["loc"][1:]) + ": " if detail else ""
