@@ -143,7 +143,7 @@ def fork_debate(parent_id: str, point: ForkPoint, changes: ForkChanges, state_di
     parent = sd.open(parent_id)
     parent.check_files()
     cut = find_cut(parent.events_path, point)
-    origin = ForkOrigin(debate=parent.id, at=point.label, seq=cut.seq)
+    origin = ForkOrigin(debate=parent.id, at=point.label, seq=cut.seq, made_at=time.time())
     note_text = redact(changes.inject.strip(), known_secrets()) if changes.inject is not None else None
     if note_text is not None and not note_text:
         raise InputError("--inject: the note is empty")
@@ -156,9 +156,7 @@ def fork_debate(parent_id: str, point: ForkPoint, changes: ForkChanges, state_di
         agents = [a.model_copy(update={"model": models.get(a.id) or a.model}) for a in event.agents]
         judge_model = config.get("judge", {}).get("model") or event.judge.model
         # Its own trace id too: a fork's spans are its own trace, not more of its parent's.
-        # Its own time too: a fork is listed (and its clock runs) from when it was made.
         return event.model_copy(update={"config": config, "total_rounds": total, "forked_from": origin,
-                                        "ts": time.time(),
                                         "debate_id": fork.id, "agents": agents, "trace_id": new_trace_id(),
                                         "judge": event.judge.model_copy(update={"model": judge_model})})
 

@@ -21,6 +21,7 @@ import pytest
 
 from moot.core.context.line_index import INDEX_FILE as LINE_INDEX
 from moot.core.storage.folder import DebateFolder
+from moot.core.storage.sessions import read_row
 from moot.core.storage.state_dir import StateDir
 from tests.conftest import LoopbackServer, cli, run_debate
 from tests.test_resume import cli_env
@@ -98,10 +99,12 @@ def test_fork_at_a_round_keeps_the_history_and_sends_only_what_follows(tmp_path:
     assert "completed" in shown.stdout.splitlines()[0]
     listed = cli("list", "--state-dir", str(state_dir))
     assert f"⑂ {parent}@round 2" in listed.stdout
-    # Dated (and so listed, newest first) by when it was made, not by when its parent began.
-    made = {d: json.loads(cli("show", d, "--json", "--state-dir", str(state_dir)).stdout)["created_at"]
-            for d in (parent, fork)}
-    assert made[fork] > made[parent]
+    # Dated (and so listed, newest first) by when it was made, not by when its parent began; its
+    # history keeps the parent's times.
+    shown_json = {d: json.loads(cli("show", d, "--json", "--state-dir", str(state_dir)).stdout) for d in (parent, fork)}
+    assert shown_json[fork]["created_at"] == shown_json[parent]["created_at"]
+    assert shown_json[fork]["forked_from"]["made_at"] > shown_json[parent]["updated_at"]
+    assert read_row(DebateFolder(state_dir / fork)).created_at == shown_json[fork]["forked_from"]["made_at"]
     assert listed.stdout.index(fork) < listed.stdout.index(f"{parent} ")
 
 

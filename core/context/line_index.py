@@ -159,6 +159,11 @@ class LineIndex:
                 db.close()
             os.close(fd)
             return None
+        except BaseException:  # interrupted mid-build: nothing left open, and the interruption goes on
+            if db is not None:
+                db.close()
+            os.close(fd)
+            raise
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:

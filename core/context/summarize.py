@@ -439,6 +439,7 @@ class Summarizer:
                              meta: SummaryMetadata) -> str:
         above = job.above
         assert above is not None
+        meta.written_by = above.agent_id  # asked, so billed, even if what it wrote is then refused
         completion = await self.call(record, above.budget, max(16, min(max_tokens, above.reserve)),
                                      context_tokens=above.context_tokens)
         meta.model = above.model

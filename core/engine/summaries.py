@@ -158,7 +158,7 @@ class Summaries:
         """Summarize, price, warn on fallback, record; the summary."""
         summary, fallback = await self.summarizer.run(job)
         md = summary.metadata
-        asked = job.above is not None and md.model == job.above.model  # the speaker's model wrote it
+        asked = job.above is not None and md.written_by == job.above.agent_id  # a debater was asked
         agent = self.people[job.above.agent_id if asked and job.above else job.agent_id]
         model = job.above.model if asked and job.above else job.model
         md.cost_usd = self.engine.cost(agent, model, md.prompt_tokens, md.completion_tokens, md.cached_tokens)

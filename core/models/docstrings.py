@@ -22,7 +22,7 @@ def attribute_docs(cls: type) -> dict[str, str]:
             continue
         try:
             tree = ast.parse(inspect.getsource(klass))
-        except (OSError, TypeError):
+        except (OSError, TypeError, SyntaxError):  # no source, or a class's source not parseable alone
             continue
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
         for node, after in zip(body, body[1:]):

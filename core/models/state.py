@@ -99,6 +99,9 @@ class SummaryMetadata(Model):
     """Of `prompt_tokens`, those the provider served from its prompt cache."""
     cost_usd: float = 0.0
     model: str | None = None
+    written_by: str | None = None
+    """The agent asked to write it when that is not its owner (view layout 6: a debater asked
+    for the shared summary as the continuation of its own view); None: its owner was."""
     fallback_reason: str | None = None
     """Why the configured method did not write this summary (the summary's `method` says what did)."""
     requested_method: SummaryMethod | None = None
@@ -410,6 +413,8 @@ class ForkOrigin(Model):
     debate: str
     at: str
     seq: int
+    made_at: float = 0.0
+    """When the fork was made (its history keeps its parent's times); 0: not recorded."""
 
 
 class Pin(Model):
@@ -546,6 +551,12 @@ class DebateState(Model):
     0 (every step held) in snapshots written before a debate could outgrow its memory."""
 
     _held: int | None = PrivateAttr(default=None)
+
+    @property
+    def made_at(self) -> float:
+        """When this debate was made: a fork's own time (its history keeps its parent's), else its start."""
+        origin = self.forked_from
+        return origin.made_at if origin is not None and origin.made_at else self.created_at
 
     @property
     def held_contributions(self) -> int:

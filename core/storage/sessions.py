@@ -104,7 +104,7 @@ def read_row(folder: DebateFolder) -> SessionRow:
     people = [*state.agents, *([state.judge] if state.judge else [])]
     first = (state.problem.strip().splitlines() or [""])[0].lstrip("#").strip()
     return SessionRow(
-        id=folder.id, created_at=state.created_at, problem=one_line_safe(first, 200), protocol=state.protocol,
+        id=folder.id, created_at=state.made_at, problem=one_line_safe(first, 200), protocol=state.protocol,
         status=state.status, done=state.round_count, total=state.total_rounds,
         unit="turns" if state.protocol == "conversation" else "rounds",
         tokens=state.totals.total_tokens, cost_usd=state.totals.cost_usd,

@@ -33,7 +33,7 @@ async def test_fork_opens_the_fork_beside_the_running_debate(tmp_path: Path) -> 
         assert first in app.screen_stack  # the debate it was forked from is still there, still running
         title = forked.query_one("#hdr-title", Label)
         await wait_for(pilot, lambda: str(title.render()).startswith("⑂ round:2 · "))
-        assert title.tooltip == f"a fork of {session.folder.id} at round:2"
+        assert str(title.tooltip) == f"a fork of {session.folder.id} at round:2"
         assert not str(first.query_one("#hdr-title", Label).render()).startswith("⑂")
         await wait_for(pilot, lambda: forked.state.status == "completed", timeout=120)
         await wait_for(pilot, lambda: session.state.status == "completed", timeout=120)
@@ -243,3 +243,32 @@ async def test_edit_sends_the_edited_messages_and_swaps_the_summary(tmp_path: Pa
     exp = json.loads(path.read_text())
     assert exp["call_id"] == target.call_id and exp["edited"] is True and exp["summary"] == "rule-based"
     assert [m["content"] for m in exp["messages"]] == sent
+
+
+async def test_a_forks_header_shows_its_origin_as_one_plain_line(tmp_path: Path) -> None:
+    """The fork's point and parent come from its log: no control characters reach the screen, and
+    a `[/]` in them is text, not markup (a string tooltip is read as markup when shown)."""
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+    from textual.visual import visualize
+
+    from moot.core.models.state import DebateState, ForkOrigin
+    from moot.tui.widgets.debate_header import DebateHeader
+
+    class HeaderOnly(App[None]):
+        def compose(self) -> ComposeResult:
+            yield DebateHeader()
+
+    app = HeaderOnly()
+    async with app.run_test() as pilot:
+        header = app.query_one(DebateHeader)
+        origin = ForkOrigin(debate="parent[/]", at="turn:3\x1b]0;title\x07\nsecond line", seq=1)
+        header.show_state(DebateState(id="f", problem="Pick a queue", forked_from=origin), "", "")
+        await pilot.pause()
+        label = header.query_one("#hdr-title", Label)
+        title = str(label.render())
+        assert title.startswith("⑂ turn:3") and title.endswith("· Pick a queue")
+        assert not any(ord(ch) < 32 or ch == "\x7f" for ch in title)
+        assert isinstance(label.tooltip, Text) and "parent[/]" in label.tooltip.plain
+        assert "\x1b" not in label.tooltip.plain and "\n" not in label.tooltip.plain
+        visualize(label, label.tooltip)  # shown as it would be on hover: no markup error

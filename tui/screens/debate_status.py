@@ -83,7 +83,7 @@ class StatusLine(DebatePart):
             header.show_elapsed(None)
             return
         end = runtime.now() if state.status == "running" else state.updated_at
-        header.show_elapsed(end - state.created_at)
+        header.show_elapsed(end - state.made_at)
 
     def refresh(self) -> None:
         state, runtime = self.debate.state, self.debate.runtime

@@ -9,6 +9,7 @@ from textual.widgets import Label
 
 from ...core.models.provider_kinds import any_scripted, is_person
 from ...core.models.state import DebateState
+from ...core.safety.sanitize import one_line_safe
 from ..format import PHASE_LABELS, clock_time, first_line, k, usd
 from .kept_lines import KeptLines
 from .label_text import update_label
@@ -51,11 +52,13 @@ class DebateHeader(Horizontal, KeptLines):
         """`pending`: the title until the debate is loaded (its problem, known before the rest)."""
         title = first_line(state.problem) or first_line(pending) or "(no debate yet)"
         origin = state.forked_from
+        at = one_line_safe(origin.at, 40) if origin is not None else ""
         if origin is not None:  # a fork says so first, as the debates list does
-            title = f"⑂ {origin.at} · {title}"
+            title = f"⑂ {at} · {title}"
         self._set("title", title)
         label = self.query_one("#hdr-title", Label)
-        tip = f"a fork of {origin.debate} at {origin.at}" if origin is not None else None
+        # Text, not a str: a tooltip string is read as markup, and these come from a log.
+        tip = Text(f"a fork of {one_line_safe(origin.debate, 80)} at {at}") if origin is not None else None
         if label.tooltip != tip:
             label.tooltip = tip
         step = "turn" if state.protocol == "conversation" else "round"
