@@ -10,7 +10,7 @@ import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -118,16 +118,27 @@ def manual() -> str:
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     return "\n\n".join(p.read_text(encoding="utf-8") for p in pages)
 
-def cli(*argv: str) -> SimpleNamespace:
-    """`moot ARGV` in-process, like `moot()` without the interpreter start: exit code, stdout, stderr."""
+def cli(*argv: str, stdin: IO[str] | None = None) -> SimpleNamespace:
+    """`moot ARGV` in-process, like `moot()` without the interpreter start: exit code, stdout, stderr.
+    `stdin`: what it reads there (default: an empty input, as `moot()` gives its process)."""
     from moot.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:  # argparse: --version, --help, bad arguments
-            code = exc.code
+    saved = sys.stdin
+    sys.stdin = stdin if stdin is not None else io.StringIO("")
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(list(argv))
+            except SystemExit as exc:  # argparse: --version, --help, bad arguments
+                # What the interpreter makes of it: None is 0, an int itself, anything else is said and 1.
+                if exc.code is None or isinstance(exc.code, int):
+                    code = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+                    code = 1
+    finally:
+        sys.stdin = saved
     return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
@@ -136,7 +147,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
 
 
-__all__ = ["Faults", "LoopbackServer", "make_server", "moot", "read_jsonl", "run_debate"]
+__all__ = ["Faults", "LoopbackServer", "cli", "make_server", "moot", "read_jsonl", "run_debate"]
 
 
 @pytest.fixture

@@ -221,8 +221,7 @@ def test_ctl_names_the_agent_it_does_not_know_and_checks_the_text(finished: Deba
     assert (extra.returncode, extra.stderr) == (2, "moot: resume takes no arguments\n")
 
 
-def test_ctl_say_reads_stdin_no_further_than_an_answer_may_be(finished: DebateFolder,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctl_say_reads_stdin_no_further_than_an_answer_may_be(finished: DebateFolder) -> None:
     """`say -` fed an endless pipe (`< /dev/zero`) read it whole until memory ran out
     (MemoryError, exit 1); it reads one character past the limit and says no."""
     import io
@@ -235,8 +234,7 @@ def test_ctl_say_reads_stdin_no_further_than_an_answer_may_be(finished: DebateFo
                 raise AssertionError("stdin read without a bound")
             return "a" * size
 
-    monkeypatch.setattr(sys, "stdin", Endless())
-    r = cli("ctl", finished.id, "say", "-", "--state-dir", str(finished.path.parent))
+    r = cli("ctl", finished.id, "say", "-", "--state-dir", str(finished.path.parent), stdin=Endless())
     assert (r.returncode, r.stderr) == (2, f"moot: the answer on stdin is over {MAX_SAY:,} characters, the limit "
                                            "of an answer\n")
     assert not control_dir(finished).exists()  # nothing was sent
