@@ -166,3 +166,18 @@ def test_a_session_that_never_starts_leaves_nothing(tmp_path: Path) -> None:
     asyncio.run(session.close())
     assert list((tmp_path / "D").iterdir()) == []
     assert not DebateFolder(session.folder.path).path.exists()
+
+
+def test_a_folder_left_pending_by_a_kill_before_the_first_event_does_not_block_its_id(tmp_path: Path) -> None:
+    """kill -9 between a debate's folder being made and its first event reaching the disk leaves
+    `.<id>.tmp` with nothing recorded: a rerun with that id (a bench's rerun does this) starts it
+    anew instead of saying it already exists."""
+    from tests.conftest import cli
+
+    sd = tmp_path / "s"
+    (sd / ".half-made.tmp").mkdir(parents=True)
+    (sd / ".half-made.tmp" / ".lock").write_text("")
+    r = cli("run", "Choose a queue for the warehouse orders", "--headless", "--provider", "demo", "--demo-delay",
+            "0", "-r", "1", "--id", "half-made", "--state-dir", str(sd))
+    assert r.returncode == 0, r.stderr
+    assert (sd / "half-made" / "events.jsonl").exists() and not (sd / ".half-made.tmp").exists()

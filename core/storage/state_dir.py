@@ -46,6 +46,11 @@ class StateDir:
         path = self._pending_path(debate_id)
         if final.exists() or final.is_symlink():
             raise StoreError(f"debate {debate_id} already exists in {self.root}")
+        if path.is_dir() and not path.is_symlink() and not (path / EVENTS_FILE).exists() \
+                and not writer_alive(DebateFolder(path, pending=True)):
+            # A run killed before its first event reached the disk left its pending folder: nothing
+            # was recorded there and nobody holds it, so the id is free again (a rerun makes it anew).
+            shutil.rmtree(path, ignore_errors=True)
         try:
             path.mkdir(parents=True, exist_ok=False)
         except FileExistsError:
