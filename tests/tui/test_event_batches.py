@@ -13,9 +13,10 @@ from moot.core.models.state import CallMetadata, Contribution
 from moot.tui.app import create_app
 from moot.tui.bridge import DRAWN_WAIT_S, FLUSH_INTERVAL_S, Bridge, EngineBatch, TokenChunk
 from moot.tui.screens.debate import DebateScreen
+from moot.tui.textual_compat import nothing_queued
 from tests.tui.scripted import ScriptedRuntime
 
-from .conftest import fixed_clock, settle, upto
+from .conftest import fixed_clock, settle, upto, wait_for
 
 REPLY = ("The cache keeps hot keys close to the edge while writes go through a queue, so latency "
          "stays flat under load and the database only sees batched traffic.")
@@ -143,10 +144,18 @@ async def test_streamed_text_joins_each_pane_without_a_message_to_it(recorded4) 
         assert isinstance(screen, DebateScreen)
         queued_text.clear()
         sentences = REPLY.split(", ")
+        panes = [screen.pane(call.view.agent_id) for call in started]
+
+        def idle() -> bool:  # on a loaded machine a pane can still be busy with its own messages
+            return all(p is not None and nothing_queued(p) for p in panes)
+
         for sentence in sentences:
+            await wait_for(pilot, idle)
+            queued_text.clear()  # only text sent while its pane had nothing waiting is counted
             for call in started:
                 runtime.push(Token(call_id=call.view.call_id, agent_id=call.view.agent_id, delta=sentence + ", "))
             await settle(pilot, runtime)
+            assert queued_text == [], sentence
         for call in started:
             pane = screen.pane(call.view.agent_id)
             assert pane is not None
